@@ -1,0 +1,11 @@
+//! Raft: the openraft type config, the storage adapters, the network, and
+//! the node that ties them together.
+
+pub mod log_storage;
+pub mod network;
+pub mod node;
+pub mod state_machine;
+pub mod types;
+
+pub use node::Node;
+pub use types::{NodeId, NodeInfo, TypeConfig};

@@ -1,0 +1,209 @@
+//! A Tacos node: opens the data dir, starts openraft on it, initializes a new
+//! cluster, and waits until the state in memory is complete before anyone is
+//! served.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use openraft::error::{ClientWriteError, RaftError};
+use openraft::{Config, SnapshotPolicy};
+
+use super::log_storage::RaftLog;
+use super::network::SingleNodeNetwork;
+use super::state_machine::{StateHandle, StateMachine};
+use super::types::{LogId, NodeId, NodeInfo, Raft, RaftMetrics};
+use crate::model::{Command, InvalidCommand};
+use crate::settings::Settings;
+use crate::state::{Response, State};
+use crate::store::{LogOptions, LogStore, StdFs};
+
+/// How long start-up waits for the node to become leader and catch up.
+const READY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Why a write was not done.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    #[error("invalid request: {0}")]
+    Invalid(#[from] InvalidCommand),
+    #[error("no leader is available to take the write right now; retry shortly")]
+    NoLeader,
+    #[error(
+        "this node is not the leader (the leader is node {leader}) and forwarding is not available"
+    )]
+    NotLeader { leader: NodeId },
+    #[error("the node stopped and cannot take writes: {0}")]
+    Stopped(String),
+}
+
+/// A running node.
+pub struct Node {
+    pub id: NodeId,
+    pub raft: Raft,
+    state: StateHandle,
+    log: LogStore,
+    max_content_size: usize,
+    stopping: Arc<AtomicBool>,
+}
+
+impl Node {
+    /// Opens the data dir and starts Raft. Returns once this node leads and
+    /// has applied every entry in its log, so reads see all acknowledged data.
+    pub async fn start(settings: &Settings) -> anyhow::Result<Node> {
+        let fs: Arc<dyn crate::store::Fs> = Arc::new(StdFs);
+        let options = LogOptions {
+            segment_size: settings.segment_size,
+        };
+        let (log, recovery) = LogStore::open(fs.clone(), &settings.data_dir, options)?;
+        tracing::info!(
+            data_dir = %settings.data_dir.display(),
+            segments = recovery.segments,
+            entries = recovery.entries,
+            committed = ?recovery.committed,
+            torn_tail = ?recovery.torn_tail,
+            "opened the log"
+        );
+        let state_machine = StateMachine::open(fs, &settings.data_dir)?;
+        let state = state_machine.state();
+        let applied = state.load().last_applied;
+        let (purged, _) = log.log_state();
+        if purged.map(|p| p.index) > applied.map(|a| a.index) {
+            anyhow::bail!(
+                "the log in {} was purged up to {purged:?} but no snapshot covers it (newest snapshot ends at {applied:?}); refusing to start with missing data",
+                settings.data_dir.display()
+            );
+        }
+
+        let config = Config {
+            cluster_name: "tacos".into(),
+            heartbeat_interval: 250,
+            election_timeout_min: 1000,
+            election_timeout_max: 2000,
+            snapshot_policy: SnapshotPolicy::LogsSinceLast(settings.snapshot_entries),
+            max_in_snapshot_log_to_keep: 1000,
+            ..Default::default()
+        }
+        .validate()
+        .context("raft configuration")?;
+        let raft = Raft::new(
+            settings.node_id,
+            Arc::new(config),
+            SingleNodeNetwork,
+            RaftLog::new(log.clone()),
+            state_machine,
+        )
+        .await
+        .context("starting raft")?;
+
+        let me = NodeInfo {
+            cluster_addr: String::new(),
+            http_addr: settings.http_addr(),
+        };
+        if raft.is_initialized().await.context("reading raft state")? {
+            // A single voter need not wait out an election timeout.
+            raft.trigger()
+                .elect()
+                .await
+                .context("starting an election")?;
+        } else {
+            tracing::info!(node_id = settings.node_id, "initializing a new cluster");
+            raft.initialize(BTreeMap::from([(settings.node_id, me)]))
+                .await
+                .context("initializing the cluster")?;
+        }
+
+        let id = settings.node_id;
+        raft.wait(Some(READY_TIMEOUT))
+            .metrics(
+                |m| {
+                    m.current_leader == Some(id)
+                        && m.last_applied.map(|l| l.index) >= m.last_log_index
+                },
+                "leading and caught up",
+            )
+            .await
+            .context("waiting for this node to lead and apply its log")?;
+        let node = Node {
+            id,
+            raft,
+            state,
+            log,
+            max_content_size: settings.max_content_size,
+            stopping: Arc::new(AtomicBool::new(false)),
+        };
+        tracing::info!(items = node.state().len(), "node is ready");
+        Ok(node)
+    }
+
+    /// Ends the process if storage fails or Raft stops on its own: a node that
+    /// cannot persist must not keep serving.
+    pub fn exit_on_fatal(&self) {
+        let mut failure = self.log.failure();
+        let mut metrics = self.raft.metrics();
+        let stopping = self.stopping.clone();
+        tokio::spawn(async move {
+            loop {
+                let reason = tokio::select! {
+                    changed = failure.changed() => {
+                        if changed.is_err() { return; }
+                        failure.borrow().clone()
+                    }
+                    changed = metrics.changed() => {
+                        if changed.is_err() { return; }
+                        metrics.borrow().running_state.as_ref().err().map(|e| e.to_string())
+                    }
+                };
+                if let Some(reason) = reason {
+                    if stopping.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    tracing::error!("stopping the node: {reason}");
+                    eprintln!("tacos: fatal storage or raft error, exiting: {reason}");
+                    std::process::exit(74);
+                }
+            }
+        });
+    }
+
+    /// The current state (a consistent point-in-time view, no lock held).
+    pub fn state(&self) -> Arc<State> {
+        self.state.load_full()
+    }
+
+    /// Raft metrics as of now.
+    pub fn metrics(&self) -> RaftMetrics {
+        self.raft.metrics().borrow().clone()
+    }
+
+    /// Proposes a command and waits until it is committed (durable on a
+    /// quorum) and applied here.
+    pub async fn write(&self, command: Command) -> Result<(LogId, Response), WriteError> {
+        command.validate(self.max_content_size)?;
+        match self.raft.client_write(command).await {
+            Ok(response) => Ok((response.log_id, response.data)),
+            Err(RaftError::APIError(ClientWriteError::ForwardToLeader(forward))) => {
+                match forward.leader_id {
+                    Some(leader) => Err(WriteError::NotLeader { leader }),
+                    None => Err(WriteError::NoLeader),
+                }
+            }
+            Err(RaftError::APIError(ClientWriteError::ChangeMembershipError(e))) => {
+                Err(WriteError::Stopped(e.to_string()))
+            }
+            Err(RaftError::Fatal(fatal)) => Err(WriteError::Stopped(fatal.to_string())),
+        }
+    }
+
+    /// Stops Raft and makes sure everything written is on disk.
+    pub async fn shutdown(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        if let Err(e) = self.raft.shutdown().await {
+            tracing::warn!("raft shutdown: {e}");
+        }
+        if let Err(e) = self.log.flush().await {
+            tracing::error!("final log flush failed: {e}");
+        }
+    }
+}

@@ -1,0 +1,204 @@
+//! openraft's `RaftStateMachine`: the in-memory [`State`] plus snapshot files.
+//!
+//! The current state sits in an `ArcSwap`. `apply` clones it (O(1): the
+//! tables are persistent maps), applies the batch and swaps the result in, so
+//! readers on any thread see a consistent state without locks. A snapshot is
+//! the `Arc` of the state at that moment; encoding and writing it happen on a
+//! blocking thread while apply goes on.
+
+use std::io::Cursor;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+use openraft::storage::RaftStateMachine;
+use openraft::{EntryPayload, OptionalSend, RaftSnapshotBuilder, StorageIOError};
+
+use super::types::{
+    Entry, LogId, Snapshot, SnapshotMeta, StorageError, StoredMembership, TypeConfig,
+};
+use crate::state::{Response, State};
+use crate::store::snapshot::{self, SnapshotFiles};
+use crate::store::{Fs, StoreError};
+
+/// Shared, lock-free access to the current state.
+pub type StateHandle = Arc<ArcSwap<State>>;
+
+/// The state machine and its snapshot files.
+pub struct StateMachine {
+    state: StateHandle,
+    files: SnapshotFiles,
+    builds: Arc<AtomicU64>,
+}
+
+/// Decodes a whole snapshot file into a state.
+fn decode_state(bytes: &[u8]) -> Result<(SnapshotMeta, State), String> {
+    let mut state = State::default();
+    let meta = snapshot::decode(bytes, |record| state.load_snapshot_record(record))?;
+    state.last_applied = meta.last_log_id;
+    state.membership = meta.last_membership.clone();
+    Ok((meta, state))
+}
+
+impl StateMachine {
+    /// Opens the snapshot directory and loads the newest valid snapshot.
+    pub fn open(fs: Arc<dyn Fs>, data_dir: &Path) -> Result<Self, StoreError> {
+        let files = SnapshotFiles::open(fs, data_dir)?;
+        let state = match files.latest()? {
+            Some((meta, bytes)) => {
+                let (_, state) = decode_state(&bytes).map_err(|reason| StoreError::Corrupt {
+                    path: data_dir.join(snapshot::SNAPSHOT_DIR),
+                    offset: 0,
+                    reason: format!("snapshot {}: {reason}", meta.snapshot_id),
+                })?;
+                tracing::info!(
+                    snapshot = %meta.snapshot_id,
+                    last_log_id = ?meta.last_log_id,
+                    items = state.len(),
+                    "loaded snapshot"
+                );
+                state
+            }
+            None => State::default(),
+        };
+        Ok(StateMachine {
+            state: Arc::new(ArcSwap::from_pointee(state)),
+            files,
+            builds: Arc::new(AtomicU64::new(0)),
+        })
+    }
+
+    /// A handle readers use to see the current state.
+    pub fn state(&self) -> StateHandle {
+        self.state.clone()
+    }
+}
+
+/// Builds a snapshot from the state as it was when the builder was made.
+pub struct SnapshotBuilder {
+    state: Arc<State>,
+    files: SnapshotFiles,
+    builds: Arc<AtomicU64>,
+}
+
+impl RaftSnapshotBuilder<TypeConfig> for SnapshotBuilder {
+    async fn build_snapshot(&mut self) -> Result<Snapshot, StorageError> {
+        let state = self.state.clone();
+        let files = self.files.clone();
+        let build = self.builds.fetch_add(1, Ordering::Relaxed) + 1;
+        let task = tokio::task::spawn_blocking(move || {
+            let meta = SnapshotMeta {
+                last_log_id: state.last_applied,
+                last_membership: state.membership.clone(),
+                snapshot_id: format!(
+                    "{}-{}-{build}",
+                    state.last_applied.map_or(0, |id| id.leader_id.term),
+                    state.last_applied.map_or(0, |id| id.index),
+                ),
+            };
+            let bytes = snapshot::encode(&meta, state.snapshot_records());
+            files.save(&meta, &bytes)?;
+            Ok::<_, StoreError>((meta, bytes))
+        });
+        let (meta, bytes) = task
+            .await
+            .map_err(|e| StorageIOError::write_snapshot(None, &e))?
+            .map_err(|e| StorageIOError::write_snapshot(None, &e))?;
+        tracing::info!(snapshot = %meta.snapshot_id, bytes = bytes.len(), "built snapshot");
+        Ok(Snapshot {
+            meta,
+            snapshot: Box::new(Cursor::new(bytes)),
+        })
+    }
+}
+
+impl RaftStateMachine<TypeConfig> for StateMachine {
+    type SnapshotBuilder = SnapshotBuilder;
+
+    async fn applied_state(&mut self) -> Result<(Option<LogId>, StoredMembership), StorageError> {
+        let state = self.state.load();
+        Ok((state.last_applied, state.membership.clone()))
+    }
+
+    async fn apply<I>(&mut self, entries: I) -> Result<Vec<Response>, StorageError>
+    where
+        I: IntoIterator<Item = Entry> + OptionalSend,
+        I::IntoIter: OptionalSend,
+    {
+        let mut next = State::clone(&self.state.load());
+        let mut responses = Vec::new();
+        for entry in entries {
+            next.last_applied = Some(entry.log_id);
+            let response = match entry.payload {
+                EntryPayload::Blank => Response::Empty,
+                EntryPayload::Normal(command) => next.apply(&command),
+                EntryPayload::Membership(membership) => {
+                    next.membership = StoredMembership::new(Some(entry.log_id), membership);
+                    Response::Empty
+                }
+            };
+            responses.push(response);
+        }
+        self.state.store(Arc::new(next));
+        Ok(responses)
+    }
+
+    async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {
+        SnapshotBuilder {
+            state: self.state.load_full(),
+            files: self.files.clone(),
+            builds: self.builds.clone(),
+        }
+    }
+
+    async fn begin_receiving_snapshot(&mut self) -> Result<Box<Cursor<Vec<u8>>>, StorageError> {
+        Ok(Box::new(Cursor::new(Vec::new())))
+    }
+
+    async fn install_snapshot(
+        &mut self,
+        meta: &SnapshotMeta,
+        snapshot: Box<Cursor<Vec<u8>>>,
+    ) -> Result<(), StorageError> {
+        let bytes = snapshot.into_inner();
+        let files = self.files.clone();
+        let expected = meta.clone();
+        let signature = meta.signature();
+        let task = tokio::task::spawn_blocking(move || {
+            let (found, state) = decode_state(&bytes)?;
+            if found.last_log_id != expected.last_log_id
+                || found.last_membership != expected.last_membership
+            {
+                return Err(format!(
+                    "snapshot header {found:?} does not match what the leader announced {expected:?}"
+                ));
+            }
+            files.save(&found, &bytes).map_err(|e| e.to_string())?;
+            Ok(state)
+        });
+        let state = task
+            .await
+            .map_err(|e| StorageIOError::read_snapshot(Some(signature.clone()), &e))?
+            .map_err(|reason| {
+                StorageIOError::read_snapshot(
+                    Some(signature.clone()),
+                    &std::io::Error::other(reason),
+                )
+            })?;
+        tracing::info!(snapshot = %meta.snapshot_id, items = state.len(), "installed snapshot");
+        self.state.store(Arc::new(state));
+        Ok(())
+    }
+
+    async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot>, StorageError> {
+        let latest = self
+            .files
+            .latest()
+            .map_err(|e| StorageIOError::read_snapshot(None, &e))?;
+        Ok(latest.map(|(meta, bytes)| Snapshot {
+            meta,
+            snapshot: Box::new(Cursor::new(bytes)),
+        }))
+    }
+}
