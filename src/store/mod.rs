@@ -32,3 +32,5 @@ pub use error::StoreError;
 pub use fs::{Fs, StdFs};
 pub use log::{LogOptions, LogStore, Recovery};
 pub use snapshot::SnapshotFiles;
+#[cfg(test)]
+mod tests;

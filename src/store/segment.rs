@@ -197,24 +197,33 @@ pub fn scan(seq: u64, path: &Path, bytes: &[u8], is_last: bool) -> Result<Scanne
                 offset = next;
                 continue;
             }
-            Decoded::Incomplete => "record cut short at the end of the file".to_string(),
+            Decoded::Incomplete => "record cut short by the end of the file".to_string(),
             Decoded::BadLength(len) => format!("record length {len} is over the limit"),
-            Decoded::BadChecksum { end } => {
-                let tail_is_blank = bytes[end..].iter().all(|&b| b == 0);
-                if !tail_is_blank {
-                    return Err(corrupt(offset, "record checksum mismatch".into()));
-                }
-                "last record checksum mismatch".to_string()
-            }
+            Decoded::BadChecksum { .. } => "record checksum mismatch".to_string(),
         };
         if !is_last {
             return Err(corrupt(offset, damage));
+        }
+        // A crash tears only the end of the file. If an intact record follows
+        // the damage, the damage is not a torn tail but lost data.
+        if let Some(valid) = next_valid_record(bytes, offset + 1) {
+            return Err(corrupt(
+                offset,
+                format!("{damage}, yet an intact record follows at offset {valid}"),
+            ));
         }
         scanned.torn = Some(format!("{damage} at offset {offset}"));
         break;
     }
     scanned.valid_len = offset as u64;
     Ok(scanned)
+}
+
+/// The first offset at or after `from` where a whole record with a matching
+/// checksum starts.
+fn next_valid_record(bytes: &[u8], from: usize) -> Option<usize> {
+    (from..bytes.len().saturating_sub(record::HEADER_LEN - 1))
+        .find(|&at| matches!(record::decode_at(bytes, at), Decoded::Record { .. }))
 }
 
 #[cfg(test)]
