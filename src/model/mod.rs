@@ -5,6 +5,7 @@
 //! that can evolve (new fields, new `oneof` arms) without breaking old data.
 
 /// Commands, the only way replicated state changes (`proto/command.proto`).
+#[allow(clippy::module_inception)]
 pub mod command {
     include!(concat!(env!("OUT_DIR"), "/tacos.command.rs"));
 }

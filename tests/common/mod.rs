@@ -1,0 +1,538 @@
+//! A small harness for integration tests that run the real `tacos` binary.
+//!
+//! * [`free_port`] picks a loopback port nobody is listening on.
+//! * [`Server`] runs the binary on a data dir inside a test-owned
+//!   [`TempDir`], logs its stdout+stderr to a file in that temp dir, waits
+//!   until it answers, and stops it with SIGTERM ([`Server::stop`]) or
+//!   SIGKILL ([`Server::kill9`]); dropping it kills a process still running.
+//! * [`Api`] is a cheap, cloneable HTTP client for one server (move it into
+//!   tasks for concurrent load).
+//! * [`run_to_exit`] runs the binary when it is expected to exit by itself
+//!   (bad settings, data dir in use) and returns its status and output.
+//!
+//! Each test binary uses only part of this module.
+#![allow(dead_code)]
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsStr;
+use std::fs::File;
+use std::net::{Ipv4Addr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+use tempfile::TempDir;
+
+/// The binary under test.
+pub const BIN: &str = env!("CARGO_BIN_EXE_tacos");
+/// How long a starting server may take to answer HTTP.
+pub const READY_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a server may take to exit after SIGTERM.
+pub const STOP_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a process expected to exit by itself may run.
+pub const EXIT_TIMEOUT: Duration = Duration::from_secs(30);
+/// Poll interval while waiting.
+pub const POLL: Duration = Duration::from_millis(50);
+/// Bound on one HTTP request made by the harness.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A fresh temp dir for one test (removed when dropped).
+pub fn temp_dir() -> TempDir {
+    tempfile::Builder::new()
+        .prefix("tacos-it-")
+        .tempdir()
+        .expect("creating a temp dir")
+}
+
+/// The data dir the harness uses inside a test's temp dir.
+pub fn data_dir(tmp: &TempDir) -> PathBuf {
+    tmp.path().join("data")
+}
+
+/// A loopback port that was free a moment ago. Ports are never handed out
+/// twice within one test process, so parallel tests do not collide.
+pub fn free_port() -> u16 {
+    static HANDED_OUT: Mutex<BTreeSet<u16>> = Mutex::new(BTreeSet::new());
+    loop {
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("binding 127.0.0.1:0");
+        let port = listener.local_addr().expect("local addr").port();
+        if HANDED_OUT.lock().unwrap().insert(port) {
+            return port;
+        }
+    }
+}
+
+/// A unique path for a log file in `dir`.
+fn log_file_path(dir: &Path, what: &str) -> PathBuf {
+    static SEQ: AtomicUsize = AtomicUsize::new(0);
+    let seq = SEQ.fetch_add(1, Ordering::SeqCst);
+    dir.join(format!("{what}-{seq}.log"))
+}
+
+/// The binary with a clean environment: no `TACOS_*` variable leaks in from
+/// the environment running the tests.
+pub fn tacos_command() -> Command {
+    let mut command = Command::new(BIN);
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("TACOS_") {
+            command.env_remove(name);
+        }
+    }
+    // Plain logs in the log files.
+    command.env("NO_COLOR", "1");
+    command.stdin(Stdio::null());
+    command
+}
+
+/// Reads a file that may not exist (yet); lossy for non-UTF-8.
+pub fn read_lossy(path: &Path) -> String {
+    std::fs::read(path)
+        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+        .unwrap_or_default()
+}
+
+/// An HTTP answer, body already read.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    pub status: u16,
+    pub body: String,
+}
+
+impl Reply {
+    async fn read(response: reqwest::Response) -> Result<Reply, reqwest::Error> {
+        let status = response.status().as_u16();
+        let body = response.text().await?;
+        Ok(Reply { status, body })
+    }
+
+    /// Parses the body of `GET /tacos/v1/kv`.
+    pub fn listing(&self) -> Listing {
+        assert_eq!(self.status, 200, "listing answered {self:?}");
+        serde_json::from_str(&self.body)
+            .unwrap_or_else(|e| panic!("listing is not the expected JSON ({e}): {}", self.body))
+    }
+
+    /// Parses a JSON body.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.body)
+            .unwrap_or_else(|e| panic!("body is not JSON ({e}): {}", self.body))
+    }
+}
+
+/// The body of `GET /tacos/v1/kv`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Listing {
+    pub count: usize,
+    pub items: BTreeMap<String, String>,
+}
+
+/// An HTTP client for one server. Cloning is cheap (shared connection pool).
+#[derive(Clone)]
+pub struct Api {
+    client: reqwest::Client,
+    base: String,
+}
+
+impl Api {
+    pub fn new(port: u16) -> Api {
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .connect_timeout(Duration::from_secs(2))
+            .timeout(REQUEST_TIMEOUT)
+            .build()
+            .expect("building the HTTP client");
+        Api {
+            client,
+            base: format!("http://127.0.0.1:{port}"),
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    fn kv_url(&self, key: &str) -> String {
+        self.url(&format!("/tacos/v1/kv/{key}"))
+    }
+
+    /// `GET path`, any status.
+    pub async fn get_path(&self, path: &str) -> Result<Reply, reqwest::Error> {
+        Reply::read(self.client.get(self.url(path)).send().await?).await
+    }
+
+    /// `PUT /tacos/v1/kv/{key}` with `value` as the body.
+    pub async fn put(&self, key: &str, value: &str) -> Result<Reply, reqwest::Error> {
+        let request = self.client.put(self.kv_url(key)).body(value.to_owned());
+        Reply::read(request.send().await?).await
+    }
+
+    /// `DELETE /tacos/v1/kv/{key}`.
+    pub async fn delete(&self, key: &str) -> Result<Reply, reqwest::Error> {
+        Reply::read(self.client.delete(self.kv_url(key)).send().await?).await
+    }
+
+    /// `GET /tacos/v1/kv/{key}`.
+    pub async fn get(&self, key: &str) -> Result<Reply, reqwest::Error> {
+        Reply::read(self.client.get(self.kv_url(key)).send().await?).await
+    }
+
+    /// `GET /tacos/v1/kv`, parsed (panics unless 200 with the expected JSON).
+    pub async fn list(&self) -> Listing {
+        self.get_path("/tacos/v1/kv")
+            .await
+            .expect("GET /tacos/v1/kv")
+            .listing()
+    }
+
+    /// `GET /health`.
+    pub async fn health(&self) -> Result<Reply, reqwest::Error> {
+        self.get_path("/health").await
+    }
+}
+
+/// Why a server did not answer.
+enum NotReady {
+    /// The process exited before it answered.
+    Exited(ExitStatus),
+}
+
+/// A running `tacos` process.
+pub struct Server {
+    child: Option<Child>,
+    pid: u32,
+    port: u16,
+    data_dir: PathBuf,
+    log_path: PathBuf,
+    api: Api,
+}
+
+impl Server {
+    /// Starts the binary on `data_dir(tmp)` and waits until `GET /health`
+    /// answers 200.
+    pub async fn start(tmp: &TempDir) -> Server {
+        Server::start_with_args(tmp, &[]).await
+    }
+
+    /// [`Server::start`] with extra command-line arguments.
+    pub async fn start_with_args(tmp: &TempDir, extra: &[&str]) -> Server {
+        let (mut server, _) = Server::launch(tmp, extra, "/health").await;
+        server.wait_healthy().await;
+        server
+    }
+
+    /// Starts the binary on `data_dir(tmp)` and returns the FIRST HTTP answer
+    /// it gives to `GET probe_path`, whatever its status (the server must not
+    /// answer anything before its state is complete).
+    pub async fn start_probing(tmp: &TempDir, probe_path: &str) -> (Server, Reply) {
+        Server::launch(tmp, &[], probe_path).await
+    }
+
+    /// Spawns the binary, retrying on a fresh port if the picked one was
+    /// taken by someone else in the meantime.
+    async fn launch(tmp: &TempDir, extra: &[&str], probe_path: &str) -> (Server, Reply) {
+        const ATTEMPTS: usize = 3;
+        for attempt in 1..=ATTEMPTS {
+            let mut server = Server::spawn(tmp, free_port(), extra);
+            match server.first_reply(probe_path).await {
+                Ok(reply) => return (server, reply),
+                Err(NotReady::Exited(status)) => {
+                    let log = server.log();
+                    if attempt < ATTEMPTS && log.contains("cannot listen on") {
+                        eprintln!("port {} was taken, retrying: {log}", server.port);
+                        continue;
+                    }
+                    panic!(
+                        "tacos exited ({status}) before answering on port {}; log {}:\n{log}",
+                        server.port,
+                        server.log_path.display()
+                    );
+                }
+            }
+        }
+        unreachable!()
+    }
+
+    /// Spawns the binary on `data_dir(tmp)` and `port` without waiting.
+    /// stdout and stderr go to one log file in `tmp`.
+    pub fn spawn(tmp: &TempDir, port: u16, extra: &[&str]) -> Server {
+        let data_dir = data_dir(tmp);
+        let log_path = log_file_path(tmp.path(), &format!("tacos-{port}"));
+        let log = File::create(&log_path).expect("creating the server log file");
+        let log_err = log.try_clone().expect("cloning the log file handle");
+        let child = tacos_command()
+            .arg("--data-dir")
+            .arg(&data_dir)
+            .arg("--http-port")
+            .arg(port.to_string())
+            .args(extra.iter().map(OsStr::new))
+            .stdout(log)
+            .stderr(log_err)
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawning {BIN}: {e}"));
+        Server {
+            pid: child.id(),
+            child: Some(child),
+            port,
+            data_dir,
+            log_path,
+            api: Api::new(port),
+        }
+    }
+
+    /// Polls `GET path` until the server gives any HTTP answer; panics after
+    /// [`READY_TIMEOUT`].
+    async fn first_reply(&mut self, path: &str) -> Result<Reply, NotReady> {
+        let deadline = Instant::now() + READY_TIMEOUT;
+        loop {
+            if let Some(status) = self.try_wait() {
+                return Err(NotReady::Exited(status));
+            }
+            let request = self
+                .api
+                .client
+                .get(self.api.url(path))
+                .timeout(Duration::from_secs(5));
+            let last_error = match request.send().await {
+                Ok(response) => match Reply::read(response).await {
+                    Ok(reply) => return Ok(reply),
+                    Err(e) => e,
+                },
+                Err(e) => e,
+            };
+            if Instant::now() > deadline {
+                panic!(
+                    "tacos on port {} gave no answer to GET {path} within {READY_TIMEOUT:?} \
+                     (last error: {last_error}); log:\n{}",
+                    self.port,
+                    self.log()
+                );
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    /// Waits until `GET /health` answers 200 (bounded).
+    pub async fn wait_healthy(&mut self) {
+        let deadline = Instant::now() + READY_TIMEOUT;
+        loop {
+            if let Some(status) = self.try_wait() {
+                panic!(
+                    "tacos exited ({status}) while waiting for health; log:\n{}",
+                    self.log()
+                );
+            }
+            let last = self.api.health().await;
+            if matches!(&last, Ok(reply) if reply.status == 200) {
+                return;
+            }
+            if Instant::now() > deadline {
+                panic!(
+                    "tacos on port {} not healthy within {READY_TIMEOUT:?} (last: {last:?}); log:\n{}",
+                    self.port,
+                    self.log()
+                );
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    /// Exit status if the process has exited (and forgets the child).
+    fn try_wait(&mut self) -> Option<ExitStatus> {
+        let child = self.child.as_mut()?;
+        let status = child.try_wait().expect("waiting on tacos")?;
+        self.child = None;
+        Some(status)
+    }
+
+    fn signal(&self, signal: libc::c_int) {
+        let pid = libc::pid_t::try_from(self.pid).expect("pid fits pid_t");
+        // SAFETY: kill(2) with a pid of our own child, which has not been
+        // reaped yet (we still hold its `Child`), so the pid is not reused.
+        let rc = unsafe { libc::kill(pid, signal) };
+        assert_eq!(
+            rc,
+            0,
+            "kill({pid}, {signal}): {}",
+            std::io::Error::last_os_error()
+        );
+    }
+
+    /// Sends SIGTERM and waits (bounded) for the process to exit.
+    pub async fn stop(&mut self) -> ExitStatus {
+        assert!(
+            self.child.is_some(),
+            "tacos on port {} is not running",
+            self.port
+        );
+        self.signal(libc::SIGTERM);
+        let deadline = Instant::now() + STOP_TIMEOUT;
+        loop {
+            if let Some(status) = self.try_wait() {
+                return status;
+            }
+            if Instant::now() > deadline {
+                self.kill9();
+                panic!(
+                    "tacos on port {} did not exit within {STOP_TIMEOUT:?} of SIGTERM; log:\n{}",
+                    self.port,
+                    self.log()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Sends SIGKILL and reaps the process.
+    pub fn kill9(&mut self) -> ExitStatus {
+        assert!(
+            self.child.is_some(),
+            "tacos on port {} is not running",
+            self.port
+        );
+        self.signal(libc::SIGKILL);
+        self.child
+            .take()
+            .unwrap()
+            .wait()
+            .expect("waiting on tacos after SIGKILL")
+    }
+
+    /// Whether the process is still running.
+    pub fn is_running(&mut self) -> bool {
+        self.try_wait();
+        self.child.is_some()
+    }
+
+    pub fn api(&self) -> Api {
+        self.api.clone()
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    pub fn data_dir(&self) -> &Path {
+        &self.data_dir
+    }
+
+    pub fn log_path(&self) -> &Path {
+        &self.log_path
+    }
+
+    /// Everything the process wrote to stdout and stderr so far.
+    pub fn log(&self) -> String {
+        read_lossy(&self.log_path)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// The outcome of a process that ran to its end.
+#[derive(Debug)]
+pub struct Exited {
+    pub status: ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs the binary with `args` (and extra `envs`) until it exits by itself,
+/// with stdout and stderr in separate files in `log_dir`. Panics (after killing
+/// it) if it is still running after [`EXIT_TIMEOUT`].
+pub fn run_to_exit<S: AsRef<OsStr>>(log_dir: &Path, args: &[S], envs: &[(&str, &str)]) -> Exited {
+    let shown: Vec<String> = args
+        .iter()
+        .map(|a| a.as_ref().to_string_lossy().into_owned())
+        .collect();
+    let stdout_path = log_file_path(log_dir, "run-stdout");
+    let stderr_path = log_file_path(log_dir, "run-stderr");
+    let mut child = tacos_command()
+        .args(args)
+        .envs(envs.iter().copied())
+        .stdout(File::create(&stdout_path).expect("creating stdout file"))
+        .stderr(File::create(&stderr_path).expect("creating stderr file"))
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawning {BIN}: {e}"));
+    let deadline = Instant::now() + EXIT_TIMEOUT;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("waiting on tacos") {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "tacos {shown:?} was still running after {EXIT_TIMEOUT:?}; stdout:\n{}\nstderr:\n{}",
+                read_lossy(&stdout_path),
+                read_lossy(&stderr_path)
+            );
+        }
+        std::thread::sleep(POLL);
+    };
+    Exited {
+        status,
+        stdout: read_lossy(&stdout_path),
+        stderr: read_lossy(&stderr_path),
+    }
+}
+
+/// At most 100 characters of `s`, for messages.
+fn shorten(s: &str) -> String {
+    match s.char_indices().nth(100) {
+        Some((cut, _)) => format!("{}…({} bytes)", &s[..cut], s.len()),
+        None => s.to_owned(),
+    }
+}
+
+/// Compares a recovered key/value map with the expected one and panics with
+/// a short, readable diff (missing, wrong and unexpected keys).
+pub fn assert_same_items(
+    actual: &BTreeMap<String, String>,
+    expected: &BTreeMap<String, String>,
+    what: &str,
+) {
+    let missing: Vec<&String> = expected
+        .keys()
+        .filter(|k| !actual.contains_key(*k))
+        .collect();
+    let wrong: Vec<(&String, String, String)> = expected
+        .iter()
+        .filter_map(|(k, v)| match actual.get(k) {
+            Some(got) if got != v => Some((k, shorten(v), shorten(got))),
+            _ => None,
+        })
+        .collect();
+    let unexpected: Vec<&String> = actual
+        .keys()
+        .filter(|k| !expected.contains_key(*k))
+        .collect();
+    if missing.is_empty() && wrong.is_empty() && unexpected.is_empty() {
+        return;
+    }
+    panic!(
+        "{what}: {} missing, {} wrong, {} unexpected of {} expected / {} present\n\
+         missing (first 10): {:?}\nwrong (key, expected, got; first 5): {:?}\n\
+         unexpected (first 10): {:?}",
+        missing.len(),
+        wrong.len(),
+        unexpected.len(),
+        expected.len(),
+        actual.len(),
+        &missing[..missing.len().min(10)],
+        &wrong[..wrong.len().min(5)],
+        &unexpected[..unexpected.len().min(10)],
+    );
+}
