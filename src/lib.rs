@@ -3,12 +3,15 @@
 //!
 //! Layers, bottom up: [`store`] (log segments, snapshots, crash recovery),
 //! [`state`] (the in-memory tables and `apply`), [`raft`] (openraft adapters
-//! and the node), [`api`] (HTTP). See `docs/architecture.md`.
+//! and the node), [`service`] (validation and commands), [`watch`] (listeners),
+//! [`api`] (HTTP). See `docs/storage.md`.
 
 pub mod api;
 pub mod model;
 pub mod raft;
 pub mod server;
+pub mod service;
 pub mod settings;
 pub mod state;
 pub mod store;
+pub mod watch;

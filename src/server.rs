@@ -1,15 +1,20 @@
-//! Runs a node: Raft on its own tokio runtime, HTTP on actix-web's.
+//! Runs a node: Raft on its own tokio runtime, HTTP and the watch hub on
+//! actix's.
 
 use std::sync::Arc;
 
+use actix::Actor;
 use actix_web::{App, HttpServer};
 use anyhow::Context;
 
+use crate::api::AppState;
 use crate::raft::Node;
+use crate::service::{ConfigService, Limits};
 use crate::settings::Settings;
+use crate::watch::{ChangeSink, Changed, ReleaseAll, WatchHub};
 
 /// Room for headers and form encoding on top of the largest content.
-const BODY_HEADROOM: usize = 64 * 1024;
+const BODY_HEADROOM: usize = 1024 * 1024;
 
 /// Starts the node, serves HTTP until SIGINT/SIGTERM, then stops cleanly.
 pub fn run(settings: Settings) -> anyhow::Result<()> {
@@ -20,21 +25,47 @@ pub fn run(settings: Settings) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("starting the raft runtime")?;
-    let node = Arc::new(raft_runtime.block_on(Node::start(&settings))?);
+    // Changes applied before the hub runs are queued here.
+    let (changes_tx, changes_rx) = tokio::sync::mpsc::unbounded_channel();
+    let sink: ChangeSink = Arc::new(move |changes| {
+        let _ = changes_tx.send(changes);
+    });
+    let node = Arc::new(raft_runtime.block_on(Node::start(&settings, sink))?);
     raft_runtime.block_on(async { node.exit_on_fatal() });
 
-    let served = serve(&settings, node.clone());
+    let served = serve(&settings, node.clone(), changes_rx);
     raft_runtime.block_on(node.shutdown());
     tracing::info!("stopped");
     served
 }
 
-fn serve(settings: &Settings, node: Arc<Node>) -> anyhow::Result<()> {
-    let max_body = settings.max_content_size + BODY_HEADROOM;
+fn serve(
+    settings: &Settings,
+    node: Arc<Node>,
+    mut changes: tokio::sync::mpsc::UnboundedReceiver<crate::watch::Changes>,
+) -> anyhow::Result<()> {
+    let max_body = settings.max_content_size * 3 + BODY_HEADROOM;
     let addr = (settings.bind, settings.http_port);
+    let limits = Limits {
+        max_content_size: settings.max_content_size,
+        history_limit: settings.history_limit,
+    };
     actix_web::rt::System::new().block_on(async move {
+        let hub = WatchHub::new(node.state_handle(), settings.max_long_polls).start();
+        let forward = hub.clone();
+        actix_web::rt::spawn(async move {
+            while let Some(c) = changes.recv().await {
+                forward.do_send(Changed(c));
+            }
+        });
+        let app = Arc::new(AppState {
+            service: ConfigService::new(node.clone(), limits),
+            node,
+            hub: hub.clone(),
+            max_listen_keys: settings.max_listen_keys,
+        });
         let mut server = HttpServer::new(move || {
-            App::new().configure(crate::api::configure(node.clone(), max_body))
+            App::new().configure(crate::api::configure(app.clone(), max_body))
         })
         .shutdown_timeout(10);
         if let Some(workers) = settings.http_workers {
@@ -42,8 +73,37 @@ fn serve(settings: &Settings, node: Arc<Node>) -> anyhow::Result<()> {
         }
         let server = server
             .bind(addr)
-            .with_context(|| format!("cannot listen on {}:{}", addr.0, addr.1))?;
+            .with_context(|| format!("cannot listen on {}:{}", addr.0, addr.1))?
+            .disable_signals()
+            .run();
+        let handle = server.handle();
+        actix_web::rt::spawn(async move {
+            wait_for_signal().await;
+            // Held long polls answer "no change" at once, so clients re-poll
+            // elsewhere instead of waiting out their timeout.
+            let released = hub.send(ReleaseAll).await.unwrap_or(0);
+            tracing::info!(released, "shutting down");
+            handle.stop(true).await;
+        });
         tracing::info!("serving HTTP on {}:{}", addr.0, addr.1);
-        server.run().await.context("HTTP server")
+        server.await.context("HTTP server")
     })
+}
+
+async fn wait_for_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    match (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) {
+        (Ok(mut term), Ok(mut int)) => {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+        }
+        _ => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
 }

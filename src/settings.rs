@@ -45,6 +45,18 @@ pub struct Settings {
     #[arg(long, env = "TACOS_SEGMENT_SIZE", default_value_t = 64 * 1024 * 1024)]
     pub segment_size: u64,
 
+    /// History rows kept per config (older rows are dropped).
+    #[arg(long, env = "TACOS_HISTORY_LIMIT", default_value_t = 100)]
+    pub history_limit: u32,
+
+    /// Most keys one listener request may watch.
+    #[arg(long, env = "TACOS_MAX_LISTEN_KEYS", default_value_t = 10_000)]
+    pub max_listen_keys: usize,
+
+    /// Most long-poll requests held at once; more are refused with 503.
+    #[arg(long, env = "TACOS_MAX_LONG_POLLS", default_value_t = 20_000)]
+    pub max_long_polls: usize,
+
     /// Take a snapshot (and purge the log behind it) after this many new log entries.
     #[arg(long, env = "TACOS_SNAPSHOT_ENTRIES", default_value_t = 20_000)]
     pub snapshot_entries: u64,
@@ -76,6 +88,15 @@ impl Settings {
         }
         if self.segment_size < 4096 {
             return invalid("segment-size", "must be at least 4096 bytes".into());
+        }
+        if self.history_limit == 0 || self.history_limit > 10_000 {
+            return invalid("history-limit", "must be between 1 and 10000".into());
+        }
+        if self.max_listen_keys == 0 {
+            return invalid("max-listen-keys", "must be 1 or more".into());
+        }
+        if self.max_long_polls == 0 {
+            return invalid("max-long-polls", "must be 1 or more".into());
         }
         if self.snapshot_entries == 0 {
             return invalid("snapshot-entries", "must be 1 or more".into());

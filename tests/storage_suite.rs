@@ -6,10 +6,12 @@ use std::sync::Arc;
 use openraft::storage::RaftStateMachine;
 use openraft::testing::{StoreBuilder, Suite};
 use openraft::{EntryPayload, RaftSnapshotBuilder, StorageIOError};
-use tacos::model::Command;
+use tacos::model::command as pb;
+use tacos::model::{md5_hex, Command, Op};
 use tacos::raft::log_storage::RaftLog;
 use tacos::raft::state_machine::StateMachine;
 use tacos::raft::types::{Entry, LogId, StorageError, TypeConfig};
+use tacos::state::{ConfigKey, State};
 use tacos::store::{LogOptions, LogStore, StdFs};
 use tempfile::TempDir;
 
@@ -35,8 +37,24 @@ fn openraft_storage_suite_passes() {
 fn put(index: u64, key: &str, value: &str) -> Entry {
     Entry {
         log_id: LogId::new(openraft::CommittedLeaderId::new(1, 1), index),
-        payload: EntryPayload::Normal(Command::put(key, value)),
+        payload: EntryPayload::Normal(Command::of(Op::PublishConfig(pb::PublishConfig {
+            key: Some(pb::ConfigKey {
+                namespace: String::new(),
+                group: "DEFAULT_GROUP".into(),
+                data_id: key.into(),
+            }),
+            content: value.into(),
+            md5: md5_hex(value),
+            history_limit: 10,
+            ..Default::default()
+        }))),
     }
+}
+
+fn content(state: &State, data_id: &str) -> Option<String> {
+    state
+        .config(&ConfigKey::new("", "DEFAULT_GROUP", data_id))
+        .map(|c| c.content.clone())
 }
 
 #[tokio::test]
@@ -55,16 +73,13 @@ async fn snapshots_are_point_in_time_and_reload_on_open() {
         .unwrap();
     let snapshot = builder.build_snapshot().await.unwrap();
     assert_eq!(snapshot.meta.last_log_id.map(|l| l.index), Some(2));
-    assert_eq!(
-        sm.state().load().get("a").map(String::as_str),
-        Some("changed")
-    );
+    assert_eq!(content(&sm.state().load(), "a").as_deref(), Some("changed"));
     drop(sm);
 
     let sm = StateMachine::open(fs, dir.path()).unwrap();
     let state = sm.state().load_full();
     assert_eq!(state.last_applied.map(|l| l.index), Some(2));
-    assert_eq!(state.get("a").map(String::as_str), Some("1"));
-    assert_eq!(state.get("b").map(String::as_str), Some("2"));
-    assert_eq!(state.get("c"), None);
+    assert_eq!(content(&state, "a").as_deref(), Some("1"));
+    assert_eq!(content(&state, "b").as_deref(), Some("2"));
+    assert_eq!(content(&state, "c"), None);
 }

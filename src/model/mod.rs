@@ -1,8 +1,8 @@
-//! The pure data model: Commands and the records a snapshot holds.
+//! The pure data model: Commands, snapshot records, and the Nacos input rules.
 //!
-//! Nothing here does I/O. The types are generated from `proto/*.proto` by
-//! prost, so the bytes in the Raft log and in snapshot files have a schema
-//! that can evolve (new fields, new `oneof` arms) without breaking old data.
+//! Nothing here does I/O. Commands and snapshot records are generated from
+//! `proto/*.proto` by prost, so the bytes in the Raft log and in snapshot
+//! files have a schema that can evolve (new fields, new `oneof` arms).
 
 /// Commands, the only way replicated state changes (`proto/command.proto`).
 #[allow(clippy::module_inception)]
@@ -15,88 +15,32 @@ pub mod snapshot {
     include!(concat!(env!("OUT_DIR"), "/tacos.snapshot.rs"));
 }
 
+pub mod validate;
+
 pub use command::command::Op;
 pub use command::Command;
 
-/// The longest key a Command may carry, in bytes.
-pub const MAX_KEY_LEN: usize = 256;
-
-/// Why a Command was refused before it was proposed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum InvalidCommand {
-    #[error("key must not be empty")]
-    EmptyKey,
-    #[error("key is {0} bytes; the limit is {MAX_KEY_LEN}")]
-    KeyTooLong(usize),
-    #[error("value is {len} bytes; the limit is {limit}")]
-    ValueTooLarge { len: usize, limit: usize },
+impl Command {
+    /// Wraps one operation.
+    pub fn of(op: Op) -> Self {
+        Command { op: Some(op) }
+    }
 }
 
-impl Command {
-    /// A command that sets `key` to `value`.
-    pub fn put(key: impl Into<String>, value: impl Into<String>) -> Self {
-        Command {
-            op: Some(Op::Put(command::Put {
-                key: key.into(),
-                value: value.into(),
-            })),
-        }
-    }
-
-    /// A command that removes `key`.
-    pub fn remove(key: impl Into<String>) -> Self {
-        Command {
-            op: Some(Op::Remove(command::Remove { key: key.into() })),
-        }
-    }
-
-    /// Checks the command against the limits, before it is proposed.
-    pub fn validate(&self, max_value_len: usize) -> Result<(), InvalidCommand> {
-        let check_key = |key: &str| {
-            if key.is_empty() {
-                Err(InvalidCommand::EmptyKey)
-            } else if key.len() > MAX_KEY_LEN {
-                Err(InvalidCommand::KeyTooLong(key.len()))
-            } else {
-                Ok(())
-            }
-        };
-        match &self.op {
-            Some(Op::Put(put)) => {
-                check_key(&put.key)?;
-                if put.value.len() > max_value_len {
-                    return Err(InvalidCommand::ValueTooLarge {
-                        len: put.value.len(),
-                        limit: max_value_len,
-                    });
-                }
-                Ok(())
-            }
-            Some(Op::Remove(remove)) => check_key(&remove.key),
-            None => Ok(()),
-        }
-    }
+/// Lowercase hex md5 of the UTF-8 bytes, as Nacos reports it.
+pub fn md5_hex(content: &str) -> String {
+    format!("{:x}", md5::compute(content.as_bytes()))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-
     #[test]
-    fn validate_rejects_bad_keys_and_large_values() {
+    fn md5_is_lowercase_hex_of_utf8_bytes() {
+        assert_eq!(super::md5_hex(""), "d41d8cd98f00b204e9800998ecf8427e");
         assert_eq!(
-            Command::put("", "v").validate(10),
-            Err(InvalidCommand::EmptyKey)
+            super::md5_hex("配置"),
+            format!("{:x}", md5::compute("配置".as_bytes()))
         );
-        let long = "k".repeat(MAX_KEY_LEN + 1);
-        assert_eq!(
-            Command::remove(long).validate(10),
-            Err(InvalidCommand::KeyTooLong(MAX_KEY_LEN + 1))
-        );
-        assert_eq!(
-            Command::put("k", "12345678901").validate(10),
-            Err(InvalidCommand::ValueTooLarge { len: 11, limit: 10 })
-        );
-        assert_eq!(Command::put("k", "1234567890").validate(10), Ok(()));
+        assert_eq!(super::md5_hex("a"), "0cc175b9c0f1b6a831c399e269772661");
     }
 }

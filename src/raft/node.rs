@@ -15,10 +15,11 @@ use super::log_storage::RaftLog;
 use super::network::SingleNodeNetwork;
 use super::state_machine::{StateHandle, StateMachine};
 use super::types::{LogId, NodeId, NodeInfo, Raft, RaftMetrics};
-use crate::model::{Command, InvalidCommand};
+use crate::model::Command;
 use crate::settings::Settings;
 use crate::state::{Response, State};
 use crate::store::{LogOptions, LogStore, StdFs};
+use crate::watch::ChangeSink;
 
 /// How long start-up waits for the node to become leader and catch up.
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
@@ -26,8 +27,6 @@ const READY_TIMEOUT: Duration = Duration::from_secs(60);
 /// Why a write was not done.
 #[derive(Debug, thiserror::Error)]
 pub enum WriteError {
-    #[error("invalid request: {0}")]
-    Invalid(#[from] InvalidCommand),
     #[error("no leader is available to take the write right now; retry shortly")]
     NoLeader,
     #[error(
@@ -44,14 +43,13 @@ pub struct Node {
     pub raft: Raft,
     state: StateHandle,
     log: LogStore,
-    max_content_size: usize,
     stopping: Arc<AtomicBool>,
 }
 
 impl Node {
     /// Opens the data dir and starts Raft. Returns once this node leads and
     /// has applied every entry in its log, so reads see all acknowledged data.
-    pub async fn start(settings: &Settings) -> anyhow::Result<Node> {
+    pub async fn start(settings: &Settings, changes: ChangeSink) -> anyhow::Result<Node> {
         let fs: Arc<dyn crate::store::Fs> = Arc::new(StdFs);
         let options = LogOptions {
             segment_size: settings.segment_size,
@@ -65,7 +63,7 @@ impl Node {
             torn_tail = ?recovery.torn_tail,
             "opened the log"
         );
-        let state_machine = StateMachine::open(fs, &settings.data_dir)?;
+        let state_machine = StateMachine::open(fs, &settings.data_dir)?.with_change_sink(changes);
         let state = state_machine.state();
         let applied = state.load().last_applied;
         let (purged, _) = log.log_state();
@@ -130,10 +128,9 @@ impl Node {
             raft,
             state,
             log,
-            max_content_size: settings.max_content_size,
             stopping: Arc::new(AtomicBool::new(false)),
         };
-        tracing::info!(items = node.state().len(), "node is ready");
+        tracing::info!(configs = node.state().config_count(), "node is ready");
         Ok(node)
     }
 
@@ -172,6 +169,11 @@ impl Node {
         self.state.load_full()
     }
 
+    /// The handle through which the current state is read.
+    pub fn state_handle(&self) -> StateHandle {
+        self.state.clone()
+    }
+
     /// Raft metrics as of now.
     pub fn metrics(&self) -> RaftMetrics {
         self.raft.metrics().borrow().clone()
@@ -180,7 +182,6 @@ impl Node {
     /// Proposes a command and waits until it is committed (durable on a
     /// quorum) and applied here.
     pub async fn write(&self, command: Command) -> Result<(LogId, Response), WriteError> {
-        command.validate(self.max_content_size)?;
         match self.raft.client_write(command).await {
             Ok(response) => Ok((response.log_id, response.data)),
             Err(RaftError::APIError(ClientWriteError::ForwardToLeader(forward))) => {

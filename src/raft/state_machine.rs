@@ -21,6 +21,7 @@ use super::types::{
 use crate::state::{Response, State};
 use crate::store::snapshot::{self, SnapshotFiles};
 use crate::store::{Fs, StoreError};
+use crate::watch::{ChangeSink, Changes};
 
 /// Shared, lock-free access to the current state.
 pub type StateHandle = Arc<ArcSwap<State>>;
@@ -30,6 +31,7 @@ pub struct StateMachine {
     state: StateHandle,
     files: SnapshotFiles,
     builds: Arc<AtomicU64>,
+    changes: Option<ChangeSink>,
 }
 
 /// Decodes a whole snapshot file into a state.
@@ -55,7 +57,7 @@ impl StateMachine {
                 tracing::info!(
                     snapshot = %meta.snapshot_id,
                     last_log_id = ?meta.last_log_id,
-                    items = state.len(),
+                    configs = state.config_count(),
                     "loaded snapshot"
                 );
                 state
@@ -66,7 +68,20 @@ impl StateMachine {
             state: Arc::new(ArcSwap::from_pointee(state)),
             files,
             builds: Arc::new(AtomicU64::new(0)),
+            changes: None,
         })
+    }
+
+    /// Reports the keys each applied batch changed (for listeners).
+    pub fn with_change_sink(mut self, sink: ChangeSink) -> Self {
+        self.changes = Some(sink);
+        self
+    }
+
+    fn report(&self, changes: Changes) {
+        if let Some(sink) = &self.changes {
+            sink(changes);
+        }
     }
 
     /// A handle readers use to see the current state.
@@ -128,11 +143,12 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
     {
         let mut next = State::clone(&self.state.load());
         let mut responses = Vec::new();
+        let mut changed = Vec::new();
         for entry in entries {
             next.last_applied = Some(entry.log_id);
             let response = match entry.payload {
                 EntryPayload::Blank => Response::Empty,
-                EntryPayload::Normal(command) => next.apply(&command),
+                EntryPayload::Normal(command) => next.apply(&command, &mut changed),
                 EntryPayload::Membership(membership) => {
                     next.membership = StoredMembership::new(Some(entry.log_id), membership);
                     Response::Empty
@@ -141,6 +157,9 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
             responses.push(response);
         }
         self.state.store(Arc::new(next));
+        if !changed.is_empty() {
+            self.report(Changes::Keys(changed));
+        }
         Ok(responses)
     }
 
@@ -186,8 +205,9 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
                     &std::io::Error::other(reason),
                 )
             })?;
-        tracing::info!(snapshot = %meta.snapshot_id, items = state.len(), "installed snapshot");
+        tracing::info!(snapshot = %meta.snapshot_id, configs = state.config_count(), "installed snapshot");
         self.state.store(Arc::new(state));
+        self.report(Changes::All);
         Ok(())
     }
 

@@ -7,16 +7,25 @@
 //! taken at one applied index, encoded off the write path.
 //!
 //! Applying a [`Command`] depends only on the command and the state: no
-//! clock, no randomness. Deterministic refusals are returned as
-//! [`Response::Rejected`] to the caller; they never stop the node.
+//! clock, no randomness (the accepting node stamps time, md5 and limits into
+//! the command). Deterministic refusals are returned as
+//! [`Response::Rejected`]; they never stop the node.
 
-use imbl::OrdMap;
-use prost::Message;
+mod snapshot;
+mod types;
+
+use std::sync::Arc;
+
+use imbl::{OrdMap, Vector};
 use serde::{Deserialize, Serialize};
 
-use crate::model::snapshot::KvRecord;
-use crate::model::Command;
-use crate::model::Op;
+pub use snapshot::DecodeError;
+pub use types::{
+    canonical_namespace, Beta, Config, ConfigKey, HistoryRow, Namespace, OpType, PUBLIC_NAMESPACE,
+};
+
+use crate::model::command as pb;
+use crate::model::{Command, Op};
 use crate::raft::types::{LogId, StoredMembership};
 
 /// What applying one log entry produced, returned to the proposer.
@@ -24,9 +33,9 @@ use crate::raft::types::{LogId, StoredMembership};
 pub enum Response {
     /// A blank or membership entry: nothing for a client.
     Empty,
-    /// A put; `created` is false when the key existed before.
-    Put { created: bool },
-    /// A remove; `existed` is false when the key was absent.
+    /// The command was applied.
+    Done,
+    /// A remove; `existed` is false when there was nothing to remove.
     Removed { existed: bool },
     /// The command was refused; the state did not change.
     Rejected(ApplyError),
@@ -35,23 +44,17 @@ pub enum Response {
 /// A deterministic refusal: every node refuses the same command the same way.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
 pub enum ApplyError {
-    #[error("the command carries no operation this node understands")]
+    #[error("Cas publish fail, server md5 may have changed.")]
+    CasMismatch,
+    #[error("namespace not exist: {0}")]
+    NamespaceNotFound(String),
+    #[error("namespace already exists: {0}")]
+    NamespaceExists(String),
+    #[error("namespace {0} still holds {1} configs; delete them first")]
+    NamespaceNotEmpty(String, usize),
+    #[error("the command is incomplete or carries no operation this node understands")]
     UnknownCommand,
 }
-
-/// Why snapshot records could not be turned back into a state.
-#[derive(Debug, thiserror::Error)]
-pub enum DecodeError {
-    #[error("empty snapshot record")]
-    Empty,
-    #[error("unknown snapshot record kind {0}")]
-    UnknownKind(u8),
-    #[error("bad snapshot record: {0}")]
-    Protobuf(#[from] prost::DecodeError),
-}
-
-/// Snapshot record kinds: the first payload byte, then a protobuf message.
-const RECORD_KV: u8 = 1;
 
 /// The state at one applied log index.
 #[derive(Debug, Clone, Default)]
@@ -60,120 +63,308 @@ pub struct State {
     pub last_applied: Option<LogId>,
     /// The membership as of `last_applied`.
     pub membership: StoredMembership,
-    kv: OrdMap<String, String>,
+    configs: OrdMap<ConfigKey, Arc<Config>>,
+    betas: OrdMap<ConfigKey, Arc<Beta>>,
+    /// Per config, oldest first, at most the history limit.
+    history: OrdMap<ConfigKey, Vector<Arc<HistoryRow>>>,
+    history_keys: OrdMap<u64, ConfigKey>,
+    namespaces: OrdMap<String, Arc<Namespace>>,
+    next_config_id: u64,
+    next_history_id: u64,
 }
 
 impl State {
-    /// The value of `key`.
-    pub fn get(&self, key: &str) -> Option<&String> {
-        self.kv.get(key)
+    // ---- reads -----------------------------------------------------------
+
+    pub fn config(&self, key: &ConfigKey) -> Option<&Arc<Config>> {
+        self.configs.get(key)
     }
 
-    /// How many keys there are.
-    pub fn len(&self) -> usize {
-        self.kv.len()
+    pub fn beta(&self, key: &ConfigKey) -> Option<&Arc<Beta>> {
+        self.betas.get(key)
     }
 
-    /// Whether there are no keys.
-    pub fn is_empty(&self) -> bool {
-        self.kv.is_empty()
-    }
-
-    /// All entries in key order.
-    pub fn iter(&self) -> impl Iterator<Item = (&String, &String)> {
-        self.kv.iter()
-    }
-
-    /// Applies one command.
-    pub fn apply(&mut self, command: &Command) -> Response {
-        match &command.op {
-            Some(Op::Put(put)) => {
-                let previous = self.kv.insert(put.key.clone(), put.value.clone());
-                Response::Put {
-                    created: previous.is_none(),
-                }
+    /// The md5 a client at `ip` should hold for `key` ("" if absent).
+    pub fn md5_for(&self, key: &ConfigKey, ip: &str) -> &str {
+        if let Some(beta) = self.betas.get(key) {
+            if beta.serves(ip) {
+                return &beta.md5;
             }
-            Some(Op::Remove(remove)) => Response::Removed {
-                existed: self.kv.remove(&remove.key).is_some(),
-            },
-            None => Response::Rejected(ApplyError::UnknownCommand),
         }
+        self.configs.get(key).map_or("", |c| c.md5.as_str())
     }
 
-    /// The table contents as snapshot record payloads.
-    pub fn snapshot_records(&self) -> impl Iterator<Item = Vec<u8>> + '_ {
-        self.kv.iter().map(|(key, value)| {
-            let record = KvRecord {
-                key: key.clone(),
-                value: value.clone(),
-            };
-            let mut buf = Vec::with_capacity(1 + record.encoded_len());
-            buf.push(RECORD_KV);
-            record.encode(&mut buf).expect("a Vec grows as needed");
-            buf
-        })
+    /// Number of configs.
+    pub fn config_count(&self) -> usize {
+        self.configs.len()
     }
 
-    /// Adds one snapshot record (from [`State::snapshot_records`]) to the tables.
-    pub fn load_snapshot_record(&mut self, payload: &[u8]) -> Result<(), DecodeError> {
-        let (&kind, body) = payload.split_first().ok_or(DecodeError::Empty)?;
-        match kind {
-            RECORD_KV => {
-                let record = KvRecord::decode(body)?;
-                self.kv.insert(record.key, record.value);
-                Ok(())
+    /// All configs in key order.
+    pub fn configs(&self) -> impl Iterator<Item = (&ConfigKey, &Arc<Config>)> {
+        self.configs.iter()
+    }
+
+    /// The configs of one (canonical) namespace, in key order.
+    pub fn configs_in<'a>(
+        &'a self,
+        namespace: &'a str,
+    ) -> impl Iterator<Item = (&'a ConfigKey, &'a Arc<Config>)> + 'a {
+        let start = ConfigKey {
+            namespace: namespace.to_string(),
+            ..Default::default()
+        };
+        self.configs
+            .range(start..)
+            .take_while(move |(key, _)| key.namespace == namespace)
+    }
+
+    /// The history rows of a config, oldest first.
+    pub fn history(&self, key: &ConfigKey) -> impl DoubleEndedIterator<Item = &Arc<HistoryRow>> {
+        self.history
+            .get(key)
+            .into_iter()
+            .flat_map(|rows| rows.iter())
+    }
+
+    /// One history row by id.
+    pub fn history_row(&self, id: u64) -> Option<&Arc<HistoryRow>> {
+        let key = self.history_keys.get(&id)?;
+        self.history(key).find(|row| row.id == id)
+    }
+
+    /// The row before `id` of the same config.
+    pub fn previous_history_row(&self, id: u64) -> Option<&Arc<HistoryRow>> {
+        let key = self.history_keys.get(&id)?;
+        self.history(key).rev().find(|row| row.id < id)
+    }
+
+    /// Custom namespaces (the public one is implicit).
+    pub fn namespaces(&self) -> impl Iterator<Item = &Arc<Namespace>> {
+        self.namespaces.values()
+    }
+
+    pub fn namespace(&self, id: &str) -> Option<&Arc<Namespace>> {
+        self.namespaces.get(id)
+    }
+
+    /// Whether `namespace` (canonical) exists.
+    pub fn has_namespace(&self, namespace: &str) -> bool {
+        namespace.is_empty() || self.namespaces.contains_key(namespace)
+    }
+
+    // ---- apply -----------------------------------------------------------
+
+    /// Applies one command; keys whose content (or beta) changed are pushed
+    /// to `changed` so listeners can be told.
+    pub fn apply(&mut self, command: &Command, changed: &mut Vec<ConfigKey>) -> Response {
+        let result = match &command.op {
+            Some(Op::PublishConfig(publish)) => self.publish(publish, changed),
+            Some(Op::RemoveConfig(remove)) => self.remove(remove, changed),
+            Some(Op::PublishBeta(beta)) => self.publish_beta(beta, changed),
+            Some(Op::StopBeta(stop)) => self.stop_beta(stop, changed),
+            Some(Op::CreateNamespace(create)) => self.create_namespace(create),
+            Some(Op::UpdateNamespace(update)) => self.update_namespace(update),
+            Some(Op::RemoveNamespace(remove)) => self.remove_namespace(remove),
+            None => Err(ApplyError::UnknownCommand),
+        };
+        result.unwrap_or_else(Response::Rejected)
+    }
+
+    fn key_in_existing_namespace(
+        &self,
+        key: Option<&pb::ConfigKey>,
+    ) -> Result<ConfigKey, ApplyError> {
+        let key = ConfigKey::from(key.ok_or(ApplyError::UnknownCommand)?);
+        if !self.has_namespace(&key.namespace) {
+            return Err(ApplyError::NamespaceNotFound(key.namespace));
+        }
+        Ok(key)
+    }
+
+    fn publish(
+        &mut self,
+        p: &pb::PublishConfig,
+        changed: &mut Vec<ConfigKey>,
+    ) -> Result<Response, ApplyError> {
+        let key = self.key_in_existing_namespace(p.key.as_ref())?;
+        let origin = p.origin.clone().unwrap_or_default();
+        let old = self.configs.get(&key).cloned();
+        if let (Some(cas), Some(old)) = (&p.cas_md5, &old) {
+            if *cas != old.md5 {
+                return Err(ApplyError::CasMismatch);
             }
-            other => Err(DecodeError::UnknownKind(other)),
         }
+        let (id, create_time) = match &old {
+            Some(old) => (old.id, old.create_time),
+            None => {
+                self.next_config_id += 1;
+                (self.next_config_id, origin.time_ms)
+            }
+        };
+        let config = Config {
+            id,
+            content: p.content.clone(),
+            md5: p.md5.clone(),
+            config_type: p.config_type.clone(),
+            desc: p.desc.clone(),
+            app_name: p.app_name.clone(),
+            tags: p.tags.clone(),
+            create_time,
+            modify_time: origin.time_ms,
+            src_user: origin.src_user.clone(),
+            src_ip: origin.src_ip.clone(),
+        };
+        // Nacos keeps the new content for an insert and the replaced
+        // content for an update.
+        let (op, recorded) = match &old {
+            Some(old) => (OpType::Update, old.as_ref()),
+            None => (OpType::Insert, &config),
+        };
+        let (content, md5, app_name) = (
+            recorded.content.clone(),
+            recorded.md5.clone(),
+            recorded.app_name.clone(),
+        );
+        self.configs.insert(key.clone(), Arc::new(config));
+        self.record_history(&key, op, content, md5, app_name, &origin, p.history_limit);
+        changed.push(key);
+        Ok(Response::Done)
+    }
+
+    fn remove(
+        &mut self,
+        r: &pb::RemoveConfig,
+        changed: &mut Vec<ConfigKey>,
+    ) -> Result<Response, ApplyError> {
+        let key = ConfigKey::from(r.key.as_ref().ok_or(ApplyError::UnknownCommand)?);
+        let Some(old) = self.configs.remove(&key) else {
+            return Ok(Response::Removed { existed: false });
+        };
+        let origin = r.origin.clone().unwrap_or_default();
+        self.record_history(
+            &key,
+            OpType::Delete,
+            old.content.clone(),
+            old.md5.clone(),
+            old.app_name.clone(),
+            &origin,
+            r.history_limit,
+        );
+        changed.push(key);
+        Ok(Response::Removed { existed: true })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn record_history(
+        &mut self,
+        key: &ConfigKey,
+        op: OpType,
+        content: String,
+        md5: String,
+        app_name: String,
+        origin: &pb::Origin,
+        limit: u32,
+    ) {
+        self.next_history_id += 1;
+        let id = self.next_history_id;
+        let rows = self.history.entry(key.clone()).or_default();
+        let row = HistoryRow {
+            id,
+            last_id: rows.last().map_or(0, |r| r.id),
+            key: key.clone(),
+            content,
+            md5,
+            app_name,
+            src_user: origin.src_user.clone(),
+            src_ip: origin.src_ip.clone(),
+            op,
+            created_time: origin.time_ms,
+            last_modified_time: origin.time_ms,
+        };
+        rows.push_back(Arc::new(row));
+        let mut dropped = Vec::new();
+        while rows.len() > limit.max(1) as usize {
+            if let Some(old) = rows.pop_front() {
+                dropped.push(old.id);
+            }
+        }
+        for old in dropped {
+            self.history_keys.remove(&old);
+        }
+        self.history_keys.insert(id, key.clone());
+    }
+
+    fn publish_beta(
+        &mut self,
+        b: &pb::PublishBeta,
+        changed: &mut Vec<ConfigKey>,
+    ) -> Result<Response, ApplyError> {
+        let key = self.key_in_existing_namespace(b.key.as_ref())?;
+        let origin = b.origin.clone().unwrap_or_default();
+        let beta = Beta {
+            content: b.content.clone(),
+            md5: b.md5.clone(),
+            ips: b.beta_ips.clone(),
+            src_user: origin.src_user,
+            src_ip: origin.src_ip,
+            modify_time: origin.time_ms,
+        };
+        self.betas.insert(key.clone(), Arc::new(beta));
+        changed.push(key);
+        Ok(Response::Done)
+    }
+
+    fn stop_beta(
+        &mut self,
+        s: &pb::StopBeta,
+        changed: &mut Vec<ConfigKey>,
+    ) -> Result<Response, ApplyError> {
+        let key = ConfigKey::from(s.key.as_ref().ok_or(ApplyError::UnknownCommand)?);
+        let existed = self.betas.remove(&key).is_some();
+        if existed {
+            changed.push(key);
+        }
+        Ok(Response::Removed { existed })
+    }
+
+    fn create_namespace(&mut self, c: &pb::CreateNamespace) -> Result<Response, ApplyError> {
+        let id = canonical_namespace(&c.id);
+        if id.is_empty() || self.namespaces.contains_key(id) {
+            return Err(ApplyError::NamespaceExists(c.id.clone()));
+        }
+        let namespace = Namespace {
+            id: id.to_string(),
+            name: c.name.clone(),
+            desc: c.desc.clone(),
+            create_time: c.time_ms,
+        };
+        self.namespaces.insert(id.to_string(), Arc::new(namespace));
+        Ok(Response::Done)
+    }
+
+    fn update_namespace(&mut self, u: &pb::UpdateNamespace) -> Result<Response, ApplyError> {
+        let Some(old) = self.namespaces.get(&u.id) else {
+            return Err(ApplyError::NamespaceNotFound(u.id.clone()));
+        };
+        let mut namespace = Namespace::clone(old);
+        namespace.name = u.name.clone();
+        namespace.desc = u.desc.clone();
+        self.namespaces.insert(u.id.clone(), Arc::new(namespace));
+        Ok(Response::Done)
+    }
+
+    fn remove_namespace(&mut self, r: &pb::RemoveNamespace) -> Result<Response, ApplyError> {
+        if !self.namespaces.contains_key(&r.id) {
+            return Err(ApplyError::NamespaceNotFound(r.id.clone()));
+        }
+        let count = self.configs_in(&r.id).count();
+        if count > 0 {
+            return Err(ApplyError::NamespaceNotEmpty(r.id.clone(), count));
+        }
+        self.namespaces.remove(&r.id);
+        Ok(Response::Removed { existed: true })
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn apply_is_deterministic_and_snapshots_round_trip() {
-        let mut state = State::default();
-        assert_eq!(
-            state.apply(&Command::put("a", "1")),
-            Response::Put { created: true }
-        );
-        assert_eq!(
-            state.apply(&Command::put("a", "2")),
-            Response::Put { created: false }
-        );
-        assert_eq!(
-            state.apply(&Command::put("b", "3")),
-            Response::Put { created: true }
-        );
-        assert_eq!(
-            state.apply(&Command::remove("b")),
-            Response::Removed { existed: true }
-        );
-        assert_eq!(
-            state.apply(&Command::remove("b")),
-            Response::Removed { existed: false }
-        );
-        assert_eq!(
-            state.apply(&Command { op: None }),
-            Response::Rejected(ApplyError::UnknownCommand)
-        );
-        let before = state.clone();
-        state.apply(&Command::put("c", "4"));
-        assert_eq!(before.len(), 1, "a clone is a point-in-time view");
-
-        let mut loaded = State::default();
-        for record in state.snapshot_records() {
-            loaded.load_snapshot_record(&record).unwrap();
-        }
-        assert_eq!(
-            loaded.iter().collect::<Vec<_>>(),
-            state.iter().collect::<Vec<_>>()
-        );
-        assert!(matches!(
-            loaded.load_snapshot_record(&[9, 1, 2]),
-            Err(DecodeError::UnknownKind(9))
-        ));
-    }
-}
+mod tests;

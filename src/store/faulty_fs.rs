@@ -42,6 +42,7 @@ struct Inner {
     generation: u64,
     write_budget: Option<(u64, i32)>,
     fail_sync: Option<i32>,
+    sync_delay: std::time::Duration,
     syncs: u64,
 }
 
@@ -83,6 +84,11 @@ impl FaultyFs {
         let mut inner = lock(&self.inner);
         inner.write_budget = None;
         inner.fail_sync = None;
+    }
+
+    /// Makes every `sync_data` take this long, like a real disk's flush.
+    pub fn set_sync_delay(&self, delay: std::time::Duration) {
+        lock(&self.inner).sync_delay = delay;
     }
 
     /// How many successful `sync_data` calls have been made.
@@ -171,6 +177,10 @@ impl AppendFile for FaultyFile {
     }
 
     fn sync_data(&mut self) -> io::Result<()> {
+        let delay = lock(&self.inner).sync_delay;
+        if !delay.is_zero() {
+            std::thread::sleep(delay);
+        }
         self.with(|inner, inode| {
             if let Some(errno) = inner.fail_sync {
                 return Err(io::Error::from_raw_os_error(errno));

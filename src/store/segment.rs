@@ -244,7 +244,9 @@ mod tests {
             },
             Entry {
                 log_id: log_id(1, 2),
-                payload: openraft::EntryPayload::Normal(Command::put("k", "v")),
+                payload: openraft::EntryPayload::Normal(Command::of(crate::model::Op::StopBeta(
+                    crate::model::command::StopBeta { key: None },
+                ))),
             },
             Entry {
                 log_id: log_id(2, 3),

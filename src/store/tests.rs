@@ -12,7 +12,8 @@ use super::faulty_fs::{FaultyFs, EIO, ENOSPC};
 use super::log::{LOCK_FILE, LOG_DIR};
 use super::segment;
 use super::*;
-use crate::model::Command;
+use crate::model::command as pb;
+use crate::model::{Command, Op};
 use crate::raft::types::{Entry, LogId, Vote};
 
 fn log_id(term: u64, index: u64) -> LogId {
@@ -22,10 +23,15 @@ fn log_id(term: u64, index: u64) -> LogId {
 fn entry(term: u64, index: u64) -> Entry {
     Entry {
         log_id: log_id(term, index),
-        payload: openraft::EntryPayload::Normal(Command::put(
-            format!("key-{index}"),
-            format!("value {index} of term {term}"),
-        )),
+        payload: openraft::EntryPayload::Normal(Command::of(Op::RemoveConfig(pb::RemoveConfig {
+            key: Some(pb::ConfigKey {
+                namespace: String::new(),
+                group: format!("group-{term}"),
+                data_id: format!("config-{index}"),
+            }),
+            origin: None,
+            history_limit: 10,
+        }))),
     }
 }
 
@@ -471,6 +477,8 @@ fn appends_queued_during_an_fsync_share_the_next_one() {
     let dir = Path::new("/data");
     let fs = FaultyFs::new();
     let (store, _) = open(Arc::new(fs.clone()), dir, 1 << 30).unwrap();
+    // A disk whose flush takes a while, so appends pile up behind it.
+    fs.set_sync_delay(Duration::from_millis(2));
     let syncs_before = fs.syncs();
     let (tx, rx) = mpsc::channel();
     let n = 2000u64;

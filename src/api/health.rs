@@ -1,0 +1,49 @@
+//! Health and admin routes.
+//!
+//! | route | what |
+//! |---|---|
+//! | `GET /health`, `/nacos/v1/console/health/readiness` | 200 while this node knows a leader, else 503/500 |
+//! | `GET /nacos/v1/console/health/liveness` | 200 while the process serves |
+//! | `GET /tacos/v1/admin/raft` | Raft metrics (JSON) |
+
+use actix_web::{web, HttpResponse};
+
+use super::AppState;
+
+pub fn routes(cfg: &mut web::ServiceConfig) {
+    cfg.route("/health", web::get().to(health))
+        .route("/nacos/v1/console/health/liveness", web::get().to(liveness))
+        .route(
+            "/nacos/v1/console/health/readiness",
+            web::get().to(readiness),
+        )
+        .route("/tacos/v1/admin/raft", web::get().to(raft_metrics));
+}
+
+fn has_leader(app: &AppState) -> bool {
+    app.node.metrics().current_leader.is_some()
+}
+
+async fn health(app: web::Data<AppState>) -> HttpResponse {
+    if has_leader(&app) {
+        HttpResponse::Ok().body("UP")
+    } else {
+        HttpResponse::ServiceUnavailable().body("DOWN: no leader")
+    }
+}
+
+async fn liveness() -> HttpResponse {
+    HttpResponse::Ok().body("OK")
+}
+
+async fn readiness(app: web::Data<AppState>) -> HttpResponse {
+    if has_leader(&app) {
+        HttpResponse::Ok().body("OK")
+    } else {
+        HttpResponse::InternalServerError().body("raft has no leader")
+    }
+}
+
+async fn raft_metrics(app: web::Data<AppState>) -> HttpResponse {
+    HttpResponse::Ok().json(app.node.metrics())
+}

@@ -1,0 +1,650 @@
+//! Nacos open API v1: configs, listener (long polling), history, namespaces.
+
+use std::time::Duration;
+
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpRequest, HttpResponse};
+
+use super::params::{client_ip, url_decode, url_encode, Params};
+use super::render::{
+    content_type_for, http_date, v1_error, v1_service_error, ConfigDetail, ConfigInfoWrapper,
+    ConfigItem, HistoryItem, Page,
+};
+use super::AppState;
+use crate::model::validate::{self, InvalidInput};
+use crate::service::{checked_key, Caller, PublishRequest, ServiceError};
+use crate::state::{canonical_namespace, Config, ConfigKey, State};
+use crate::watch::{changed_keys, Cancel, Hold, HoldOutcome, ListenKey, WatchHub};
+
+pub fn routes(cfg: &mut web::ServiceConfig) {
+    cfg.route("/nacos/v1/cs/configs", web::get().to(get_config))
+        .route("/nacos/v1/cs/configs", web::post().to(publish_config))
+        .route("/nacos/v1/cs/configs", web::delete().to(delete_config))
+        .route("/nacos/v1/cs/configs/listener", web::post().to(listener))
+        .route("/nacos/v1/cs/history", web::get().to(history))
+        .route(
+            "/nacos/v1/cs/history/previous",
+            web::get().to(history_previous),
+        )
+        .route(
+            "/nacos/v1/cs/history/configs",
+            web::get().to(history_configs),
+        )
+        .route(
+            "/nacos/v1/console/namespaces",
+            web::get().to(list_namespaces),
+        )
+        .route(
+            "/nacos/v1/console/namespaces",
+            web::post().to(create_namespace),
+        )
+        .route(
+            "/nacos/v1/console/namespaces",
+            web::put().to(update_namespace),
+        )
+        .route(
+            "/nacos/v1/console/namespaces",
+            web::delete().to(delete_namespace),
+        );
+}
+
+fn bad_request(error: InvalidInput) -> HttpResponse {
+    v1_error(StatusCode::BAD_REQUEST, error)
+}
+
+fn ok_true() -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("text/plain;charset=UTF-8")
+        .body("true")
+}
+
+fn caller(req: &HttpRequest, params: &Params) -> Caller {
+    Caller {
+        user: params.str("src_user").to_string(),
+        ip: client_ip(req),
+    }
+}
+
+/// The key named by `dataId`, `group` and a namespace parameter.
+pub(super) fn key_from(params: &Params, namespace_param: &str) -> Result<ConfigKey, InvalidInput> {
+    let data_id = params.required("dataId")?;
+    let group = params.required("group")?;
+    checked_key(params.str(namespace_param), group, data_id)
+}
+
+/// Page number and size, checked (size at most 500, as Nacos).
+pub(super) fn paging(params: &Params) -> Result<(u64, u64), InvalidInput> {
+    let page_no = params.number("pageNo", 1)?.max(1);
+    let page_size = params.number("pageSize", 100)?;
+    if page_size == 0 || page_size > 500 {
+        return Err(InvalidInput::Other(
+            "pageSize",
+            format!("{page_size} (must be 1 to 500)"),
+        ));
+    }
+    Ok((page_no, page_size))
+}
+
+fn no_cache(builder: &mut actix_web::HttpResponseBuilder) -> &mut actix_web::HttpResponseBuilder {
+    builder
+        .insert_header(("Pragma", "no-cache"))
+        .insert_header(("Expires", "0"))
+        .insert_header(("Cache-Control", "no-cache,no-store"))
+}
+
+async fn get_config(req: HttpRequest, body: web::Bytes, app: web::Data<AppState>) -> HttpResponse {
+    let params = Params::parse(&req, &body);
+    if let Some(mode) = params.get("search") {
+        return match search(&app.service.state(), &params, mode, "tenant") {
+            Ok(page) => HttpResponse::Ok().json(page),
+            Err(e) => bad_request(e),
+        };
+    }
+    let key = match key_from(&params, "tenant") {
+        Ok(key) => key,
+        Err(e) => return bad_request(e),
+    };
+    let state = app.service.state();
+    let config = state.config(&key);
+    if params.get("show") == Some("all") {
+        return match config {
+            Some(c) => HttpResponse::Ok().json(ConfigDetail::new(&key, c)),
+            None => HttpResponse::NotFound().body("config data not exist\n"),
+        };
+    }
+    let ip = client_ip(&req);
+    let config_type = config.map_or("text", |c| c.config_type.as_str());
+    if let Some(beta) = state.beta(&key).filter(|b| b.serves(&ip)) {
+        return no_cache(&mut HttpResponse::Ok())
+            .insert_header(("Config-Type", config_type))
+            .insert_header(("Content-MD5", beta.md5.as_str()))
+            .insert_header(("Last-Modified", http_date(beta.modify_time)))
+            .insert_header(("isBeta", "true"))
+            .content_type(content_type_for(config_type))
+            .body(beta.content.clone());
+    }
+    match config {
+        Some(c) => no_cache(&mut HttpResponse::Ok())
+            .insert_header(("Config-Type", config_type))
+            .insert_header(("Content-MD5", c.md5.as_str()))
+            .insert_header(("Last-Modified", http_date(c.modify_time)))
+            .content_type(content_type_for(config_type))
+            .body(c.content.clone()),
+        None => HttpResponse::NotFound()
+            .content_type("text/plain;charset=UTF-8")
+            .body("config data not exist\n"),
+    }
+}
+
+/// `search=accurate|blur` over the configs of one namespace.
+pub(super) fn search(
+    state: &State,
+    params: &Params,
+    mode: &str,
+    namespace_param: &str,
+) -> Result<Page<ConfigItem>, InvalidInput> {
+    let blur = match mode {
+        "accurate" => false,
+        "blur" => true,
+        other => return Err(InvalidInput::Other("search", other.to_string())),
+    };
+    let (page_no, page_size) = paging(params)?;
+    let namespace = params.str(namespace_param);
+    validate::namespace(namespace)?;
+    let namespace = canonical_namespace(namespace);
+    let data_id = params.str("dataId");
+    let group = params.str("group");
+    let app_name = params.str("appName");
+    let tags: Vec<&str> = params
+        .str("config_tags")
+        .split(',')
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .collect();
+    let matches = |pattern: &str, value: &str| {
+        pattern.is_empty()
+            || if blur {
+                blur_match(pattern, value)
+            } else {
+                pattern == value
+            }
+    };
+    let found: Vec<(&ConfigKey, &Config)> = state
+        .configs_in(namespace)
+        .filter(|(k, c)| {
+            matches(data_id, &k.data_id)
+                && matches(group, &k.group)
+                && (app_name.is_empty() || c.app_name == app_name)
+                && tags
+                    .iter()
+                    .all(|t| c.tags.split(',').any(|ct| ct.trim() == *t))
+        })
+        .map(|(k, c)| (k, c.as_ref()))
+        .collect();
+    let total = found.len();
+    Ok(Page::of(
+        found.into_iter().map(|(k, c)| ConfigItem::new(k, c)),
+        total,
+        page_no,
+        page_size,
+    ))
+}
+
+/// Nacos' blur search: `*` is a wildcard; without one, a substring match.
+fn blur_match(pattern: &str, value: &str) -> bool {
+    if !pattern.contains('*') {
+        return value.contains(pattern);
+    }
+    let parts: Vec<&str> = pattern.split('*').collect();
+    let mut rest = value;
+    for (i, part) in parts.iter().enumerate() {
+        if part.is_empty() {
+            continue;
+        }
+        if i == 0 {
+            match rest.strip_prefix(part) {
+                Some(r) => rest = r,
+                None => return false,
+            }
+        } else if i == parts.len() - 1 {
+            return rest.ends_with(part);
+        } else {
+            match rest.find(part) {
+                Some(at) => rest = &rest[at + part.len()..],
+                None => return false,
+            }
+        }
+    }
+    true
+}
+
+async fn publish_config(
+    req: HttpRequest,
+    body: web::Bytes,
+    app: web::Data<AppState>,
+) -> HttpResponse {
+    let params = Params::parse(&req, &body);
+    let header = |name: &str| {
+        req.headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+    };
+    let request = match publish_request(&params, "tenant", header("betaIps"), header("casMd5")) {
+        Ok(r) => r,
+        Err(e) => return bad_request(e),
+    };
+    match app.service.publish(request, &caller(&req, &params)).await {
+        Ok(()) => ok_true(),
+        Err(e) => v1_service_error(&e),
+    }
+}
+
+/// A publish request from Nacos parameters (v1 and v2 differ only in the
+/// namespace parameter's name).
+pub(super) fn publish_request(
+    params: &Params,
+    namespace_param: &str,
+    beta_ips: Option<String>,
+    cas_md5: Option<String>,
+) -> Result<PublishRequest, InvalidInput> {
+    Ok(PublishRequest {
+        namespace: params.str(namespace_param).to_string(),
+        group: params.required("group")?.to_string(),
+        data_id: params.required("dataId")?.to_string(),
+        content: params.required("content")?.to_string(),
+        config_type: params.str("type").to_string(),
+        desc: params.str("desc").to_string(),
+        app_name: params.str("appName").to_string(),
+        tags: params.any(&["config_tags", "configTags"]).to_string(),
+        cas_md5,
+        beta_ips: beta_ips
+            .unwrap_or_default()
+            .split(',')
+            .map(str::trim)
+            .filter(|ip| !ip.is_empty())
+            .map(str::to_string)
+            .collect(),
+    })
+}
+
+async fn delete_config(
+    req: HttpRequest,
+    body: web::Bytes,
+    app: web::Data<AppState>,
+) -> HttpResponse {
+    let params = Params::parse(&req, &body);
+    let (namespace, group, data_id) = match (params.required("dataId"), params.required("group")) {
+        (Ok(d), Ok(g)) => (params.str("tenant"), g, d),
+        (Err(e), _) | (_, Err(e)) => return bad_request(e),
+    };
+    let result = if params.get("beta") == Some("true") {
+        app.service.stop_beta(namespace, group, data_id).await
+    } else {
+        app.service
+            .remove(namespace, group, data_id, &caller(&req, &params))
+            .await
+    };
+    match result {
+        Ok(_) => ok_true(),
+        Err(e) => v1_service_error(&e),
+    }
+}
+
+// ---- listener ---------------------------------------------------------------
+
+const WORD_SEPARATOR: char = '\u{2}';
+const LINE_SEPARATOR: char = '\u{1}';
+
+/// Parses `Listening-Configs` (already form-decoded once; decoded again here,
+/// as Nacos does): records `dataId^2group^2md5[^2tenant]^1`.
+pub fn parse_listening_configs(raw: &str, max_keys: usize) -> Result<Vec<ListenKey>, InvalidInput> {
+    let decoded = url_decode(raw);
+    let invalid = || InvalidInput::Other("Listening-Configs", "invalid probeModify".into());
+    let mut keys = Vec::new();
+    for record in decoded.split(LINE_SEPARATOR) {
+        if record.is_empty() {
+            continue;
+        }
+        let fields: Vec<&str> = record.split(WORD_SEPARATOR).collect();
+        let (data_id, group, md5, tenant) = match fields.as_slice() {
+            [d, g, m] => (*d, *g, *m, ""),
+            [d, g, m, t] => (*d, *g, *m, *t),
+            _ => return Err(invalid()),
+        };
+        if data_id.is_empty() || group.is_empty() {
+            return Err(invalid());
+        }
+        keys.push(ListenKey {
+            key: ConfigKey::new(tenant, group, data_id),
+            data_id: data_id.to_string(),
+            group: group.to_string(),
+            tenant: tenant.to_string(),
+            md5: md5.to_string(),
+        });
+        if keys.len() > max_keys {
+            return Err(InvalidInput::Other(
+                "Listening-Configs",
+                format!("more than {max_keys} keys in one request"),
+            ));
+        }
+    }
+    if keys.is_empty() {
+        return Err(invalid());
+    }
+    Ok(keys)
+}
+
+/// The listener reply: URL-encoded `dataId^2group[^2tenant]^1...` and a newline.
+pub fn listener_body(changed: &[ListenKey]) -> String {
+    let mut raw = String::new();
+    for k in changed {
+        raw.push_str(&k.data_id);
+        raw.push(WORD_SEPARATOR);
+        raw.push_str(&k.group);
+        if !k.tenant.is_empty() {
+            raw.push(WORD_SEPARATOR);
+            raw.push_str(&k.tenant);
+        }
+        raw.push(LINE_SEPARATOR);
+    }
+    format!("{}\n", url_encode(&raw))
+}
+
+fn listener_reply(changed: &[ListenKey]) -> HttpResponse {
+    let body = if changed.is_empty() {
+        String::new()
+    } else {
+        listener_body(changed)
+    };
+    no_cache(&mut HttpResponse::Ok())
+        .content_type("text/html;charset=UTF-8")
+        .body(body)
+}
+
+/// Cancels a hold if the request goes away before it is answered.
+struct HoldGuard {
+    hub: actix::Addr<WatchHub>,
+    id: Option<u64>,
+}
+
+impl Drop for HoldGuard {
+    fn drop(&mut self) {
+        if let Some(id) = self.id.take() {
+            self.hub.do_send(Cancel(id));
+        }
+    }
+}
+
+async fn listener(req: HttpRequest, body: web::Bytes, app: web::Data<AppState>) -> HttpResponse {
+    let params = Params::parse(&req, &body);
+    let Some(raw) = params.get("Listening-Configs") else {
+        return bad_request(InvalidInput::Missing("Listening-Configs"));
+    };
+    let keys = match parse_listening_configs(raw, app.max_listen_keys) {
+        Ok(keys) => keys,
+        Err(e) => return bad_request(e),
+    };
+    let ip = client_ip(&req);
+    let changed = changed_keys(&app.service.state(), &keys, &ip);
+    let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok());
+    let timeout = header("Long-Pulling-Timeout").and_then(|t| t.trim().parse::<u64>().ok());
+    let Some(timeout) = timeout else {
+        return listener_reply(&changed);
+    };
+    if !changed.is_empty() || header("Long-Pulling-Timeout-No-Hangup") == Some("true") {
+        return listener_reply(&changed);
+    }
+    let hold_for = Duration::from_millis(timeout.saturating_sub(500).max(10_000));
+    let (reply, answer) = tokio::sync::oneshot::channel();
+    let outcome = app
+        .hub
+        .send(Hold {
+            keys,
+            client_ip: ip,
+            reply,
+        })
+        .await;
+    let mut guard = HoldGuard {
+        hub: app.hub.clone(),
+        id: None,
+    };
+    match outcome {
+        Ok(HoldOutcome::Held(id)) => guard.id = Some(id),
+        Ok(HoldOutcome::Answered) => {}
+        Ok(HoldOutcome::Full { limit }) => {
+            return v1_error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("too many listeners are waiting (limit {limit}); retry later"),
+            )
+        }
+        Err(e) => return v1_error(StatusCode::INTERNAL_SERVER_ERROR, e),
+    }
+    match tokio::time::timeout(hold_for, answer).await {
+        Ok(Ok(changed)) => {
+            guard.id = None;
+            listener_reply(&changed)
+        }
+        // Timed out, or the hub let go (shutdown): nothing changed.
+        Ok(Err(_)) | Err(_) => listener_reply(&[]),
+    }
+}
+
+// ---- history ----------------------------------------------------------------
+
+/// Rows of one config, newest first, paged.
+pub(super) fn history_page(
+    state: &State,
+    key: &ConfigKey,
+    page_no: u64,
+    page_size: u64,
+) -> Page<HistoryItem> {
+    let total = state.history(key).count();
+    Page::of(
+        state.history(key).rev().map(|row| HistoryItem::new(row)),
+        total,
+        page_no,
+        page_size,
+    )
+}
+
+fn history_id(params: &Params, name: &'static str) -> Result<u64, InvalidInput> {
+    let raw = params.required(name)?;
+    raw.trim()
+        .parse()
+        .map_err(|_| InvalidInput::Other(name, raw.to_string()))
+}
+
+async fn history(req: HttpRequest, app: web::Data<AppState>) -> HttpResponse {
+    let params = Params::parse(&req, &[]);
+    let state = app.service.state();
+    if params.get("nid").is_some() {
+        let id = match history_id(&params, "nid") {
+            Ok(id) => id,
+            Err(e) => return bad_request(e),
+        };
+        return match state.history_row(id) {
+            Some(row) => HttpResponse::Ok().json(HistoryItem::new(row)),
+            None => v1_error(StatusCode::NOT_FOUND, format!("history {id} not exist")),
+        };
+    }
+    let result = key_from(&params, "tenant").and_then(|key| Ok((key, paging(&params)?)));
+    match result {
+        Ok((key, (page_no, page_size))) => {
+            HttpResponse::Ok().json(history_page(&state, &key, page_no, page_size))
+        }
+        Err(e) => bad_request(e),
+    }
+}
+
+async fn history_previous(req: HttpRequest, app: web::Data<AppState>) -> HttpResponse {
+    let params = Params::parse(&req, &[]);
+    let id = match history_id(&params, "id") {
+        Ok(id) => id,
+        Err(e) => return bad_request(e),
+    };
+    match app.service.state().previous_history_row(id) {
+        Some(row) => HttpResponse::Ok().json(HistoryItem::new(row)),
+        None => v1_error(StatusCode::NOT_FOUND, format!("no history before {id}")),
+    }
+}
+
+/// Configs of a namespace (`history/configs`).
+pub(super) fn namespace_configs(state: &State, namespace: &str) -> Vec<ConfigInfoWrapper> {
+    state
+        .configs_in(canonical_namespace(namespace))
+        .map(|(k, c)| ConfigInfoWrapper::new(k, c))
+        .collect()
+}
+
+async fn history_configs(req: HttpRequest, app: web::Data<AppState>) -> HttpResponse {
+    let params = Params::parse(&req, &[]);
+    let namespace = params.str("tenant");
+    if let Err(e) = validate::namespace(namespace) {
+        return bad_request(e);
+    }
+    HttpResponse::Ok().json(namespace_configs(&app.service.state(), namespace))
+}
+
+// ---- namespaces -------------------------------------------------------------
+
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct NamespaceItem {
+    namespace: String,
+    namespace_show_name: String,
+    namespace_desc: String,
+    quota: u32,
+    config_count: usize,
+    #[serde(rename = "type")]
+    kind: u8,
+}
+
+fn namespace_items(state: &State) -> Vec<NamespaceItem> {
+    let mut items = vec![NamespaceItem {
+        namespace: String::new(),
+        namespace_show_name: "public".into(),
+        namespace_desc: "Public Namespace".into(),
+        quota: 200,
+        config_count: state.configs_in("").count(),
+        kind: 0,
+    }];
+    items.extend(state.namespaces().map(|n| NamespaceItem {
+        namespace: n.id.clone(),
+        namespace_show_name: n.name.clone(),
+        namespace_desc: n.desc.clone(),
+        quota: 200,
+        config_count: state.configs_in(&n.id).count(),
+        kind: 2,
+    }));
+    items
+}
+
+async fn list_namespaces(req: HttpRequest, app: web::Data<AppState>) -> HttpResponse {
+    let params = Params::parse(&req, &[]);
+    let state = app.service.state();
+    let items = namespace_items(&state);
+    if params.get("show") == Some("all") {
+        let id = canonical_namespace(params.str("namespaceId"));
+        return match items.into_iter().find(|n| n.namespace == id) {
+            Some(item) => HttpResponse::Ok().json(item),
+            None => v1_error(StatusCode::NOT_FOUND, format!("namespace not exist: {id}")),
+        };
+    }
+    HttpResponse::Ok().json(serde_json::json!({"code": 200, "message": null, "data": items}))
+}
+
+fn namespace_result(result: Result<(), ServiceError>) -> HttpResponse {
+    match result {
+        Ok(()) => ok_true(),
+        Err(e) => v1_service_error(&e),
+    }
+}
+
+async fn create_namespace(
+    req: HttpRequest,
+    body: web::Bytes,
+    app: web::Data<AppState>,
+) -> HttpResponse {
+    let params = Params::parse(&req, &body);
+    let result = app
+        .service
+        .create_namespace(
+            params.str("customNamespaceId"),
+            params.str("namespaceName"),
+            params.str("namespaceDesc"),
+        )
+        .await;
+    namespace_result(result.map(|_| ()))
+}
+
+async fn update_namespace(
+    req: HttpRequest,
+    body: web::Bytes,
+    app: web::Data<AppState>,
+) -> HttpResponse {
+    let params = Params::parse(&req, &body);
+    let id = match params.required("namespace") {
+        Ok(id) => id,
+        Err(e) => return bad_request(e),
+    };
+    let result = app
+        .service
+        .update_namespace(
+            id,
+            params.str("namespaceShowName"),
+            params.str("namespaceDesc"),
+        )
+        .await;
+    namespace_result(result)
+}
+
+async fn delete_namespace(
+    req: HttpRequest,
+    body: web::Bytes,
+    app: web::Data<AppState>,
+) -> HttpResponse {
+    let params = Params::parse(&req, &body);
+    let id = match params.required("namespaceId") {
+        Ok(id) => id,
+        Err(e) => return bad_request(e),
+    };
+    namespace_result(app.service.remove_namespace(id).await)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listening_configs_parse_and_reply_round_trip() {
+        let raw = url_encode("a.yaml\u{2}DEFAULT_GROUP\u{2}abc\u{1}b\u{2}G\u{2}\u{2}dev\u{1}");
+        let keys = parse_listening_configs(&raw, 10).unwrap();
+        assert_eq!(keys.len(), 2);
+        assert_eq!(keys[0].tenant, "");
+        assert_eq!(keys[1].key.namespace, "dev");
+        assert_eq!(keys[1].md5, "");
+        assert_eq!(
+            listener_body(&keys),
+            "a.yaml%02DEFAULT_GROUP%01b%02G%02dev%01\n"
+        );
+        assert!(parse_listening_configs("a\u{2}b\u{1}", 10).is_err());
+        assert!(parse_listening_configs("", 10).is_err());
+        let many: String = (0..3).map(|i| format!("d{i}\u{2}g\u{2}m\u{1}")).collect();
+        assert!(parse_listening_configs(&many, 2).is_err());
+        // "public" is the public namespace, echoed back as sent.
+        let keys = parse_listening_configs("d\u{2}g\u{2}m\u{2}public\u{1}", 10).unwrap();
+        assert_eq!(keys[0].key.namespace, "");
+        assert_eq!(listener_body(&keys), "d%02g%02public%01\n");
+    }
+
+    #[test]
+    fn blur_patterns() {
+        assert!(blur_match("app", "my-app.yaml"));
+        assert!(blur_match("*.yaml", "my-app.yaml"));
+        assert!(blur_match("my*", "my-app.yaml"));
+        assert!(blur_match("my*yaml", "my-app.yaml"));
+        assert!(!blur_match("*.json", "my-app.yaml"));
+        assert!(!blur_match("x*", "my-app.yaml"));
+    }
+}

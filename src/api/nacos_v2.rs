@@ -1,0 +1,168 @@
+//! Nacos open API v2: the same operations as v1 with `namespaceId` and the
+//! `{code, message, data}` envelope.
+
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpRequest, HttpResponse};
+
+use super::nacos_v1::{history_page, key_from, namespace_configs, paging, publish_request, search};
+use super::params::{client_ip, Params};
+use super::render::{v2_error, v2_ok, v2_service_error, HistoryItem};
+use super::AppState;
+use crate::model::validate::{self, InvalidInput};
+use crate::service::{Caller, ServiceError};
+
+pub fn routes(cfg: &mut web::ServiceConfig) {
+    cfg.route("/nacos/v2/cs/config", web::get().to(get_config))
+        .route("/nacos/v2/cs/config", web::post().to(publish_config))
+        .route("/nacos/v2/cs/config", web::delete().to(delete_config))
+        .route(
+            "/nacos/v2/cs/config/searchDetail",
+            web::get().to(search_config),
+        )
+        .route("/nacos/v2/cs/history/list", web::get().to(history_list))
+        .route("/nacos/v2/cs/history", web::get().to(history_one))
+        .route(
+            "/nacos/v2/cs/history/previous",
+            web::get().to(history_previous),
+        )
+        .route(
+            "/nacos/v2/cs/history/configs",
+            web::get().to(history_configs),
+        );
+}
+
+fn invalid(error: InvalidInput) -> HttpResponse {
+    v2_service_error(&ServiceError::Invalid(error))
+}
+
+fn not_found(detail: impl std::fmt::Display) -> HttpResponse {
+    v2_error(StatusCode::NOT_FOUND, 20004, "resource not found", detail)
+}
+
+async fn get_config(req: HttpRequest, app: web::Data<AppState>) -> HttpResponse {
+    let params = Params::parse(&req, &[]);
+    let key = match key_from(&params, "namespaceId") {
+        Ok(key) => key,
+        Err(e) => return invalid(e),
+    };
+    let state = app.service.state();
+    let ip = client_ip(&req);
+    if let Some(beta) = state.beta(&key).filter(|b| b.serves(&ip)) {
+        return v2_ok(&beta.content);
+    }
+    match state.config(&key) {
+        Some(config) => v2_ok(&config.content),
+        None => not_found("config data not exist"),
+    }
+}
+
+async fn search_config(req: HttpRequest, app: web::Data<AppState>) -> HttpResponse {
+    let params = Params::parse(&req, &[]);
+    let mode = params.get("search").unwrap_or("blur");
+    match search(&app.service.state(), &params, mode, "namespaceId") {
+        Ok(page) => v2_ok(page),
+        Err(e) => invalid(e),
+    }
+}
+
+async fn publish_config(
+    req: HttpRequest,
+    body: web::Bytes,
+    app: web::Data<AppState>,
+) -> HttpResponse {
+    let params = Params::parse(&req, &body);
+    let header = |name: &str| {
+        req.headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+    };
+    let beta_ips = header("betaIps").or_else(|| params.get("betaIps").map(str::to_string));
+    let cas_md5 = header("casMd5").or_else(|| params.get("casMd5").map(str::to_string));
+    let request = match publish_request(&params, "namespaceId", beta_ips, cas_md5) {
+        Ok(r) => r,
+        Err(e) => return invalid(e),
+    };
+    let caller = Caller {
+        user: params.any(&["srcUser", "src_user"]).to_string(),
+        ip: client_ip(&req),
+    };
+    match app.service.publish(request, &caller).await {
+        Ok(()) => v2_ok(true),
+        Err(e) => v2_service_error(&e),
+    }
+}
+
+async fn delete_config(
+    req: HttpRequest,
+    body: web::Bytes,
+    app: web::Data<AppState>,
+) -> HttpResponse {
+    let params = Params::parse(&req, &body);
+    let (data_id, group) = match (params.required("dataId"), params.required("group")) {
+        (Ok(d), Ok(g)) => (d, g),
+        (Err(e), _) | (_, Err(e)) => return invalid(e),
+    };
+    let caller = Caller {
+        user: params.any(&["srcUser", "src_user"]).to_string(),
+        ip: client_ip(&req),
+    };
+    match app
+        .service
+        .remove(params.str("namespaceId"), group, data_id, &caller)
+        .await
+    {
+        Ok(_) => v2_ok(true),
+        Err(e) => v2_service_error(&e),
+    }
+}
+
+async fn history_list(req: HttpRequest, app: web::Data<AppState>) -> HttpResponse {
+    let params = Params::parse(&req, &[]);
+    match key_from(&params, "namespaceId").and_then(|k| Ok((k, paging(&params)?))) {
+        Ok((key, (page_no, page_size))) => {
+            v2_ok(history_page(&app.service.state(), &key, page_no, page_size))
+        }
+        Err(e) => invalid(e),
+    }
+}
+
+fn id_param(params: &Params, name: &'static str) -> Result<u64, InvalidInput> {
+    let raw = params.required(name)?;
+    raw.trim()
+        .parse()
+        .map_err(|_| InvalidInput::Other(name, raw.to_string()))
+}
+
+async fn history_one(req: HttpRequest, app: web::Data<AppState>) -> HttpResponse {
+    let params = Params::parse(&req, &[]);
+    let id = match id_param(&params, "nid") {
+        Ok(id) => id,
+        Err(e) => return invalid(e),
+    };
+    match app.service.state().history_row(id) {
+        Some(row) => v2_ok(HistoryItem::new(row)),
+        None => not_found(format!("history {id} not exist")),
+    }
+}
+
+async fn history_previous(req: HttpRequest, app: web::Data<AppState>) -> HttpResponse {
+    let params = Params::parse(&req, &[]);
+    let id = match id_param(&params, "id") {
+        Ok(id) => id,
+        Err(e) => return invalid(e),
+    };
+    match app.service.state().previous_history_row(id) {
+        Some(row) => v2_ok(HistoryItem::new(row)),
+        None => not_found(format!("no history before {id}")),
+    }
+}
+
+async fn history_configs(req: HttpRequest, app: web::Data<AppState>) -> HttpResponse {
+    let params = Params::parse(&req, &[]);
+    let namespace = params.str("namespaceId");
+    if let Err(e) = validate::namespace(namespace) {
+        return invalid(e);
+    }
+    v2_ok(namespace_configs(&app.service.state(), namespace))
+}

@@ -1,0 +1,123 @@
+//! Request parameters as Nacos clients send them: in the query string, in a
+//! form body, or both (the query string wins, as in a servlet container).
+
+use std::collections::HashMap;
+
+use actix_web::http::header::CONTENT_TYPE;
+use actix_web::HttpRequest;
+use percent_encoding::{percent_decode_str, AsciiSet, NON_ALPHANUMERIC};
+
+use crate::model::validate::InvalidInput;
+
+/// Merged query and form parameters.
+#[derive(Debug, Default)]
+pub struct Params(HashMap<String, String>);
+
+impl Params {
+    /// Parses the query string and, unless the body is JSON or multipart, the
+    /// body as a form.
+    pub fn parse(req: &HttpRequest, body: &[u8]) -> Params {
+        let mut map = HashMap::new();
+        for (k, v) in form_pairs(req.query_string().as_bytes()) {
+            map.entry(k).or_insert(v);
+        }
+        let content_type = req
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        if !body.is_empty() && !content_type.contains("json") && !content_type.contains("multipart")
+        {
+            for (k, v) in form_pairs(body) {
+                map.entry(k).or_insert(v);
+            }
+        }
+        Params(map)
+    }
+
+    /// A parameter, if present.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0.get(name).map(String::as_str)
+    }
+
+    /// A parameter, or "" when absent.
+    pub fn str(&self, name: &str) -> &str {
+        self.get(name).unwrap_or("")
+    }
+
+    /// The first of several names that is present, or "".
+    pub fn any(&self, names: &[&str]) -> &str {
+        names.iter().find_map(|n| self.get(n)).unwrap_or("")
+    }
+
+    /// A parameter that must be present.
+    pub fn required(&self, name: &'static str) -> Result<&str, InvalidInput> {
+        self.get(name).ok_or(InvalidInput::Missing(name))
+    }
+
+    /// A positive number, or `default` when absent.
+    pub fn number(&self, name: &'static str, default: u64) -> Result<u64, InvalidInput> {
+        match self.get(name) {
+            None | Some("") => Ok(default),
+            Some(v) => v
+                .trim()
+                .parse()
+                .map_err(|_| InvalidInput::Other(name, v.to_string())),
+        }
+    }
+}
+
+fn form_pairs(bytes: &[u8]) -> Vec<(String, String)> {
+    serde_urlencoded::from_bytes::<Vec<(String, String)>>(bytes).unwrap_or_default()
+}
+
+/// Decodes a URL-encoded string (`+` is a space), as Java's URLDecoder does.
+pub fn url_decode(s: &str) -> String {
+    let plus_as_space = s.replace('+', " ");
+    percent_decode_str(&plus_as_space)
+        .decode_utf8_lossy()
+        .into_owned()
+}
+
+/// Characters Java's URLEncoder leaves alone: alphanumerics and `.-*_`.
+const JAVA_URL_SAFE: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'.')
+    .remove(b'-')
+    .remove(b'*')
+    .remove(b'_');
+
+/// Encodes like Java's `URLEncoder.encode(s, "UTF-8")` (space becomes `+`).
+pub fn url_encode(s: &str) -> String {
+    percent_encoding::utf8_percent_encode(s, JAVA_URL_SAFE)
+        .to_string()
+        .replace("%20", "+")
+}
+
+/// The client's IP as Nacos determines it: `X-Forwarded-For` (first hop),
+/// then `X-Real-IP`, then the peer address.
+pub fn client_ip(req: &HttpRequest) -> String {
+    let header = |name: &str| {
+        req.headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(|v| v.split(',').next().unwrap_or("").trim().to_string())
+            .filter(|v| !v.is_empty())
+    };
+    header("X-Forwarded-For")
+        .or_else(|| header("X-Real-IP"))
+        .or_else(|| req.peer_addr().map(|a| a.ip().to_string()))
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn url_coding_matches_java() {
+        assert_eq!(url_encode("a.b-c*d_e"), "a.b-c*d_e");
+        assert_eq!(url_encode("a b\u{2}c\u{1}"), "a+b%02c%01");
+        assert_eq!(url_encode("配"), "%E9%85%8D");
+        assert_eq!(url_decode("a+b%02c%01"), "a b\u{2}c\u{1}");
+    }
+}

@@ -1,0 +1,265 @@
+//! Response shapes shared by the Nacos routes: error bodies, the v2
+//! envelope, pages, config and history items, and time formats.
+
+use std::fmt::Display;
+
+use actix_web::http::StatusCode;
+use actix_web::HttpResponse;
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde::Serialize;
+
+use crate::model::validate::InvalidInput;
+use crate::raft::node::WriteError;
+use crate::service::ServiceError;
+use crate::state::{ApplyError, Config, ConfigKey, HistoryRow};
+
+/// A Nacos v1 error: plain text `caused: <message>;`.
+pub fn v1_error(status: StatusCode, message: impl Display) -> HttpResponse {
+    HttpResponse::build(status)
+        .content_type("text/plain; charset=utf-8")
+        .body(format!("caused: {message};"))
+}
+
+fn status_of(error: &ServiceError) -> StatusCode {
+    match error {
+        ServiceError::Invalid(_) => StatusCode::BAD_REQUEST,
+        ServiceError::Rejected(ApplyError::CasMismatch) => StatusCode::INTERNAL_SERVER_ERROR,
+        ServiceError::Rejected(ApplyError::UnknownCommand) => StatusCode::INTERNAL_SERVER_ERROR,
+        ServiceError::Rejected(_) => StatusCode::BAD_REQUEST,
+        ServiceError::Write(WriteError::NoLeader | WriteError::NotLeader { .. }) => {
+            StatusCode::SERVICE_UNAVAILABLE
+        }
+        ServiceError::Write(WriteError::Stopped(_)) => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
+/// A service error as Nacos v1 reports it.
+pub fn v1_service_error(error: &ServiceError) -> HttpResponse {
+    v1_error(status_of(error), error)
+}
+
+/// The v2 envelope around a success.
+pub fn v2_ok(data: impl Serialize) -> HttpResponse {
+    HttpResponse::Ok().json(serde_json::json!({"code": 0, "message": "success", "data": data}))
+}
+
+/// A v2 error envelope.
+pub fn v2_error(
+    status: StatusCode,
+    code: u32,
+    message: &str,
+    detail: impl Display,
+) -> HttpResponse {
+    HttpResponse::build(status)
+        .json(serde_json::json!({"code": code, "message": message, "data": detail.to_string()}))
+}
+
+/// A service error as Nacos v2 reports it.
+pub fn v2_service_error(error: &ServiceError) -> HttpResponse {
+    let (code, message) = match error {
+        ServiceError::Invalid(InvalidInput::Missing(_)) => (10000, "parameter missing"),
+        ServiceError::Invalid(InvalidInput::Namespace | InvalidInput::NamespaceTooLong) => {
+            (20001, "'tenant' parameter error")
+        }
+        ServiceError::Invalid(_) => (20002, "parameter validate error"),
+        ServiceError::Rejected(ApplyError::NamespaceNotFound(_)) => {
+            (20001, "'tenant' parameter error")
+        }
+        ServiceError::Rejected(ApplyError::CasMismatch) => (20005, "resource conflict"),
+        ServiceError::Rejected(_) => (20002, "parameter validate error"),
+        ServiceError::Write(_) => (30000, "server error"),
+    };
+    v2_error(status_of(error), code, message, error)
+}
+
+/// Epoch milliseconds as ISO-8601 with milliseconds (how Nacos serializes
+/// timestamps), e.g. `2026-12-01T04:01:25.540+00:00`.
+pub fn iso_time(ms: i64) -> String {
+    DateTime::<Utc>::from_timestamp_millis(ms)
+        .unwrap_or_default()
+        .to_rfc3339_opts(SecondsFormat::Millis, false)
+}
+
+/// Epoch milliseconds as an HTTP date (`Last-Modified`).
+pub fn http_date(ms: i64) -> String {
+    DateTime::<Utc>::from_timestamp_millis(ms)
+        .unwrap_or_default()
+        .format("%a, %d %b %Y %H:%M:%S GMT")
+        .to_string()
+}
+
+/// A page of results, as Nacos' `Page`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Page<T> {
+    pub total_count: usize,
+    pub page_number: u64,
+    pub pages_available: u64,
+    pub page_items: Vec<T>,
+}
+
+impl<T> Page<T> {
+    /// Cuts page `page_no` (1-based) of `page_size` out of `items`.
+    pub fn of(items: impl Iterator<Item = T>, total: usize, page_no: u64, page_size: u64) -> Self {
+        let skip = (page_no.saturating_sub(1)).saturating_mul(page_size) as usize;
+        Page {
+            total_count: total,
+            page_number: page_no,
+            pages_available: (total as u64).div_ceil(page_size.max(1)),
+            page_items: items.skip(skip).take(page_size as usize).collect(),
+        }
+    }
+}
+
+/// A config in search results.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfigItem {
+    pub id: String,
+    pub data_id: String,
+    pub group: String,
+    pub content: String,
+    pub md5: String,
+    pub tenant: String,
+    pub app_name: String,
+    #[serde(rename = "type")]
+    pub config_type: String,
+}
+
+impl ConfigItem {
+    pub fn new(key: &ConfigKey, config: &Config) -> Self {
+        ConfigItem {
+            id: config.id.to_string(),
+            data_id: key.data_id.clone(),
+            group: key.group.clone(),
+            content: config.content.clone(),
+            md5: config.md5.clone(),
+            tenant: key.namespace.clone(),
+            app_name: config.app_name.clone(),
+            config_type: config.config_type.clone(),
+        }
+    }
+}
+
+/// A config with all its metadata (`show=all`).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfigDetail {
+    pub id: String,
+    pub data_id: String,
+    pub group: String,
+    pub content: String,
+    pub md5: String,
+    pub tenant: String,
+    pub app_name: String,
+    #[serde(rename = "type")]
+    pub config_type: String,
+    pub create_time: i64,
+    pub modify_time: i64,
+    pub create_user: String,
+    pub create_ip: String,
+    pub desc: String,
+    pub config_tags: String,
+}
+
+impl ConfigDetail {
+    pub fn new(key: &ConfigKey, c: &Config) -> Self {
+        ConfigDetail {
+            id: c.id.to_string(),
+            data_id: key.data_id.clone(),
+            group: key.group.clone(),
+            content: c.content.clone(),
+            md5: c.md5.clone(),
+            tenant: key.namespace.clone(),
+            app_name: c.app_name.clone(),
+            config_type: c.config_type.clone(),
+            create_time: c.create_time,
+            modify_time: c.modify_time,
+            create_user: c.src_user.clone(),
+            create_ip: c.src_ip.clone(),
+            desc: c.desc.clone(),
+            config_tags: c.tags.clone(),
+        }
+    }
+}
+
+/// A history row.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HistoryItem {
+    pub id: String,
+    pub last_id: i64,
+    pub data_id: String,
+    pub group: String,
+    pub tenant: String,
+    pub app_name: String,
+    pub md5: String,
+    pub content: String,
+    pub src_ip: String,
+    pub src_user: String,
+    pub op_type: &'static str,
+    pub created_time: String,
+    pub last_modified_time: String,
+}
+
+impl HistoryItem {
+    pub fn new(row: &HistoryRow) -> Self {
+        HistoryItem {
+            id: row.id.to_string(),
+            last_id: if row.last_id == 0 {
+                -1
+            } else {
+                row.last_id as i64
+            },
+            data_id: row.key.data_id.clone(),
+            group: row.key.group.clone(),
+            tenant: row.key.namespace.clone(),
+            app_name: row.app_name.clone(),
+            md5: row.md5.clone(),
+            content: row.content.clone(),
+            src_ip: row.src_ip.clone(),
+            src_user: row.src_user.clone(),
+            op_type: row.op.code(),
+            created_time: iso_time(row.created_time),
+            last_modified_time: iso_time(row.last_modified_time),
+        }
+    }
+}
+
+/// A config in `history/configs` listings.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfigInfoWrapper {
+    pub id: String,
+    pub data_id: String,
+    pub group: String,
+    pub tenant: String,
+    pub app_name: String,
+    #[serde(rename = "type")]
+    pub config_type: String,
+    pub last_modified: i64,
+}
+
+impl ConfigInfoWrapper {
+    pub fn new(key: &ConfigKey, c: &Config) -> Self {
+        ConfigInfoWrapper {
+            id: c.id.to_string(),
+            data_id: key.data_id.clone(),
+            group: key.group.clone(),
+            tenant: key.namespace.clone(),
+            app_name: c.app_name.clone(),
+            config_type: c.config_type.clone(),
+            last_modified: c.modify_time,
+        }
+    }
+}
+
+/// `Content-Type` by config type, as Nacos sends it.
+pub fn content_type_for(config_type: &str) -> &'static str {
+    match config_type {
+        "json" => "application/json;charset=UTF-8",
+        "xml" => "application/xml;charset=UTF-8",
+        "html" => "text/html;charset=UTF-8",
+        _ => "text/plain;charset=UTF-8",
+    }
+}

@@ -1,0 +1,238 @@
+//! The service layer between the protocol handlers and Raft.
+//!
+//! Writes: validate the input with Nacos' rules, stamp what apply must not
+//! compute itself (time, md5, generated ids, the history limit), propose the
+//! command, and turn the apply outcome into a typed result. Reads are not
+//! here: handlers read the in-memory state directly.
+
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::model::command as pb;
+use crate::model::validate::{self, InvalidInput};
+use crate::model::{md5_hex, Command, Op};
+use crate::raft::node::{Node, WriteError};
+use crate::state::{canonical_namespace, ApplyError, ConfigKey, Response, State};
+
+/// Why a write was not done.
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    #[error(transparent)]
+    Invalid(#[from] InvalidInput),
+    #[error(transparent)]
+    Rejected(#[from] ApplyError),
+    #[error(transparent)]
+    Write(#[from] WriteError),
+}
+
+/// Who is writing and from where.
+#[derive(Debug, Clone, Default)]
+pub struct Caller {
+    pub user: String,
+    pub ip: String,
+}
+
+/// A config publish as a client asks for it.
+#[derive(Debug, Clone, Default)]
+pub struct PublishRequest {
+    pub namespace: String,
+    pub group: String,
+    pub data_id: String,
+    pub content: String,
+    pub config_type: String,
+    pub desc: String,
+    pub app_name: String,
+    pub tags: String,
+    /// Compare-and-set against this md5 (when `Some` and not empty).
+    pub cas_md5: Option<String>,
+    /// Publish as a beta to these IPs (when not empty).
+    pub beta_ips: Vec<String>,
+}
+
+/// Limits the service enforces.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    pub max_content_size: usize,
+    pub history_limit: u32,
+}
+
+/// Config and namespace writes.
+#[derive(Clone)]
+pub struct ConfigService {
+    node: Arc<Node>,
+    limits: Limits,
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// Checks a key as the client sent it and returns its canonical form.
+pub fn checked_key(namespace: &str, group: &str, data_id: &str) -> Result<ConfigKey, InvalidInput> {
+    validate::data_id(data_id)?;
+    validate::group(group)?;
+    validate::namespace(namespace)?;
+    Ok(ConfigKey::new(namespace, group, data_id))
+}
+
+fn origin(caller: &Caller) -> pb::Origin {
+    pb::Origin {
+        src_user: caller.user.clone(),
+        src_ip: caller.ip.clone(),
+        time_ms: now_ms(),
+    }
+}
+
+impl ConfigService {
+    pub fn new(node: Arc<Node>, limits: Limits) -> Self {
+        ConfigService { node, limits }
+    }
+
+    /// The current state (lock-free).
+    pub fn state(&self) -> Arc<State> {
+        self.node.state()
+    }
+
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    async fn propose(&self, op: Op) -> Result<Response, ServiceError> {
+        let (_, response) = self.node.write(Command::of(op)).await?;
+        match response {
+            Response::Rejected(error) => Err(error.into()),
+            other => Ok(other),
+        }
+    }
+
+    /// Publishes a config (or its beta, when `beta_ips` is given).
+    pub async fn publish(&self, req: PublishRequest, caller: &Caller) -> Result<(), ServiceError> {
+        let key = checked_key(&req.namespace, &req.group, &req.data_id)?;
+        validate::content(&req.content, self.limits.max_content_size)?;
+        let md5 = md5_hex(&req.content);
+        let config_type = validate::config_type(&req.config_type).to_string();
+        let op = if req.beta_ips.is_empty() {
+            Op::PublishConfig(pb::PublishConfig {
+                key: Some((&key).into()),
+                content: req.content,
+                md5,
+                config_type,
+                desc: req.desc,
+                app_name: req.app_name,
+                tags: req.tags,
+                origin: Some(origin(caller)),
+                cas_md5: req.cas_md5.filter(|m| !m.is_empty()),
+                history_limit: self.limits.history_limit,
+            })
+        } else {
+            Op::PublishBeta(pb::PublishBeta {
+                key: Some((&key).into()),
+                content: req.content,
+                md5,
+                beta_ips: req.beta_ips,
+                origin: Some(origin(caller)),
+                config_type,
+                app_name: req.app_name,
+            })
+        };
+        self.propose(op).await.map(|_| ())
+    }
+
+    /// Removes a config; removing an absent one is not an error.
+    pub async fn remove(
+        &self,
+        namespace: &str,
+        group: &str,
+        data_id: &str,
+        caller: &Caller,
+    ) -> Result<bool, ServiceError> {
+        let key = checked_key(namespace, group, data_id)?;
+        let op = Op::RemoveConfig(pb::RemoveConfig {
+            key: Some((&key).into()),
+            origin: Some(origin(caller)),
+            history_limit: self.limits.history_limit,
+        });
+        Ok(matches!(
+            self.propose(op).await?,
+            Response::Removed { existed: true }
+        ))
+    }
+
+    /// Ends a beta release.
+    pub async fn stop_beta(
+        &self,
+        namespace: &str,
+        group: &str,
+        data_id: &str,
+    ) -> Result<bool, ServiceError> {
+        let key = checked_key(namespace, group, data_id)?;
+        let op = Op::StopBeta(pb::StopBeta {
+            key: Some((&key).into()),
+        });
+        Ok(matches!(
+            self.propose(op).await?,
+            Response::Removed { existed: true }
+        ))
+    }
+
+    /// Creates a namespace; an empty id gets a generated one. Returns the id.
+    pub async fn create_namespace(
+        &self,
+        id: &str,
+        name: &str,
+        desc: &str,
+    ) -> Result<String, ServiceError> {
+        let id = if id.trim().is_empty() {
+            uuid::Uuid::new_v4().to_string()
+        } else {
+            id.trim().to_string()
+        };
+        validate::namespace(&id)?;
+        if canonical_namespace(&id).is_empty() {
+            return Err(ApplyError::NamespaceExists(id).into());
+        }
+        check_namespace_name(name)?;
+        let op = Op::CreateNamespace(pb::CreateNamespace {
+            id: id.clone(),
+            name: name.to_string(),
+            desc: desc.to_string(),
+            time_ms: now_ms(),
+        });
+        self.propose(op).await?;
+        Ok(id)
+    }
+
+    pub async fn update_namespace(
+        &self,
+        id: &str,
+        name: &str,
+        desc: &str,
+    ) -> Result<(), ServiceError> {
+        validate::namespace(id)?;
+        check_namespace_name(name)?;
+        let op = Op::UpdateNamespace(pb::UpdateNamespace {
+            id: id.to_string(),
+            name: name.to_string(),
+            desc: desc.to_string(),
+        });
+        self.propose(op).await.map(|_| ())
+    }
+
+    pub async fn remove_namespace(&self, id: &str) -> Result<(), ServiceError> {
+        validate::namespace(id)?;
+        let op = Op::RemoveNamespace(pb::RemoveNamespace { id: id.to_string() });
+        self.propose(op).await.map(|_| ())
+    }
+}
+
+fn check_namespace_name(name: &str) -> Result<(), InvalidInput> {
+    if name.trim().is_empty() {
+        return Err(InvalidInput::Missing("namespaceName"));
+    }
+    if name.chars().count() > 128 || name.chars().any(|c| "@#$%^&*".contains(c)) {
+        return Err(InvalidInput::Other("namespaceName", name.to_string()));
+    }
+    Ok(())
+}

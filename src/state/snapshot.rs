@@ -1,0 +1,202 @@
+//! The state as snapshot records, and back.
+//!
+//! Each record is one byte of kind followed by a protobuf message from
+//! `proto/snapshot.proto`. Order: counters, namespaces, configs, betas, then
+//! history rows (per config, oldest first), so loading can append rows.
+
+use std::sync::Arc;
+
+use prost::Message;
+
+use super::{Beta, Config, ConfigKey, HistoryRow, Namespace, OpType, State};
+use crate::model::snapshot as pb;
+
+const COUNTERS: u8 = 1;
+const NAMESPACE: u8 = 2;
+const CONFIG: u8 = 3;
+const BETA: u8 = 4;
+const HISTORY: u8 = 5;
+
+/// Why snapshot records could not be turned back into a state.
+#[derive(Debug, thiserror::Error)]
+pub enum DecodeError {
+    #[error("empty snapshot record")]
+    Empty,
+    #[error("unknown snapshot record kind {0}")]
+    UnknownKind(u8),
+    #[error("bad snapshot record: {0}")]
+    Protobuf(#[from] prost::DecodeError),
+    #[error("snapshot record without a config key")]
+    MissingKey,
+    #[error("unknown history op type {0:?}")]
+    BadOpType(String),
+}
+
+fn record(kind: u8, message: &impl Message) -> Vec<u8> {
+    let mut buf = Vec::with_capacity(1 + message.encoded_len());
+    buf.push(kind);
+    message.encode(&mut buf).expect("a Vec grows as needed");
+    buf
+}
+
+fn key_of(key: Option<&crate::model::command::ConfigKey>) -> Result<ConfigKey, DecodeError> {
+    key.map(ConfigKey::from).ok_or(DecodeError::MissingKey)
+}
+
+impl State {
+    /// The tables as snapshot record payloads.
+    pub fn snapshot_records(&self) -> impl Iterator<Item = Vec<u8>> + '_ {
+        let counters = std::iter::once(record(
+            COUNTERS,
+            &pb::CountersRecord {
+                next_config_id: self.next_config_id,
+                next_history_id: self.next_history_id,
+            },
+        ));
+        let namespaces = self.namespaces.values().map(|n| {
+            record(
+                NAMESPACE,
+                &pb::NamespaceRecord {
+                    id: n.id.clone(),
+                    name: n.name.clone(),
+                    desc: n.desc.clone(),
+                    create_time: n.create_time,
+                },
+            )
+        });
+        let configs = self.configs.iter().map(|(key, c)| {
+            record(
+                CONFIG,
+                &pb::ConfigRecord {
+                    key: Some(key.into()),
+                    id: c.id,
+                    content: c.content.clone(),
+                    md5: c.md5.clone(),
+                    config_type: c.config_type.clone(),
+                    desc: c.desc.clone(),
+                    app_name: c.app_name.clone(),
+                    tags: c.tags.clone(),
+                    create_time: c.create_time,
+                    modify_time: c.modify_time,
+                    src_user: c.src_user.clone(),
+                    src_ip: c.src_ip.clone(),
+                },
+            )
+        });
+        let betas = self.betas.iter().map(|(key, b)| {
+            record(
+                BETA,
+                &pb::BetaRecord {
+                    key: Some(key.into()),
+                    content: b.content.clone(),
+                    md5: b.md5.clone(),
+                    beta_ips: b.ips.clone(),
+                    src_user: b.src_user.clone(),
+                    src_ip: b.src_ip.clone(),
+                    modify_time: b.modify_time,
+                },
+            )
+        });
+        let history = self.history.values().flat_map(|rows| rows.iter()).map(|h| {
+            record(
+                HISTORY,
+                &pb::HistoryRecord {
+                    id: h.id,
+                    key: Some((&h.key).into()),
+                    content: h.content.clone(),
+                    md5: h.md5.clone(),
+                    app_name: h.app_name.clone(),
+                    src_user: h.src_user.clone(),
+                    src_ip: h.src_ip.clone(),
+                    op_type: h.op.code().to_string(),
+                    created_time: h.created_time,
+                    last_modified_time: h.last_modified_time,
+                    last_id: h.last_id,
+                },
+            )
+        });
+        counters
+            .chain(namespaces)
+            .chain(configs)
+            .chain(betas)
+            .chain(history)
+    }
+
+    /// Adds one snapshot record (from [`State::snapshot_records`]) to the tables.
+    pub fn load_snapshot_record(&mut self, payload: &[u8]) -> Result<(), DecodeError> {
+        let (&kind, body) = payload.split_first().ok_or(DecodeError::Empty)?;
+        match kind {
+            COUNTERS => {
+                let r = pb::CountersRecord::decode(body)?;
+                self.next_config_id = r.next_config_id;
+                self.next_history_id = r.next_history_id;
+            }
+            NAMESPACE => {
+                let r = pb::NamespaceRecord::decode(body)?;
+                let namespace = Namespace {
+                    id: r.id.clone(),
+                    name: r.name,
+                    desc: r.desc,
+                    create_time: r.create_time,
+                };
+                self.namespaces.insert(r.id, Arc::new(namespace));
+            }
+            CONFIG => {
+                let r = pb::ConfigRecord::decode(body)?;
+                let key = key_of(r.key.as_ref())?;
+                let config = Config {
+                    id: r.id,
+                    content: r.content,
+                    md5: r.md5,
+                    config_type: r.config_type,
+                    desc: r.desc,
+                    app_name: r.app_name,
+                    tags: r.tags,
+                    create_time: r.create_time,
+                    modify_time: r.modify_time,
+                    src_user: r.src_user,
+                    src_ip: r.src_ip,
+                };
+                self.configs.insert(key, Arc::new(config));
+            }
+            BETA => {
+                let r = pb::BetaRecord::decode(body)?;
+                let key = key_of(r.key.as_ref())?;
+                let beta = Beta {
+                    content: r.content,
+                    md5: r.md5,
+                    ips: r.beta_ips,
+                    src_user: r.src_user,
+                    src_ip: r.src_ip,
+                    modify_time: r.modify_time,
+                };
+                self.betas.insert(key, Arc::new(beta));
+            }
+            HISTORY => {
+                let r = pb::HistoryRecord::decode(body)?;
+                let key = key_of(r.key.as_ref())?;
+                let op = OpType::from_code(&r.op_type).ok_or(DecodeError::BadOpType(r.op_type))?;
+                let row = HistoryRow {
+                    id: r.id,
+                    last_id: r.last_id,
+                    key: key.clone(),
+                    content: r.content,
+                    md5: r.md5,
+                    app_name: r.app_name,
+                    src_user: r.src_user,
+                    src_ip: r.src_ip,
+                    op,
+                    created_time: r.created_time,
+                    last_modified_time: r.last_modified_time,
+                };
+                self.history_keys.insert(r.id, key.clone());
+                self.history
+                    .entry(key)
+                    .or_default()
+                    .push_back(Arc::new(row));
+            }
+            other => return Err(DecodeError::UnknownKind(other)),
+        }
+        Ok(())
+    }
+}
