@@ -58,6 +58,7 @@ pub fn parse_file_name(path: &Path) -> Option<u64> {
 
 /// One record of a segment.
 #[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)] // short-lived, only during recovery
 pub enum LogRecord {
     Entry(Entry),
     Committed(LogId),
