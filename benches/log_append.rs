@@ -15,7 +15,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use tacos::model::Command;
+use tacos::model::command as pb;
+use tacos::model::{md5_hex, Command, Op};
 use tacos::raft::types::{Entry, LogId};
 use tacos::store::{LogOptions, LogStore, StdFs};
 
@@ -26,16 +27,29 @@ fn temp_dir() -> tempfile::TempDir {
     }
 }
 
+/// A typical publish: a ~200 byte YAML config.
+fn publish(index: u64) -> Command {
+    let content = format!(
+        "server.port: 8080\nfeature.flag: {index}\n{}",
+        "x".repeat(160)
+    );
+    Command::of(Op::PublishConfig(pb::PublishConfig {
+        key: Some(pb::ConfigKey {
+            namespace: String::new(),
+            group: "DEFAULT_GROUP".into(),
+            data_id: format!("app-{}.yaml", index % 100),
+        }),
+        md5: md5_hex(&content),
+        content,
+        history_limit: 100,
+        ..Default::default()
+    }))
+}
+
 fn entry(index: u64) -> Entry {
     Entry {
         log_id: LogId::new(openraft::CommittedLeaderId::new(1, 1), index),
-        payload: openraft::EntryPayload::Normal(Command::put(
-            format!("DEFAULT_GROUP/app-{}.yaml", index % 100),
-            format!(
-                "server.port: 8080\nfeature.flag: {index}\n{}",
-                "x".repeat(160)
-            ),
-        )),
+        payload: openraft::EntryPayload::Normal(publish(index).into()),
     }
 }
 

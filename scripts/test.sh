@@ -4,6 +4,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Real client SDKs the integration tests drive.
+if ! python3 -c "import nacos" 2>/dev/null; then
+  echo "== installing nacos-sdk-python (PyPI) for the SDK tests"
+  python3 -m pip install --quiet "nacos-sdk-python>=2,<3"
+fi
+
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 

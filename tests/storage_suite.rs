@@ -37,17 +37,20 @@ fn openraft_storage_suite_passes() {
 fn put(index: u64, key: &str, value: &str) -> Entry {
     Entry {
         log_id: LogId::new(openraft::CommittedLeaderId::new(1, 1), index),
-        payload: EntryPayload::Normal(Command::of(Op::PublishConfig(pb::PublishConfig {
-            key: Some(pb::ConfigKey {
-                namespace: String::new(),
-                group: "DEFAULT_GROUP".into(),
-                data_id: key.into(),
-            }),
-            content: value.into(),
-            md5: md5_hex(value),
-            history_limit: 10,
-            ..Default::default()
-        }))),
+        payload: EntryPayload::Normal(
+            Command::of(Op::PublishConfig(pb::PublishConfig {
+                key: Some(pb::ConfigKey {
+                    namespace: String::new(),
+                    group: "DEFAULT_GROUP".into(),
+                    data_id: key.into(),
+                }),
+                content: value.into(),
+                md5: md5_hex(value),
+                history_limit: 10,
+                ..Default::default()
+            }))
+            .into(),
+        ),
     }
 }
 

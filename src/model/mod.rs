@@ -18,7 +18,15 @@ pub mod snapshot {
 pub mod validate;
 
 pub use command::command::Op;
-pub use command::Command;
+pub use command::{Batch, Command};
+
+impl From<Command> for Batch {
+    fn from(command: Command) -> Self {
+        Batch {
+            commands: vec![command],
+        }
+    }
+}
 
 impl Command {
     /// Wraps one operation.

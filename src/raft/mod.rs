@@ -4,6 +4,7 @@
 pub mod log_storage;
 pub mod network;
 pub mod node;
+pub mod proposer;
 pub mod state_machine;
 pub mod types;
 

@@ -8,11 +8,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use openraft::error::{ClientWriteError, RaftError};
 use openraft::{Config, SnapshotPolicy};
 
 use super::log_storage::RaftLog;
 use super::network::SingleNodeNetwork;
+use super::proposer::Proposer;
 use super::state_machine::{StateHandle, StateMachine};
 use super::types::{LogId, NodeId, NodeInfo, Raft, RaftMetrics};
 use crate::model::Command;
@@ -25,7 +25,7 @@ use crate::watch::ChangeSink;
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Why a write was not done.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum WriteError {
     #[error("no leader is available to take the write right now; retry shortly")]
     NoLeader,
@@ -43,6 +43,7 @@ pub struct Node {
     pub raft: Raft,
     state: StateHandle,
     log: LogStore,
+    proposer: Proposer,
     stopping: Arc<AtomicBool>,
 }
 
@@ -123,11 +124,13 @@ impl Node {
             )
             .await
             .context("waiting for this node to lead and apply its log")?;
+        let proposer = Proposer::start(raft.clone());
         let node = Node {
             id,
             raft,
             state,
             log,
+            proposer,
             stopping: Arc::new(AtomicBool::new(false)),
         };
         tracing::info!(configs = node.state().config_count(), "node is ready");
@@ -182,19 +185,7 @@ impl Node {
     /// Proposes a command and waits until it is committed (durable on a
     /// quorum) and applied here.
     pub async fn write(&self, command: Command) -> Result<(LogId, Response), WriteError> {
-        match self.raft.client_write(command).await {
-            Ok(response) => Ok((response.log_id, response.data)),
-            Err(RaftError::APIError(ClientWriteError::ForwardToLeader(forward))) => {
-                match forward.leader_id {
-                    Some(leader) => Err(WriteError::NotLeader { leader }),
-                    None => Err(WriteError::NoLeader),
-                }
-            }
-            Err(RaftError::APIError(ClientWriteError::ChangeMembershipError(e))) => {
-                Err(WriteError::Stopped(e.to_string()))
-            }
-            Err(RaftError::Fatal(fatal)) => Err(WriteError::Stopped(fatal.to_string())),
-        }
+        self.proposer.propose(command).await
     }
 
     /// Stops Raft and makes sure everything written is on disk.

@@ -136,7 +136,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         Ok((state.last_applied, state.membership.clone()))
     }
 
-    async fn apply<I>(&mut self, entries: I) -> Result<Vec<Response>, StorageError>
+    async fn apply<I>(&mut self, entries: I) -> Result<Vec<Vec<Response>>, StorageError>
     where
         I: IntoIterator<Item = Entry> + OptionalSend,
         I::IntoIter: OptionalSend,
@@ -147,11 +147,15 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         for entry in entries {
             next.last_applied = Some(entry.log_id);
             let response = match entry.payload {
-                EntryPayload::Blank => Response::Empty,
-                EntryPayload::Normal(command) => next.apply(&command, &mut changed),
+                EntryPayload::Blank => Vec::new(),
+                EntryPayload::Normal(batch) => batch
+                    .commands
+                    .iter()
+                    .map(|command| next.apply(command, &mut changed))
+                    .collect(),
                 EntryPayload::Membership(membership) => {
                     next.membership = StoredMembership::new(Some(entry.log_id), membership);
-                    Response::Empty
+                    Vec::new()
                 }
             };
             responses.push(response);

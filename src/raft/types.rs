@@ -6,7 +6,7 @@ use std::io::Cursor;
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::Command;
+use crate::model::Batch;
 use crate::state::Response;
 
 /// Raft node ids. Node 1 initializes a new cluster.
@@ -27,10 +27,11 @@ impl fmt::Display for NodeInfo {
 }
 
 openraft::declare_raft_types!(
-    /// Tacos' Raft types: entries carry a [`Command`], apply answers a [`Response`].
+    /// Tacos' Raft types: an entry carries a [`Batch`] of commands; apply
+    /// answers one [`Response`] per command.
     pub TypeConfig:
-        D = Command,
-        R = Response,
+        D = Batch,
+        R = Vec<Response>,
         NodeId = NodeId,
         Node = NodeInfo,
         Entry = openraft::Entry<TypeConfig>,

@@ -31,8 +31,6 @@ use crate::raft::types::{LogId, StoredMembership};
 /// What applying one log entry produced, returned to the proposer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Response {
-    /// A blank or membership entry: nothing for a client.
-    Empty,
     /// The command was applied.
     Done,
     /// A remove; `existed` is false when there was nothing to remove.

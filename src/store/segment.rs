@@ -8,7 +8,7 @@
 //! segment  = magic "TACOLOG1" (8 bytes), then records (see record.rs)
 //! payload  = kind: u8, then
 //!   kind 1 (entry):     term u64 | leader node u64 | index u64 | body kind u8 | body
-//!                       body kind 0 blank (no body), 1 command (protobuf Command),
+//!                       body kind 0 blank (no body), 1 commands (protobuf Batch),
 //!                       2 membership (JSON of openraft's Membership)
 //!   kind 2 (committed): term u64 | leader node u64 | index u64
 //! ```
@@ -28,7 +28,7 @@ use prost::Message;
 
 use super::error::{Result, StoreError};
 use super::record::{self, Decoded};
-use crate::model::Command;
+use crate::model::Batch;
 use crate::raft::types::{Entry, LogId, Membership};
 
 /// The first bytes of every segment file.
@@ -89,9 +89,9 @@ pub fn encode_entry(entry: &Entry) -> Result<Vec<u8>> {
     put_log_id(&mut out, &entry.log_id);
     match &entry.payload {
         openraft::EntryPayload::Blank => out.push(BODY_BLANK),
-        openraft::EntryPayload::Normal(command) => {
+        openraft::EntryPayload::Normal(batch) => {
             out.push(BODY_COMMAND);
-            command.encode(&mut out).expect("a Vec grows as needed");
+            batch.encode(&mut out).expect("a Vec grows as needed");
         }
         openraft::EntryPayload::Membership(membership) => {
             out.push(BODY_MEMBERSHIP);
@@ -134,7 +134,7 @@ pub fn decode(payload: &[u8]) -> std::result::Result<LogRecord, String> {
             let payload = match body_kind {
                 BODY_BLANK if body.is_empty() => openraft::EntryPayload::Blank,
                 BODY_COMMAND => openraft::EntryPayload::Normal(
-                    Command::decode(body).map_err(|e| format!("bad command: {e}"))?,
+                    Batch::decode(body).map_err(|e| format!("bad command batch: {e}"))?,
                 ),
                 BODY_MEMBERSHIP => openraft::EntryPayload::Membership(
                     serde_json::from_slice::<Membership>(body)
@@ -245,9 +245,12 @@ mod tests {
             },
             Entry {
                 log_id: log_id(1, 2),
-                payload: openraft::EntryPayload::Normal(Command::of(crate::model::Op::StopBeta(
-                    crate::model::command::StopBeta { key: None },
-                ))),
+                payload: openraft::EntryPayload::Normal(
+                    crate::model::Command::of(crate::model::Op::StopBeta(
+                        crate::model::command::StopBeta { key: None },
+                    ))
+                    .into(),
+                ),
             },
             Entry {
                 log_id: log_id(2, 3),

@@ -23,15 +23,18 @@ fn log_id(term: u64, index: u64) -> LogId {
 fn entry(term: u64, index: u64) -> Entry {
     Entry {
         log_id: log_id(term, index),
-        payload: openraft::EntryPayload::Normal(Command::of(Op::RemoveConfig(pb::RemoveConfig {
-            key: Some(pb::ConfigKey {
-                namespace: String::new(),
-                group: format!("group-{term}"),
-                data_id: format!("config-{index}"),
-            }),
-            origin: None,
-            history_limit: 10,
-        }))),
+        payload: openraft::EntryPayload::Normal(
+            Command::of(Op::RemoveConfig(pb::RemoveConfig {
+                key: Some(pb::ConfigKey {
+                    namespace: String::new(),
+                    group: format!("group-{term}"),
+                    data_id: format!("config-{index}"),
+                }),
+                origin: None,
+                history_limit: 10,
+            }))
+            .into(),
+        ),
     }
 }
 

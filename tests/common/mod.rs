@@ -5,8 +5,9 @@
 //!   [`TempDir`], logs its stdout+stderr to a file in that temp dir, waits
 //!   until it answers, and stops it with SIGTERM ([`Server::stop`]) or
 //!   SIGKILL ([`Server::kill9`]); dropping it kills a process still running.
-//! * [`Api`] is a cheap, cloneable HTTP client for one server (move it into
-//!   tasks for concurrent load).
+//! * [`NacosApi`] is a cheap, cloneable client for the Nacos HTTP config API
+//!   of one server (move it into tasks for concurrent load), with the
+//!   response shapes ([`Page`], [`ConfigItem`], [`HistoryItem`]).
 //! * [`run_to_exit`] runs the binary when it is expected to exit by itself
 //!   (bad settings, data dir in use) and returns its status and output.
 //!
@@ -23,7 +24,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use serde::Deserialize;
+use reqwest::header::HeaderMap;
+use reqwest::StatusCode;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer};
 use tempfile::TempDir;
 
 /// The binary under test.
@@ -102,17 +106,10 @@ pub struct Reply {
 }
 
 impl Reply {
-    async fn read(response: reqwest::Response) -> Result<Reply, reqwest::Error> {
+    pub async fn read(response: reqwest::Response) -> Result<Reply, reqwest::Error> {
         let status = response.status().as_u16();
         let body = response.text().await?;
         Ok(Reply { status, body })
-    }
-
-    /// Parses the body of `GET /tacos/v1/kv`.
-    pub fn listing(&self) -> Listing {
-        assert_eq!(self.status, 200, "listing answered {self:?}");
-        serde_json::from_str(&self.body)
-            .unwrap_or_else(|e| panic!("listing is not the expected JSON ({e}): {}", self.body))
     }
 
     /// Parses a JSON body.
@@ -120,42 +117,153 @@ impl Reply {
         serde_json::from_str(&self.body)
             .unwrap_or_else(|e| panic!("body is not JSON ({e}): {}", self.body))
     }
+
+    /// Parses a 200 answer holding a Nacos page (search or history).
+    pub fn page<T: DeserializeOwned>(&self) -> Page<T> {
+        assert_eq!(self.status, 200, "expected a page, got {self:?}");
+        serde_json::from_str(&self.body)
+            .unwrap_or_else(|e| panic!("not the expected page JSON ({e}): {}", self.body))
+    }
 }
 
-/// The body of `GET /tacos/v1/kv`.
-#[derive(Debug, Clone, Deserialize)]
-pub struct Listing {
-    pub count: usize,
-    pub items: BTreeMap<String, String>,
+/// The lowercase hex md5 of `content`'s UTF-8 bytes (what Nacos reports).
+pub fn md5_hex(content: &str) -> String {
+    format!("{:x}", md5::compute(content.as_bytes()))
 }
 
-/// An HTTP client for one server. Cloning is cheap (shared connection pool).
+/// A header as text ("" when absent or not text).
+pub fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> &'a str {
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+}
+
+/// Ids are strings in Nacos JSON (`"id": "42"`); accept numbers too.
+fn string_or_number<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    match serde_json::Value::deserialize(d)? {
+        serde_json::Value::String(s) => Ok(s),
+        serde_json::Value::Number(n) => Ok(n.to_string()),
+        other => Err(serde::de::Error::custom(format!(
+            "expected a string or number id, got {other}"
+        ))),
+    }
+}
+
+/// A Nacos `Page`: search results and history listings.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Page<T> {
+    pub total_count: usize,
+    pub page_number: u64,
+    pub pages_available: u64,
+    pub page_items: Vec<T>,
+}
+
+/// One config in `search=accurate|blur` results.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfigItem {
+    #[serde(deserialize_with = "string_or_number")]
+    pub id: String,
+    pub data_id: String,
+    pub group: String,
+    pub content: String,
+    pub md5: String,
+    #[serde(default)]
+    pub tenant: String,
+    #[serde(default)]
+    pub app_name: String,
+    #[serde(rename = "type", default)]
+    pub config_type: String,
+}
+
+/// One row of `GET /nacos/v1/cs/history`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HistoryItem {
+    #[serde(deserialize_with = "string_or_number")]
+    pub id: String,
+    pub last_id: i64,
+    pub data_id: String,
+    pub group: String,
+    #[serde(default)]
+    pub tenant: String,
+    #[serde(default)]
+    pub app_name: String,
+    pub md5: String,
+    pub content: String,
+    #[serde(default)]
+    pub src_ip: String,
+    #[serde(default)]
+    pub src_user: String,
+    pub op_type: String,
+    pub created_time: String,
+    pub last_modified_time: String,
+}
+
+impl HistoryItem {
+    /// The id as a number (panics if it is not one).
+    pub fn id_number(&self) -> u64 {
+        self.id
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("history id is not a number: {self:?}"))
+    }
+}
+
+/// The Nacos config API path and query of one `search=accurate` page of a
+/// namespace (every config in it: dataId and group left empty).
+pub fn search_accurate_path(tenant: &str, page_no: u64, page_size: u64) -> String {
+    let query = serde_urlencoded::to_string([
+        ("search", "accurate"),
+        ("dataId", ""),
+        ("group", ""),
+        ("tenant", tenant),
+        ("pageNo", &page_no.to_string()),
+        ("pageSize", &page_size.to_string()),
+    ])
+    .expect("encoding a query");
+    format!("/nacos/v1/cs/configs?{query}")
+}
+
+/// An HTTP client for the Nacos config API of one server, sending requests
+/// as the Java and Python Nacos clients do. Cloning is cheap (shared
+/// connection pool), so it can be moved into tasks for concurrent load.
+///
+/// The `try_*` methods return transport errors; the others panic on them
+/// (with the request in the message).
 #[derive(Clone)]
-pub struct Api {
+pub struct NacosApi {
     client: reqwest::Client,
     base: String,
 }
 
-impl Api {
-    pub fn new(port: u16) -> Api {
+impl NacosApi {
+    pub const CONFIGS: &'static str = "/nacos/v1/cs/configs";
+    pub const HISTORY: &'static str = "/nacos/v1/cs/history";
+
+    pub fn new(port: u16) -> NacosApi {
         let client = reqwest::Client::builder()
             .no_proxy()
             .connect_timeout(Duration::from_secs(2))
             .timeout(REQUEST_TIMEOUT)
             .build()
             .expect("building the HTTP client");
-        Api {
+        NacosApi {
             client,
             base: format!("http://127.0.0.1:{port}"),
         }
     }
 
-    pub fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.base)
+    /// The shared client, for requests the helpers do not cover.
+    pub fn client(&self) -> &reqwest::Client {
+        &self.client
     }
 
-    fn kv_url(&self, key: &str) -> String {
-        self.url(&format!("/tacos/v1/kv/{key}"))
+    /// `http://127.0.0.1:{port}{path}`.
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
     }
 
     /// `GET path`, any status.
@@ -163,34 +271,210 @@ impl Api {
         Reply::read(self.client.get(self.url(path)).send().await?).await
     }
 
-    /// `PUT /tacos/v1/kv/{key}` with `value` as the body.
-    pub async fn put(&self, key: &str, value: &str) -> Result<Reply, reqwest::Error> {
-        let request = self.client.put(self.kv_url(key)).body(value.to_owned());
-        Reply::read(request.send().await?).await
+    /// `POST /nacos/v1/cs/configs` with the form `dataId, group, content,
+    /// tenant` (a success answers 200 `true`).
+    pub async fn try_publish(
+        &self,
+        data_id: &str,
+        group: &str,
+        tenant: &str,
+        content: &str,
+    ) -> Result<reqwest::Response, reqwest::Error> {
+        let form = [
+            ("dataId", data_id),
+            ("group", group),
+            ("content", content),
+            ("tenant", tenant),
+        ];
+        self.try_publish_with(&form, &[]).await
     }
 
-    /// `DELETE /tacos/v1/kv/{key}`.
-    pub async fn delete(&self, key: &str) -> Result<Reply, reqwest::Error> {
-        Reply::read(self.client.delete(self.kv_url(key)).send().await?).await
-    }
-
-    /// `GET /tacos/v1/kv/{key}`.
-    pub async fn get(&self, key: &str) -> Result<Reply, reqwest::Error> {
-        Reply::read(self.client.get(self.kv_url(key)).send().await?).await
-    }
-
-    /// `GET /tacos/v1/kv`, parsed (panics unless 200 with the expected JSON).
-    pub async fn list(&self) -> Listing {
-        self.get_path("/tacos/v1/kv")
+    /// [`NacosApi::try_publish`], panicking on a transport error.
+    pub async fn publish(
+        &self,
+        data_id: &str,
+        group: &str,
+        tenant: &str,
+        content: &str,
+    ) -> reqwest::Response {
+        self.try_publish(data_id, group, tenant, content)
             .await
-            .expect("GET /tacos/v1/kv")
-            .listing()
+            .unwrap_or_else(|e| panic!("POST {} {group}/{data_id}: {e}", Self::CONFIGS))
+    }
+
+    /// `POST /nacos/v1/cs/configs` with any form pairs (e.g. `type`,
+    /// `appName`, `config_tags`) and extra headers (e.g. `casMd5`, `betaIps`).
+    pub async fn try_publish_with(
+        &self,
+        form: &[(&str, &str)],
+        headers: &[(&str, &str)],
+    ) -> Result<reqwest::Response, reqwest::Error> {
+        let mut request = self.client.post(self.url(Self::CONFIGS)).form(form);
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        request.send().await
+    }
+
+    /// [`NacosApi::try_publish_with`], panicking on a transport error.
+    pub async fn publish_with(
+        &self,
+        form: &[(&str, &str)],
+        headers: &[(&str, &str)],
+    ) -> reqwest::Response {
+        self.try_publish_with(form, headers)
+            .await
+            .unwrap_or_else(|e| panic!("POST {} {form:?}: {e}", Self::CONFIGS))
+    }
+
+    /// `GET /nacos/v1/cs/configs?dataId&group&tenant`: status, raw body and
+    /// headers (`Content-MD5`, `Config-Type`, ...).
+    pub async fn try_get(
+        &self,
+        data_id: &str,
+        group: &str,
+        tenant: &str,
+    ) -> Result<(StatusCode, String, HeaderMap), reqwest::Error> {
+        let query = [("dataId", data_id), ("group", group), ("tenant", tenant)];
+        let response = self
+            .client
+            .get(self.url(Self::CONFIGS))
+            .query(&query)
+            .send()
+            .await?;
+        let status = response.status();
+        let headers = response.headers().clone();
+        let body = response.text().await?;
+        Ok((status, body, headers))
+    }
+
+    /// [`NacosApi::try_get`], panicking on a transport error.
+    pub async fn get(
+        &self,
+        data_id: &str,
+        group: &str,
+        tenant: &str,
+    ) -> (StatusCode, String, HeaderMap) {
+        self.try_get(data_id, group, tenant)
+            .await
+            .unwrap_or_else(|e| panic!("GET {} {group}/{data_id}: {e}", Self::CONFIGS))
+    }
+
+    /// `DELETE /nacos/v1/cs/configs?dataId&group&tenant` (a success answers
+    /// 200 `true`, also when there was nothing to delete).
+    pub async fn try_delete(
+        &self,
+        data_id: &str,
+        group: &str,
+        tenant: &str,
+    ) -> Result<reqwest::Response, reqwest::Error> {
+        let query = [("dataId", data_id), ("group", group), ("tenant", tenant)];
+        self.client
+            .delete(self.url(Self::CONFIGS))
+            .query(&query)
+            .send()
+            .await
+    }
+
+    /// [`NacosApi::try_delete`], panicking on a transport error.
+    pub async fn delete(&self, data_id: &str, group: &str, tenant: &str) -> reqwest::Response {
+        self.try_delete(data_id, group, tenant)
+            .await
+            .unwrap_or_else(|e| panic!("DELETE {} {group}/{data_id}: {e}", Self::CONFIGS))
+    }
+
+    /// One page of `search=accurate` over all configs of `tenant`, parsed
+    /// (panics unless 200 with the expected JSON).
+    pub async fn search_accurate(
+        &self,
+        tenant: &str,
+        page_no: u64,
+        page_size: u64,
+    ) -> Page<ConfigItem> {
+        let path = search_accurate_path(tenant, page_no, page_size);
+        self.get_path(&path)
+            .await
+            .unwrap_or_else(|e| panic!("GET {path}: {e}"))
+            .page()
+    }
+
+    /// Every config of `tenant`, page by page (`page_size` a page; Nacos
+    /// serves at most 500).
+    pub async fn search_all(&self, tenant: &str, page_size: u64) -> Vec<ConfigItem> {
+        let first = self.search_accurate(tenant, 1, page_size).await;
+        self.rest_of_search(tenant, first, page_size).await
+    }
+
+    /// Completes a listing from its first page (of `page_size`), checking
+    /// that the pages add up to `totalCount`.
+    pub async fn rest_of_search(
+        &self,
+        tenant: &str,
+        first: Page<ConfigItem>,
+        page_size: u64,
+    ) -> Vec<ConfigItem> {
+        let total = first.total_count;
+        let pages = first.pages_available;
+        let mut items = first.page_items;
+        for page_no in 2..=pages {
+            let page = self.search_accurate(tenant, page_no, page_size).await;
+            assert_eq!(
+                page.total_count, total,
+                "the total changed while paging a quiet server"
+            );
+            assert_eq!(page.page_number, page_no, "page {page_no} numbered wrong");
+            items.extend(page.page_items);
+        }
+        assert_eq!(
+            items.len(),
+            total,
+            "pages of {pages} hold {} items, totalCount is {total}",
+            items.len()
+        );
+        items
+    }
+
+    /// `GET /nacos/v1/cs/history?search=accurate&dataId&group&tenant&pageNo&pageSize`,
+    /// parsed (newest row first; panics unless 200 with the expected JSON).
+    pub async fn history(
+        &self,
+        data_id: &str,
+        group: &str,
+        tenant: &str,
+        page_no: u64,
+        page_size: u64,
+    ) -> Page<HistoryItem> {
+        let query = serde_urlencoded::to_string([
+            ("search", "accurate"),
+            ("dataId", data_id),
+            ("group", group),
+            ("tenant", tenant),
+            ("pageNo", &page_no.to_string()),
+            ("pageSize", &page_size.to_string()),
+        ])
+        .expect("encoding a query");
+        let path = format!("{}?{query}", Self::HISTORY);
+        self.get_path(&path)
+            .await
+            .unwrap_or_else(|e| panic!("GET {path}: {e}"))
+            .page()
     }
 
     /// `GET /health`.
     pub async fn health(&self) -> Result<Reply, reqwest::Error> {
         self.get_path("/health").await
     }
+}
+
+/// Asserts a write (publish or delete) was answered 200 `true`.
+pub async fn assert_true(response: reqwest::Response, what: &str) {
+    let reply = Reply::read(response)
+        .await
+        .unwrap_or_else(|e| panic!("{what}: reading the answer: {e}"));
+    assert!(
+        reply.status == 200 && reply.body == "true",
+        "{what} answered {reply:?}"
+    );
 }
 
 /// Why a server did not answer.
@@ -206,7 +490,7 @@ pub struct Server {
     port: u16,
     data_dir: PathBuf,
     log_path: PathBuf,
-    api: Api,
+    api: NacosApi,
 }
 
 impl Server {
@@ -278,7 +562,7 @@ impl Server {
             port,
             data_dir,
             log_path,
-            api: Api::new(port),
+            api: NacosApi::new(port),
         }
     }
 
@@ -406,7 +690,7 @@ impl Server {
         self.child.is_some()
     }
 
-    pub fn api(&self) -> Api {
+    pub fn api(&self) -> NacosApi {
         self.api.clone()
     }
 

@@ -1,0 +1,537 @@
+//! Goose load-test scenarios for Nacos-compatible config servers.
+//!
+//! Every scenario speaks only the Nacos HTTP open API v1 (`/nacos/v1/cs/configs` and,
+//! when credentials are given, `/nacos/v1/auth/login`), so the same binary measures
+//! Tacos, r-nacos and Java Nacos side by side. Each scenario is a binary in `src/bin/`;
+//! this library holds what they share: settings read from the environment, the
+//! `GooseAttack` with this crate's defaults, and the publish / query transactions.
+//!
+//! Settings that goose's own command line does not cover come from environment
+//! variables (goose owns the command line and refuses unknown flags):
+//!
+//! | variable | meaning | default |
+//! |---|---|---|
+//! | `LOADTEST_KEYS` | how many distinct dataIds a scenario spreads over | per scenario |
+//! | `LOADTEST_KEY_PREFIX` | dataId prefix; the dataIds are `<prefix><0..keys>` | per scenario |
+//! | `LOADTEST_TENANT` | namespace sent as `tenant` | `` (public) |
+//! | `LOADTEST_CONTENT_BYTES` | pad each published content to at least this many bytes | `0` |
+//! | `LOADTEST_WAIT_MS` | per-user pause between requests, `N` or `MIN-MAX` ms | none |
+//! | `LOADTEST_USERNAME`, `LOADTEST_PASSWORD` | log in first and send `accessToken` | none |
+
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use goose::goose::GooseResponse;
+use goose::prelude::*;
+
+/// The Nacos v1 config resource.
+pub const CONFIGS_PATH: &str = "/nacos/v1/cs/configs";
+/// The Nacos v1 login resource.
+pub const LOGIN_PATH: &str = "/nacos/v1/auth/login";
+/// The group every scenario uses.
+pub const GROUP: &str = "DEFAULT_GROUP";
+/// Where the scenarios point when `--host` is not given.
+pub const DEFAULT_HOST: &str = "http://127.0.0.1:8848";
+
+/// Longest dataId Nacos accepts.
+const MAX_DATA_ID_LEN: usize = 256;
+/// Longest namespace id Nacos accepts.
+const MAX_TENANT_LEN: usize = 128;
+
+/// Scenario settings that come from the environment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settings {
+    /// How many distinct dataIds the scenario uses.
+    pub keys: usize,
+    /// The dataIds are `format!("{key_prefix}{i}")` for `i` in `0..keys`.
+    pub key_prefix: String,
+    /// The namespace, sent as `tenant` ("" is the public namespace).
+    pub tenant: String,
+    /// Published contents are padded with `.` to at least this many bytes.
+    pub content_bytes: usize,
+    /// Optional per-user pause between transactions (min, max).
+    pub wait: Option<(Duration, Duration)>,
+    /// Optional username and password for `/nacos/v1/auth/login`.
+    pub credentials: Option<(String, String)>,
+}
+
+impl Settings {
+    /// Reads the settings from the process environment.
+    pub fn from_env(default_keys: usize, default_prefix: &str) -> Result<Self, GooseError> {
+        Self::from_lookup(default_keys, default_prefix, |name| {
+            std::env::var(name).ok()
+        })
+    }
+
+    /// Reads the settings through `lookup` (the environment in production, a map in tests).
+    pub fn from_lookup(
+        default_keys: usize,
+        default_prefix: &str,
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, GooseError> {
+        let keys = match lookup("LOADTEST_KEYS") {
+            Some(value) => match value.trim().parse::<usize>() {
+                Ok(n) if n > 0 => n,
+                _ => return Err(invalid("LOADTEST_KEYS", &value, "a whole number above 0")),
+            },
+            None => default_keys,
+        };
+        let key_prefix = lookup("LOADTEST_KEY_PREFIX").unwrap_or_else(|| default_prefix.into());
+        let id_ok = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | ':' | '.');
+        if !key_prefix.chars().all(id_ok) {
+            return Err(invalid(
+                "LOADTEST_KEY_PREFIX",
+                &key_prefix,
+                "only letters, digits and - _ : . are valid in a Nacos dataId",
+            ));
+        }
+        let longest = key_prefix.len() + (keys - 1).to_string().len();
+        if longest > MAX_DATA_ID_LEN {
+            return Err(invalid(
+                "LOADTEST_KEY_PREFIX",
+                &key_prefix,
+                "the dataIds would be longer than 256 characters",
+            ));
+        }
+        let tenant = lookup("LOADTEST_TENANT").unwrap_or_default();
+        if tenant.len() > MAX_TENANT_LEN
+            || !tenant
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            return Err(invalid(
+                "LOADTEST_TENANT",
+                &tenant,
+                "a namespace id is letters, digits, _ and -, at most 128 characters",
+            ));
+        }
+        let content_bytes = match lookup("LOADTEST_CONTENT_BYTES") {
+            Some(value) => match value.trim().parse::<usize>() {
+                Ok(n) if n <= 10 * 1024 * 1024 => n,
+                _ => {
+                    return Err(invalid(
+                        "LOADTEST_CONTENT_BYTES",
+                        &value,
+                        "a byte count from 0 to 10485760",
+                    ))
+                }
+            },
+            None => 0,
+        };
+        let wait = match lookup("LOADTEST_WAIT_MS") {
+            Some(value) => Some(parse_wait(&value).ok_or_else(|| {
+                invalid(
+                    "LOADTEST_WAIT_MS",
+                    &value,
+                    "milliseconds, `N` or `MIN-MAX` with MIN <= MAX",
+                )
+            })?),
+            None => None,
+        };
+        let credentials = match (lookup("LOADTEST_USERNAME"), lookup("LOADTEST_PASSWORD")) {
+            (Some(user), Some(password)) => Some((user, password)),
+            (None, None) => None,
+            _ => {
+                return Err(invalid(
+                    "LOADTEST_USERNAME",
+                    "",
+                    "set both LOADTEST_USERNAME and LOADTEST_PASSWORD, or neither",
+                ))
+            }
+        };
+        Ok(Settings {
+            keys,
+            key_prefix,
+            tenant,
+            content_bytes,
+            wait,
+            credentials,
+        })
+    }
+
+    /// The dataId of key `i`.
+    pub fn data_id(&self, i: usize) -> String {
+        format!("{}{i}", self.key_prefix)
+    }
+
+    /// A key index drawn uniformly from `0..keys`.
+    pub fn random_key(&self) -> usize {
+        if self.keys == 1 {
+            0
+        } else {
+            rand::random_range(0..self.keys)
+        }
+    }
+
+    /// The content the query scenario seeds under dataId `data_id` and expects back.
+    pub fn seed_content(&self, data_id: &str) -> String {
+        self.pad(format!("loadtest seed {data_id}"))
+    }
+
+    /// A content no earlier request of this or an earlier run published.
+    pub fn unique_content(&self, user_index: usize) -> String {
+        let seq = SEQUENCE.fetch_add(1, Ordering::Relaxed);
+        self.pad(format!(
+            "loadtest run={} user={user_index} seq={seq}",
+            run_id()
+        ))
+    }
+
+    fn pad(&self, mut content: String) -> String {
+        if content.len() < self.content_bytes {
+            content.push(' ');
+            while content.len() < self.content_bytes {
+                content.push('.');
+            }
+        }
+        content
+    }
+}
+
+/// Parses `N` or `MIN-MAX` milliseconds.
+fn parse_wait(value: &str) -> Option<(Duration, Duration)> {
+    let value = value.trim();
+    let (min, max) = match value.split_once('-') {
+        Some((min, max)) => (min.trim().parse().ok()?, max.trim().parse().ok()?),
+        None => {
+            let n = value.parse().ok()?;
+            (n, n)
+        }
+    };
+    (min <= max).then(|| (Duration::from_millis(min), Duration::from_millis(max)))
+}
+
+fn invalid(option: &str, value: &str, detail: &str) -> GooseError {
+    GooseError::InvalidOption {
+        option: option.to_string(),
+        value: value.to_string(),
+        detail: detail.to_string(),
+    }
+}
+
+static SETTINGS: OnceLock<Settings> = OnceLock::new();
+static SEQUENCE: AtomicU64 = AtomicU64::new(0);
+static RUN_ID: OnceLock<u128> = OnceLock::new();
+
+/// Milliseconds since the epoch when this process first asked: makes contents unique
+/// across runs against the same server, so every publish really changes the config.
+fn run_id() -> u128 {
+    *RUN_ID.get_or_init(|| {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_millis())
+            .unwrap_or_default()
+    })
+}
+
+/// Reads the settings from the environment once, for the transactions to use.
+pub fn init(default_keys: usize, default_prefix: &str) -> Result<&'static Settings, GooseError> {
+    let settings = Settings::from_env(default_keys, default_prefix)?;
+    run_id();
+    Ok(SETTINGS.get_or_init(|| settings))
+}
+
+/// The settings [`init`] read.
+pub fn settings() -> &'static Settings {
+    SETTINGS
+        .get()
+        .expect("loadtest::init must run before the load test starts")
+}
+
+/// A `GooseAttack` with this crate's defaults: `--host` defaults to [`DEFAULT_HOST`] and
+/// the telnet Controller is off (goose 0.19 keeps the WebSocket Controller off unless
+/// `--websocket` is given), so a run opens no listening port.
+pub fn attack() -> Result<GooseAttack, GooseError> {
+    let attack = GooseAttack::initialize()?
+        .set_default(GooseDefault::Host, DEFAULT_HOST)?
+        .set_default(GooseDefault::NoTelnet, true)?;
+    Ok(*attack)
+}
+
+/// A scenario with the per-user pause from `LOADTEST_WAIT_MS` and, when credentials
+/// are set, a login transaction that runs once as each user starts.
+pub fn scenario(name: &str) -> Result<Scenario, GooseError> {
+    let settings = settings();
+    let mut scenario = Scenario::new(name);
+    if let Some((min, max)) = settings.wait {
+        scenario = scenario.set_wait_time(min, max)?;
+    }
+    if settings.credentials.is_some() {
+        scenario =
+            scenario.register_transaction(transaction!(login).set_name("login").set_on_start());
+    }
+    Ok(scenario)
+}
+
+/// The access token a user got from [`login`].
+#[derive(Debug, Clone)]
+struct AccessToken(String);
+
+/// Logs the user in with `LOADTEST_USERNAME` / `LOADTEST_PASSWORD` and keeps the token.
+pub async fn login(user: &mut GooseUser) -> TransactionResult {
+    let Some((username, password)) = settings().credentials.as_ref() else {
+        return Ok(());
+    };
+    let params = [
+        ("username", username.as_str()),
+        ("password", password.as_str()),
+    ];
+    let goose = user.post_form(LOGIN_PATH, &params).await?;
+    let mut request = goose.request;
+    let body = match goose.response {
+        Ok(response) => response.text().await.unwrap_or_default(),
+        Err(_) => return Ok(()),
+    };
+    let token = serde_json::from_str::<serde_json::Value>(&body)
+        .ok()
+        .and_then(|v| v.get("accessToken")?.as_str().map(str::to_string));
+    match token {
+        Some(token) => {
+            user.set_session_data(AccessToken(token));
+            Ok(())
+        }
+        None => user.set_failure(
+            "login: no accessToken in reply",
+            &mut request,
+            None,
+            Some(&body),
+        ),
+    }
+}
+
+fn access_token(user: &GooseUser) -> Option<String> {
+    user.get_session_data::<AccessToken>().map(|t| t.0.clone())
+}
+
+/// Publishes `content` under `data_id`; the request fails unless the reply is `true`.
+pub async fn publish(user: &mut GooseUser, data_id: &str, content: &str) -> TransactionResult {
+    let settings = settings();
+    let token = access_token(user);
+    let mut params = vec![
+        ("dataId", data_id),
+        ("group", GROUP),
+        ("content", content),
+        ("tenant", settings.tenant.as_str()),
+    ];
+    if let Some(token) = token.as_deref() {
+        params.push(("accessToken", token));
+    }
+    let goose = user.post_form(CONFIGS_PATH, &params).await?;
+    check_body(user, goose, "publish: reply is not `true`", |body| {
+        body.trim() == "true"
+    })
+    .await
+}
+
+/// Reads `data_id`; the request fails unless the reply is 200 with exactly `expected`.
+pub async fn query(user: &mut GooseUser, data_id: &str, expected: &str) -> TransactionResult {
+    let settings = settings();
+    let mut path = format!(
+        "{CONFIGS_PATH}?dataId={}&group={GROUP}&tenant={}",
+        encode(data_id),
+        encode(&settings.tenant)
+    );
+    if let Some(token) = access_token(user) {
+        let _ = write!(path, "&accessToken={}", encode(&token));
+    }
+    let request = GooseRequest::builder()
+        .method(GooseMethod::Get)
+        .path(path.as_str())
+        .name(CONFIGS_PATH)
+        .build();
+    let goose = user.request(request).await?;
+    check_body(
+        user,
+        goose,
+        "query: content differs from the seed",
+        |body| body == expected,
+    )
+    .await
+}
+
+/// Reads the whole reply body (so the connection is reused) and marks the request failed
+/// when it was a success by status but `ok` rejects the body. Transport errors and
+/// non-2xx statuses are already counted as failures by goose.
+async fn check_body(
+    user: &mut GooseUser,
+    goose: GooseResponse,
+    tag: &str,
+    ok: impl FnOnce(&str) -> bool,
+) -> TransactionResult {
+    let mut request = goose.request;
+    let Ok(response) = goose.response else {
+        return Ok(());
+    };
+    let status_ok = response.status().is_success();
+    match response.text().await {
+        Ok(body) if status_ok && !ok(&body) => {
+            user.set_failure(tag, &mut request, None, Some(&body))
+        }
+        Ok(_) => Ok(()),
+        Err(e) => user.set_failure(
+            &format!("{tag}: reading the body: {e}"),
+            &mut request,
+            None,
+            None,
+        ),
+    }
+}
+
+/// Percent-encodes everything but RFC 3986 unreserved characters.
+pub fn encode(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for b in value.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(b as char);
+        } else {
+            let _ = write!(out, "%{b:02X}");
+        }
+    }
+    out
+}
+
+/// Transaction: publish a unique content to a random key (`http_config_set`,
+/// `http_config_set2`).
+pub async fn publish_random_key(user: &mut GooseUser) -> TransactionResult {
+    let settings = settings();
+    let data_id = settings.data_id(settings.random_key());
+    let content = settings.unique_content(user.weighted_users_index);
+    publish(user, &data_id, &content).await
+}
+
+/// Transaction: read a random key and check it holds its seed (`http_config_query`).
+pub async fn query_random_key(user: &mut GooseUser) -> TransactionResult {
+    let settings = settings();
+    let data_id = settings.data_id(settings.random_key());
+    let expected = settings.seed_content(&data_id);
+    query(user, &data_id, &expected).await
+}
+
+/// `test_start` transaction: publishes the seed content of every key once, before any
+/// user starts. Goose ignores what a `test_start` transaction returns, so problems are
+/// printed here (and then show as failed queries).
+pub async fn seed_keys(user: &mut GooseUser) -> TransactionResult {
+    let settings = settings();
+    let started = Instant::now();
+    if let Err(e) = login(user).await {
+        eprintln!("seeding: login failed: {e}");
+    }
+    let mut failed = 0usize;
+    for i in 0..settings.keys {
+        let data_id = settings.data_id(i);
+        let content = settings.seed_content(&data_id);
+        if let Err(e) = publish(user, &data_id, &content).await {
+            failed += 1;
+            if failed <= 3 {
+                eprintln!("seeding {data_id} failed: {e}");
+            }
+        }
+    }
+    if failed > 0 {
+        eprintln!(
+            "seeding: {failed} of {} keys failed: queries of them will fail",
+            settings.keys
+        );
+    } else {
+        eprintln!(
+            "seeded {} key(s) ({}0 .. {}{}) in {:.1?}",
+            settings.keys,
+            settings.key_prefix,
+            settings.key_prefix,
+            settings.keys - 1,
+            started.elapsed()
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn read(vars: &[(&str, &str)]) -> Result<Settings, GooseError> {
+        let map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Settings::from_lookup(100, "lt-", |name| map.get(name).cloned())
+    }
+
+    #[test]
+    fn defaults() {
+        let s = read(&[]).unwrap();
+        assert_eq!(s.keys, 100);
+        assert_eq!(s.key_prefix, "lt-");
+        assert_eq!(s.tenant, "");
+        assert_eq!(s.wait, None);
+        assert_eq!(s.credentials, None);
+        assert_eq!(s.data_id(7), "lt-7");
+    }
+
+    #[test]
+    fn overrides() {
+        let s = read(&[
+            ("LOADTEST_KEYS", "3"),
+            ("LOADTEST_KEY_PREFIX", "a.b:c_"),
+            ("LOADTEST_TENANT", "ns-1"),
+            ("LOADTEST_WAIT_MS", "5-15"),
+            ("LOADTEST_CONTENT_BYTES", "64"),
+            ("LOADTEST_USERNAME", "nacos"),
+            ("LOADTEST_PASSWORD", "pw"),
+        ])
+        .unwrap();
+        assert_eq!(s.keys, 3);
+        assert_eq!(s.data_id(2), "a.b:c_2");
+        assert_eq!(s.tenant, "ns-1");
+        assert_eq!(
+            s.wait,
+            Some((Duration::from_millis(5), Duration::from_millis(15)))
+        );
+        assert_eq!(s.credentials, Some(("nacos".into(), "pw".into())));
+        assert_eq!(s.unique_content(0).len(), 64);
+        assert_eq!(s.seed_content("x").len(), 64);
+        for _ in 0..100 {
+            assert!(s.random_key() < 3);
+        }
+    }
+
+    #[test]
+    fn rejects_bad_values() {
+        assert!(read(&[("LOADTEST_KEYS", "0")]).is_err());
+        assert!(read(&[("LOADTEST_KEYS", "x")]).is_err());
+        assert!(read(&[("LOADTEST_KEY_PREFIX", "a/b")]).is_err());
+        assert!(read(&[("LOADTEST_TENANT", "a b")]).is_err());
+        assert!(read(&[("LOADTEST_WAIT_MS", "9-3")]).is_err());
+        assert!(read(&[("LOADTEST_USERNAME", "nacos")]).is_err());
+        assert!(read(&[("LOADTEST_CONTENT_BYTES", "99999999")]).is_err());
+    }
+
+    #[test]
+    fn wait_forms() {
+        assert_eq!(
+            parse_wait("10"),
+            Some((Duration::from_millis(10), Duration::from_millis(10)))
+        );
+        assert_eq!(
+            parse_wait(" 0 - 2 "),
+            Some((Duration::ZERO, Duration::from_millis(2)))
+        );
+        assert_eq!(parse_wait("-1"), None);
+    }
+
+    #[test]
+    fn contents_are_unique() {
+        let s = read(&[]).unwrap();
+        assert_ne!(s.unique_content(1), s.unique_content(1));
+        assert_eq!(s.seed_content("lt-0"), "loadtest seed lt-0");
+    }
+
+    #[test]
+    fn encodes_components() {
+        assert_eq!(encode("a-b_c.d~e"), "a-b_c.d~e");
+        assert_eq!(encode("a b/+="), "a%20b%2F%2B%3D");
+    }
+}

@@ -1,0 +1,56 @@
+"""Drives Tacos with the official Python SDK's HTTP client (nacos-sdk-python 2.0.x).
+
+Usage: python3 python_http_client.py 127.0.0.1:PORT
+Exits non-zero with a message on the first mismatch. Bounded in time.
+"""
+import faulthandler
+import os
+import sys
+import time
+
+import nacos
+
+faulthandler.dump_traceback_later(60, exit=True)
+server = sys.argv[1]
+
+
+def check(what, got, want):
+    if got != want:
+        print(f"FAIL {what}: got {got!r}, want {want!r}", flush=True)
+        os._exit(1)
+    print(f"ok   {what}", flush=True)
+
+
+def wait_for(events, count, seconds=10):
+    deadline = time.time() + seconds
+    while len(events) < count and time.time() < deadline:
+        time.sleep(0.02)
+    return len(events) >= count
+
+
+public = nacos.NacosClient(server, namespace="")
+check("publish", public.publish_config("py.yaml", "DEFAULT_GROUP", "k: 1"), True)
+check("get", public.get_config("py.yaml", "DEFAULT_GROUP", no_snapshot=True), "k: 1")
+unicode = "名字: 配置中心 ✓\nemoji: 🌮\n"
+check("publish unicode", public.publish_config("py-u.yaml", "DEFAULT_GROUP", unicode), True)
+check("get unicode", public.get_config("py-u.yaml", "DEFAULT_GROUP", no_snapshot=True), unicode)
+
+events = []
+public.add_config_watcher("py.yaml", "DEFAULT_GROUP", events.append)
+time.sleep(1.5)  # the watcher's first long poll is now held
+started = time.time()
+check("publish change", public.publish_config("py.yaml", "DEFAULT_GROUP", "k: 2"), True)
+check("watcher notified", wait_for(events, 1), True)
+print(f"     notify took {time.time() - started:.3f}s (SDK polling included)", flush=True)
+check("watcher content", events[0]["content"], "k: 2")
+
+check("remove", public.remove_config("py.yaml", "DEFAULT_GROUP"), True)
+check("watcher sees remove", wait_for(events, 2), True)
+check("get after remove", public.get_config("py.yaml", "DEFAULT_GROUP", no_snapshot=True), None)
+
+# "public" is the same namespace as "".
+named_public = nacos.NacosClient(server, namespace="public")
+check("public alias", named_public.get_config("py-u.yaml", "DEFAULT_GROUP", no_snapshot=True), unicode)
+
+print("all ok", flush=True)
+os._exit(0)
