@@ -448,18 +448,11 @@ pub(super) fn history_page(
     )
 }
 
-fn history_id(params: &Params, name: &'static str) -> Result<u64, InvalidInput> {
-    let raw = params.required(name)?;
-    raw.trim()
-        .parse()
-        .map_err(|_| InvalidInput::Other(name, raw.to_string()))
-}
-
 async fn history(req: HttpRequest, app: web::Data<AppState>) -> HttpResponse {
     let params = Params::parse(&req, &[]);
     let state = app.service.state();
     if params.get("nid").is_some() {
-        let id = match history_id(&params, "nid") {
+        let id = match params.required_number("nid") {
             Ok(id) => id,
             Err(e) => return bad_request(e),
         };
@@ -479,7 +472,7 @@ async fn history(req: HttpRequest, app: web::Data<AppState>) -> HttpResponse {
 
 async fn history_previous(req: HttpRequest, app: web::Data<AppState>) -> HttpResponse {
     let params = Params::parse(&req, &[]);
-    let id = match history_id(&params, "id") {
+    let id = match params.required_number("id") {
         Ok(id) => id,
         Err(e) => return bad_request(e),
     };

@@ -127,16 +127,9 @@ async fn history_list(req: HttpRequest, app: web::Data<AppState>) -> HttpRespons
     }
 }
 
-fn id_param(params: &Params, name: &'static str) -> Result<u64, InvalidInput> {
-    let raw = params.required(name)?;
-    raw.trim()
-        .parse()
-        .map_err(|_| InvalidInput::Other(name, raw.to_string()))
-}
-
 async fn history_one(req: HttpRequest, app: web::Data<AppState>) -> HttpResponse {
     let params = Params::parse(&req, &[]);
-    let id = match id_param(&params, "nid") {
+    let id = match params.required_number("nid") {
         Ok(id) => id,
         Err(e) => return invalid(e),
     };
@@ -148,7 +141,7 @@ async fn history_one(req: HttpRequest, app: web::Data<AppState>) -> HttpResponse
 
 async fn history_previous(req: HttpRequest, app: web::Data<AppState>) -> HttpResponse {
     let params = Params::parse(&req, &[]);
-    let id = match id_param(&params, "id") {
+    let id = match params.required_number("id") {
         Ok(id) => id,
         Err(e) => return invalid(e),
     };

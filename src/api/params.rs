@@ -55,6 +55,14 @@ impl Params {
         self.get(name).ok_or(InvalidInput::Missing(name))
     }
 
+    /// A number that must be present.
+    pub fn required_number(&self, name: &'static str) -> Result<u64, InvalidInput> {
+        let raw = self.required(name)?;
+        raw.trim()
+            .parse()
+            .map_err(|_| InvalidInput::Other(name, raw.to_string()))
+    }
+
     /// A positive number, or `default` when absent.
     pub fn number(&self, name: &'static str, default: u64) -> Result<u64, InvalidInput> {
         match self.get(name) {
