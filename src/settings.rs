@@ -57,6 +57,11 @@ pub struct Settings {
     #[arg(long, env = "TACOS_MAX_LONG_POLLS", default_value_t = 20_000)]
     pub max_long_polls: usize,
 
+    /// Take a snapshot (and purge the log behind it) once this many bytes of
+    /// entries were appended since the last one.
+    #[arg(long, env = "TACOS_SNAPSHOT_LOG_BYTES", default_value_t = 8 * 1024 * 1024)]
+    pub snapshot_log_bytes: u64,
+
     /// Take a snapshot (and purge the log behind it) after this many new log entries.
     #[arg(long, env = "TACOS_SNAPSHOT_ENTRIES", default_value_t = 20_000)]
     pub snapshot_entries: u64,
@@ -97,6 +102,9 @@ impl Settings {
         }
         if self.max_long_polls == 0 {
             return invalid("max-long-polls", "must be 1 or more".into());
+        }
+        if self.snapshot_log_bytes < 4096 {
+            return invalid("snapshot-log-bytes", "must be at least 4096".into());
         }
         if self.snapshot_entries == 0 {
             return invalid("snapshot-entries", "must be 1 or more".into());

@@ -47,6 +47,30 @@ pub struct Node {
     stopping: Arc<AtomicBool>,
 }
 
+/// How often the log size is checked against the snapshot threshold.
+const SNAPSHOT_CHECK: Duration = Duration::from_secs(1);
+
+/// Triggers a snapshot whenever `threshold` bytes of entries were appended
+/// since the last one, so memory (the log is cached) and replay time stay
+/// bounded however many commands each entry batches.
+fn snapshot_by_log_size(raft: Raft, log: LogStore, threshold: u64) {
+    tokio::spawn(async move {
+        let mut last = log.appended_bytes();
+        let mut tick = tokio::time::interval(SNAPSHOT_CHECK);
+        loop {
+            tick.tick().await;
+            let now = log.appended_bytes();
+            if now.saturating_sub(last) < threshold {
+                continue;
+            }
+            last = now;
+            if raft.trigger().snapshot().await.is_err() {
+                return; // raft stopped
+            }
+        }
+    });
+}
+
 impl Node {
     /// Opens the data dir and starts Raft. Returns once this node leads and
     /// has applied every entry in its log, so reads see all acknowledged data.
@@ -81,7 +105,8 @@ impl Node {
             election_timeout_min: 1000,
             election_timeout_max: 2000,
             snapshot_policy: SnapshotPolicy::LogsSinceLast(settings.snapshot_entries),
-            max_in_snapshot_log_to_keep: 1000,
+            // Entries carry batches of commands: keep a short tail only.
+            max_in_snapshot_log_to_keep: 200,
             ..Default::default()
         }
         .validate()
@@ -125,6 +150,7 @@ impl Node {
             .await
             .context("waiting for this node to lead and apply its log")?;
         let proposer = Proposer::start(raft.clone());
+        snapshot_by_log_size(raft.clone(), log.clone(), settings.snapshot_log_bytes);
         let node = Node {
             id,
             raft,

@@ -130,6 +130,8 @@ struct Shared {
     tx: Mutex<Option<Sender<Op>>>,
     failure: watch::Sender<Option<String>>,
     writer: Mutex<Option<JoinHandle<()>>>,
+    /// Entry bytes appended since the log was opened.
+    appended_bytes: std::sync::atomic::AtomicU64,
 }
 
 impl Drop for Shared {
@@ -307,6 +309,7 @@ impl LogStore {
             tx: Mutex::new(Some(tx)),
             failure,
             writer: Mutex::new(Some(handle)),
+            appended_bytes: std::sync::atomic::AtomicU64::new(0),
         };
         Ok((
             LogStore {
@@ -385,9 +388,15 @@ impl LogStore {
     pub fn append(&self, entries: Vec<Entry>, done: Done) -> Result<()> {
         self.check_running()?;
         let mut records = Vec::with_capacity(entries.len());
+        let mut bytes = 0;
         for entry in &entries {
-            records.push((entry.log_id.index, segment::encode_entry(entry)?));
+            let record = segment::encode_entry(entry)?;
+            bytes += record.len() as u64;
+            records.push((entry.log_id.index, record));
         }
+        self.shared
+            .appended_bytes
+            .fetch_add(bytes, std::sync::atomic::Ordering::Relaxed);
         {
             let mut cache = write(&self.shared.cache);
             for entry in entries {
@@ -396,6 +405,13 @@ impl LogStore {
         }
         self.send(Op::Append { records, done });
         Ok(())
+    }
+
+    /// Entry bytes appended since the log was opened (for size-based snapshots).
+    pub fn appended_bytes(&self) -> u64 {
+        self.shared
+            .appended_bytes
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Records the committed log id. It is written with the next group commit
