@@ -19,8 +19,9 @@
 //! Recovery reads each segment once. Every record must be whole and match its
 //! checksum, with one exception: the tail of the *last* segment, where a crash
 //! can leave a partial record (never acknowledged, since acknowledgement waits
-//! for fsync). That tail is cut off. Damage anywhere else means the disk lost
-//! data that was acknowledged, and the node refuses to start.
+//! for fsync). That tail is cut off, provided no intact record follows the
+//! damage. Damage anywhere else means the disk lost data that was
+//! acknowledged, and the node refuses to start.
 
 use std::path::{Path, PathBuf};
 
