@@ -10,6 +10,11 @@ if ! python3 -c "import nacos" 2>/dev/null; then
   python3 -m pip install --quiet "nacos-sdk-python>=2,<3"
 fi
 
+if ! [ -d tests/sdk/node_modules/nacos ]; then
+  echo "== installing the npm nacos SDK for the SDK tests"
+  (cd tests/sdk && npm install --no-audit --no-fund --silent)
+fi
+
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 

@@ -820,3 +820,41 @@ pub fn assert_same_items(
         &unexpected[..unexpected.len().min(10)],
     );
 }
+
+/// Runs an SDK driver script with a time limit, in its own process group
+/// (SDKs start helper processes that would otherwise outlive it and hold its
+/// output open); the whole group is killed afterwards. Returns whether it
+/// exited successfully, and its stdout and stderr.
+pub fn run_sdk_script(
+    program: &str,
+    args: &[&str],
+    work_dir: &Path,
+    limit: std::time::Duration,
+) -> (bool, String, String) {
+    use std::os::unix::process::CommandExt;
+    let out_path = work_dir.join(format!("{program}.out"));
+    let err_path = work_dir.join(format!("{program}.err"));
+    let mut child = std::process::Command::new(program)
+        .args(args)
+        .stdout(std::fs::File::create(&out_path).expect("stdout file"))
+        .stderr(std::fs::File::create(&err_path).expect("stderr file"))
+        .process_group(0)
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {program}: {e}"));
+    let deadline = std::time::Instant::now() + limit;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break Some(status);
+        }
+        if std::time::Instant::now() > deadline {
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    // SAFETY: kill(2) on the process group this function created.
+    unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+    let _ = child.wait();
+    let stdout = std::fs::read_to_string(&out_path).unwrap_or_default();
+    let stderr = std::fs::read_to_string(&err_path).unwrap_or_default();
+    (status.is_some_and(|s| s.success()), stdout, stderr)
+}
