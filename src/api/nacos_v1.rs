@@ -5,7 +5,7 @@ use std::time::Duration;
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 
-use super::params::{client_ip, url_decode, url_encode, Params};
+use super::params::{client_ip, header, url_decode, url_encode, Params};
 use super::render::{
     content_type_for, http_date, v1_error, v1_service_error, ConfigDetail, ConfigInfoWrapper,
     ConfigItem, HistoryItem, Page,
@@ -224,13 +224,12 @@ async fn publish_config(
     app: web::Data<AppState>,
 ) -> HttpResponse {
     let params = Params::parse(&req, &body);
-    let header = |name: &str| {
-        req.headers()
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string)
-    };
-    let request = match publish_request(&params, "tenant", header("betaIps"), header("casMd5")) {
+    let request = match publish_request(
+        &params,
+        "tenant",
+        header(&req, "betaIps"),
+        header(&req, "casMd5"),
+    ) {
         Ok(r) => r,
         Err(e) => return bad_request(e),
     };

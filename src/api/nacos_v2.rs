@@ -5,7 +5,7 @@ use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 
 use super::nacos_v1::{history_page, key_from, namespace_configs, paging, publish_request, search};
-use super::params::{client_ip, Params};
+use super::params::{client_ip, header, Params};
 use super::render::{v2_error, v2_ok, v2_service_error, HistoryItem};
 use super::AppState;
 use crate::model::validate::{self, InvalidInput};
@@ -71,14 +71,8 @@ async fn publish_config(
     app: web::Data<AppState>,
 ) -> HttpResponse {
     let params = Params::parse(&req, &body);
-    let header = |name: &str| {
-        req.headers()
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string)
-    };
-    let beta_ips = header("betaIps").or_else(|| params.get("betaIps").map(str::to_string));
-    let cas_md5 = header("casMd5").or_else(|| params.get("casMd5").map(str::to_string));
+    let beta_ips = header(&req, "betaIps").or_else(|| params.get("betaIps").map(str::to_string));
+    let cas_md5 = header(&req, "casMd5").or_else(|| params.get("casMd5").map(str::to_string));
     let request = match publish_request(&params, "namespaceId", beta_ips, cas_md5) {
         Ok(r) => r,
         Err(e) => return invalid(e),

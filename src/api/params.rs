@@ -101,6 +101,14 @@ pub fn url_encode(s: &str) -> String {
         .replace("%20", "+")
 }
 
+/// A request header as a string, if present and valid.
+pub fn header(req: &HttpRequest, name: &str) -> Option<String> {
+    req.headers()
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+}
+
 /// The client's IP as Nacos determines it: `X-Forwarded-For` (first hop),
 /// then `X-Real-IP`, then the peer address.
 pub fn client_ip(req: &HttpRequest) -> String {

@@ -95,10 +95,6 @@ impl ConfigService {
         self.node.state()
     }
 
-    pub fn limits(&self) -> &Limits {
-        &self.limits
-    }
-
     async fn propose(&self, op: Op) -> Result<Response, ServiceError> {
         let (_, response) = self.node.write(Command::of(op)).await?;
         match response {

@@ -97,11 +97,6 @@ impl State {
         self.configs.len()
     }
 
-    /// All configs in key order.
-    pub fn configs(&self) -> impl Iterator<Item = (&ConfigKey, &Arc<Config>)> {
-        self.configs.iter()
-    }
-
     /// The configs of one (canonical) namespace, in key order.
     pub fn configs_in<'a>(
         &'a self,
@@ -139,10 +134,6 @@ impl State {
     /// Custom namespaces (the public one is implicit).
     pub fn namespaces(&self) -> impl Iterator<Item = &Arc<Namespace>> {
         self.namespaces.values()
-    }
-
-    pub fn namespace(&self, id: &str) -> Option<&Arc<Namespace>> {
-        self.namespaces.get(id)
     }
 
     /// Whether `namespace` (canonical) exists.

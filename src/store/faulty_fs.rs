@@ -118,17 +118,6 @@ impl FaultyFs {
         let inode = inner.names.get(path)?;
         Some(inner.files.get(inode)?.data.clone())
     }
-
-    /// Replaces the contents of a file, as synced data.
-    pub fn set_contents(&self, path: &Path, bytes: Vec<u8>) {
-        let mut inner = lock(&self.inner);
-        if let Some(&inode) = inner.names.get(path) {
-            if let Some(file) = inner.files.get_mut(&inode) {
-                file.synced = bytes.clone();
-                file.data = bytes;
-            }
-        }
-    }
 }
 
 #[derive(Debug)]

@@ -218,16 +218,3 @@ impl Handler<ReleaseAll> for WatchHub {
         count
     }
 }
-
-/// How many requests are held.
-#[derive(Message)]
-#[rtype(result = "usize")]
-pub struct HeldCount;
-
-impl Handler<HeldCount> for WatchHub {
-    type Result = usize;
-
-    fn handle(&mut self, _: HeldCount, _: &mut Context<Self>) -> usize {
-        self.holds.len()
-    }
-}
