@@ -1,4 +1,5 @@
-//! Compiles the `.proto` files under `proto/` with prost.
+//! Compiles the `.proto` files under `proto/`: data with prost, services
+//! with tonic.
 //!
 //! A fresh machine has no system `protoc`, so the one shipped by the
 //! `protoc-bin-vendored` crate is used unless `PROTOC` is already set.
@@ -14,5 +15,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     prost_build::Config::new()
         .type_attribute(".", "#[derive(serde::Serialize, serde::Deserialize)]")
         .compile_protos(&["proto/command.proto", "proto/snapshot.proto"], &["proto"])?;
+    tonic_prost_build::configure()
+        .build_client(true)
+        .build_server(true)
+        .compile_protos(&["proto/cluster.proto"], &["proto"])?;
     Ok(())
 }

@@ -1,5 +1,10 @@
-//! Runs a node: Raft on its own tokio runtime, HTTP and the watch hub on
-//! actix's.
+//! Runs a node: Raft and the cluster port on their own tokio runtime, HTTP
+//! and the watch hub on actix's.
+//!
+//! Start-up order: bind both ports (so a taken port is reported before the
+//! data dir is touched), open the store and start Raft, serve the cluster
+//! port (peers need it for elections and catch-up), join if asked, wait
+//! until reads are complete, then serve HTTP.
 
 use std::sync::Arc;
 
@@ -30,10 +35,41 @@ pub fn run(settings: Settings) -> anyhow::Result<()> {
     let sink: ChangeSink = Arc::new(move |changes| {
         let _ = changes_tx.send(changes);
     });
+    let http_addr = (settings.bind, settings.http_port);
+    let http_listener = std::net::TcpListener::bind(http_addr)
+        .with_context(|| format!("cannot listen on {}:{} (HTTP)", http_addr.0, http_addr.1))?;
+    let cluster_addr = (settings.bind, settings.cluster_port().unwrap_or_default());
+    let cluster_listener = raft_runtime
+        .block_on(tokio::net::TcpListener::bind(cluster_addr))
+        .with_context(|| {
+            format!(
+                "cannot listen on {}:{} (cluster port)",
+                cluster_addr.0, cluster_addr.1
+            )
+        })?;
     let node = Arc::new(raft_runtime.block_on(Node::start(&settings, sink))?);
-    raft_runtime.block_on(async { node.exit_on_fatal() });
+    raft_runtime.block_on(async {
+        node.exit_on_fatal();
+        crate::raft::cluster_server::serve(
+            node.clone(),
+            cluster_listener,
+            settings.cluster_token.clone(),
+        );
+        tracing::info!(
+            "serving the cluster port on {}:{} (node {} advertised as {})",
+            cluster_addr.0,
+            cluster_addr.1,
+            node.id,
+            settings.cluster_addr()
+        );
+        if let Some(join) = settings.join.clone() {
+            let joining = node.clone();
+            tokio::spawn(async move { joining.join(&join).await });
+        }
+    });
+    raft_runtime.block_on(node.wait_ready())?;
 
-    let served = serve(&settings, node.clone(), changes_rx);
+    let served = serve(&settings, node.clone(), changes_rx, http_listener);
     raft_runtime.block_on(node.shutdown());
     tracing::info!("stopped");
     served
@@ -43,6 +79,7 @@ fn serve(
     settings: &Settings,
     node: Arc<Node>,
     mut changes: tokio::sync::mpsc::UnboundedReceiver<crate::watch::Changes>,
+    listener: std::net::TcpListener,
 ) -> anyhow::Result<()> {
     let max_body = settings.max_content_size * 3 + BODY_HEADROOM;
     let addr = (settings.bind, settings.http_port);
@@ -72,7 +109,7 @@ fn serve(
             server = server.workers(workers);
         }
         let server = server
-            .bind(addr)
+            .listen(listener)
             .with_context(|| format!("cannot listen on {}:{}", addr.0, addr.1))?
             .disable_signals()
             .run();

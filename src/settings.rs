@@ -29,9 +29,37 @@ pub struct Settings {
     #[arg(long, env = "TACOS_HTTP_PORT", default_value_t = 8848)]
     pub http_port: u16,
 
-    /// This node's Raft id (1 or more).
+    /// This node's Raft id (1 or more), unique in the cluster.
     #[arg(long, env = "TACOS_NODE_ID", default_value_t = 1)]
     pub node_id: u64,
+
+    /// Port for traffic between nodes (Raft, forwarded writes, joins).
+    /// Default: the HTTP port + 1001.
+    #[arg(long, env = "TACOS_CLUSTER_PORT")]
+    pub cluster_port: Option<u16>,
+
+    /// Host name or IP that other nodes and clients use to reach this node.
+    /// Default: the --bind address (required when binding 0.0.0.0 or ::).
+    #[arg(long, env = "TACOS_ADVERTISE")]
+    pub advertise: Option<String>,
+
+    /// Join an existing cluster through any member's cluster address
+    /// (host:port); retried with backoff until this node is a voter.
+    /// Ignored once the data dir belongs to a cluster.
+    #[arg(long, env = "TACOS_JOIN", value_name = "ADDR", conflicts_with = "init")]
+    pub join: Option<String>,
+
+    /// Initialize a new cluster with this node as its only voter, when the
+    /// data dir is empty. Node 1 does this by default unless --join is given;
+    /// any other new node waits to be added.
+    #[arg(long, env = "TACOS_INIT")]
+    pub init: bool,
+
+    /// Shared secret every internal request between nodes must carry (at
+    /// least 16 characters). Required when the cluster address or the bind
+    /// address is not loopback.
+    #[arg(long, env = "TACOS_CLUSTER_TOKEN", hide_env_values = true)]
+    pub cluster_token: Option<String>,
 
     /// HTTP worker threads (default: one per CPU).
     #[arg(long, env = "TACOS_HTTP_WORKERS")]
@@ -82,6 +110,55 @@ impl Settings {
         if self.node_id == 0 {
             return invalid("node-id", "must be 1 or more".into());
         }
+        if self.cluster_port().is_none() {
+            return invalid(
+                "cluster-port",
+                "the default (HTTP port + 1001) is past 65535; set it".into(),
+            );
+        }
+        if self.cluster_port() == Some(self.http_port) {
+            return invalid("cluster-port", "must differ from --http-port".into());
+        }
+        if self.bind.is_unspecified() && self.advertise.is_none() {
+            return invalid(
+                "advertise",
+                format!(
+                    "required when --bind is {}: other nodes need an address to reach this one",
+                    self.bind
+                ),
+            );
+        }
+        if let Some(host) = &self.advertise {
+            if host.is_empty() || host.contains([':', '/', ' ']) && host.parse::<IpAddr>().is_err()
+            {
+                return invalid("advertise", format!("{host:?} is not a host name or IP"));
+            }
+        }
+        match &self.cluster_token {
+            Some(token) if token.len() < 16 || !token.is_ascii() => {
+                return invalid(
+                    "cluster-token",
+                    "must be at least 16 ASCII characters".into(),
+                );
+            }
+            None if !self.cluster_is_loopback() => {
+                return invalid(
+                    "cluster-token",
+                    format!(
+                        "required: the cluster port would be reachable from other hosts ({}:{}, bind {}), and without a token anyone who reaches it could write to the Raft log",
+                        self.advertise_host(),
+                        self.cluster_port().unwrap_or_default(),
+                        self.bind
+                    ),
+                );
+            }
+            _ => {}
+        }
+        if let Some(join) = &self.join {
+            if !join.contains(':') {
+                return invalid("join", format!("{join:?} is not host:port"));
+            }
+        }
         if self.http_workers == Some(0) {
             return invalid("http-workers", "must be 1 or more".into());
         }
@@ -112,9 +189,51 @@ impl Settings {
         Ok(())
     }
 
+    /// The cluster port (HTTP port + 1001 unless set); `None` if the
+    /// default would overflow.
+    pub fn cluster_port(&self) -> Option<u16> {
+        self.cluster_port
+            .or_else(|| self.http_port.checked_add(1001))
+    }
+
+    /// The host other nodes and clients use to reach this node.
+    pub fn advertise_host(&self) -> String {
+        match &self.advertise {
+            Some(host) => host.clone(),
+            None => match self.bind {
+                IpAddr::V6(ip) => format!("[{ip}]"),
+                IpAddr::V4(ip) => ip.to_string(),
+            },
+        }
+    }
+
     /// The address clients use for HTTP.
     pub fn http_addr(&self) -> String {
-        format!("{}:{}", self.bind, self.http_port)
+        format!("{}:{}", self.advertise_host(), self.http_port)
+    }
+
+    /// The address other nodes use for cluster traffic.
+    pub fn cluster_addr(&self) -> String {
+        format!(
+            "{}:{}",
+            self.advertise_host(),
+            self.cluster_port().unwrap_or_default()
+        )
+    }
+
+    /// Whether the cluster port is reachable from this host only.
+    fn cluster_is_loopback(&self) -> bool {
+        let advertised = match &self.advertise {
+            None => true,
+            Some(host) => {
+                host == "localhost"
+                    || host
+                        .trim_matches(['[', ']'])
+                        .parse::<IpAddr>()
+                        .is_ok_and(|ip| ip.is_loopback())
+            }
+        };
+        advertised && self.bind.is_loopback()
     }
 }
 
@@ -136,5 +255,40 @@ mod tests {
             .to_string()
             .contains("segment-size"));
         assert!(Settings::try_parse_from(["tacos", "--http-port", "99999"]).is_err());
+    }
+
+    #[test]
+    fn cluster_addresses_and_token_rules() {
+        let settings = Settings::parse_from(["tacos", "--http-port", "9000"]);
+        assert_eq!(settings.cluster_addr(), "127.0.0.1:10001");
+        assert_eq!(settings.http_addr(), "127.0.0.1:9000");
+
+        let open = Settings::parse_from(["tacos", "--bind", "0.0.0.0"]);
+        assert_eq!(open.validate().unwrap_err().name, "advertise");
+        let open = Settings::parse_from(["tacos", "--bind", "0.0.0.0", "--advertise", "10.0.0.5"]);
+        let error = open.validate().unwrap_err();
+        assert_eq!(error.name, "cluster-token");
+        assert!(error.to_string().contains("10.0.0.5:9849"), "{error}");
+        let open = Settings::parse_from([
+            "tacos",
+            "--bind",
+            "0.0.0.0",
+            "--advertise",
+            "10.0.0.5",
+            "--cluster-token",
+            "0123456789abcdef",
+        ]);
+        open.validate().unwrap();
+        assert_eq!(open.cluster_addr(), "10.0.0.5:9849");
+
+        let short = Settings::parse_from(["tacos", "--cluster-token", "short"]);
+        assert_eq!(short.validate().unwrap_err().name, "cluster-token");
+        let high = Settings::parse_from(["tacos", "--http-port", "65000"]);
+        assert_eq!(high.validate().unwrap_err().name, "cluster-port");
+        let same = Settings::parse_from(["tacos", "--cluster-port", "8848"]);
+        assert_eq!(same.validate().unwrap_err().name, "cluster-port");
+        assert!(Settings::try_parse_from(["tacos", "--init", "--join", "h:1"]).is_err());
+        let join = Settings::parse_from(["tacos", "--join", "nocolon"]);
+        assert_eq!(join.validate().unwrap_err().name, "join");
     }
 }

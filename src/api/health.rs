@@ -1,10 +1,9 @@
-//! Health and admin routes.
+//! Health routes.
 //!
 //! | route | what |
 //! |---|---|
 //! | `GET /health`, `/nacos/v1/console/health/readiness` | 200 while this node knows a leader, else 503/500 |
 //! | `GET /nacos/v1/console/health/liveness` | 200 while the process serves |
-//! | `GET /tacos/v1/admin/raft` | Raft metrics (JSON) |
 
 use actix_web::{web, HttpResponse};
 
@@ -16,8 +15,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route(
             "/nacos/v1/console/health/readiness",
             web::get().to(readiness),
-        )
-        .route("/tacos/v1/admin/raft", web::get().to(raft_metrics));
+        );
 }
 
 fn has_leader(app: &AppState) -> bool {
@@ -42,8 +40,4 @@ async fn readiness(app: web::Data<AppState>) -> HttpResponse {
     } else {
         HttpResponse::InternalServerError().body("raft has no leader")
     }
-}
-
-async fn raft_metrics(app: web::Data<AppState>) -> HttpResponse {
-    HttpResponse::Ok().json(app.node.metrics())
 }

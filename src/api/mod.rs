@@ -1,10 +1,11 @@
 //! HTTP routes (actix-web), by surface: Nacos v1 (`nacos_v1`), Nacos v2
-//! (`nacos_v2`), health and admin (`health`).
+//! (`nacos_v2`), health (`health`) and cluster administration (`admin`).
 //!
 //! Reads are served from the in-memory state on the worker thread that took
 //! the request; writes go through the service layer and Raft and are
 //! answered after commit and apply. Long polls are held by the watch hub.
 
+mod admin;
 mod health;
 mod nacos_v1;
 mod nacos_v2;
@@ -28,12 +29,41 @@ pub struct AppState {
     pub max_listen_keys: usize,
 }
 
+/// The read-consistency choice of a request: `consistency=linearizable` (a
+/// parameter) or the `X-Tacos-Consistency: linearizable` header makes the
+/// read wait for the leader's read index; `local` (the default, as in Nacos)
+/// reads this node's memory at once.
+pub async fn read_barrier(
+    app: &AppState,
+    req: &actix_web::HttpRequest,
+    params: &params::Params,
+) -> Result<(), actix_web::HttpResponse> {
+    let mode = match params.get("consistency") {
+        Some(mode) => mode.to_string(),
+        None => params::header(req, "X-Tacos-Consistency").unwrap_or_default(),
+    };
+    match mode.as_str() {
+        "local" | "" => Ok(()),
+        "linearizable" => app.node.linearizable_barrier().await.map_err(|e| {
+            render::v1_error(
+                actix_web::http::StatusCode::SERVICE_UNAVAILABLE,
+                format!("linearizable read failed: {e}"),
+            )
+        }),
+        other => Err(render::v1_error(
+            actix_web::http::StatusCode::BAD_REQUEST,
+            format!("consistency must be local or linearizable, not {other:?}"),
+        )),
+    }
+}
+
 /// Registers every route. `max_body` bounds request bodies.
 pub fn configure(app: Arc<AppState>, max_body: usize) -> impl FnOnce(&mut web::ServiceConfig) {
     move |cfg| {
         cfg.app_data(web::Data::from(app))
             .app_data(web::PayloadConfig::new(max_body));
         health::routes(cfg);
+        admin::routes(cfg);
         nacos_v1::routes(cfg);
         nacos_v2::routes(cfg);
     }

@@ -94,6 +94,9 @@ fn no_cache(builder: &mut actix_web::HttpResponseBuilder) -> &mut actix_web::Htt
 
 async fn get_config(req: HttpRequest, body: web::Bytes, app: web::Data<AppState>) -> HttpResponse {
     let params = Params::parse(&req, &body);
+    if let Err(response) = super::read_barrier(&app, &req, &params).await {
+        return response;
+    }
     if let Some(mode) = params.get("search") {
         return match search(&app.service.state(), &params, mode, "tenant") {
             Ok(page) => HttpResponse::Ok().json(page),

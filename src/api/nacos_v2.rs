@@ -45,6 +45,9 @@ async fn get_config(req: HttpRequest, app: web::Data<AppState>) -> HttpResponse 
         Ok(key) => key,
         Err(e) => return invalid(e),
     };
+    if let Err(response) = super::read_barrier(&app, &req, &params).await {
+        return response;
+    }
     let state = app.service.state();
     let ip = client_ip(&req);
     if let Some(beta) = state.beta(&key).filter(|b| b.serves(&ip)) {

@@ -9,7 +9,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Serialize;
 
 use crate::model::validate::InvalidInput;
-use crate::raft::node::WriteError;
+use crate::raft::rpc::RouteError;
 use crate::service::ServiceError;
 use crate::state::{ApplyError, Config, ConfigKey, HistoryRow};
 
@@ -26,10 +26,15 @@ fn status_of(error: &ServiceError) -> StatusCode {
         ServiceError::Rejected(ApplyError::CasMismatch) => StatusCode::INTERNAL_SERVER_ERROR,
         ServiceError::Rejected(ApplyError::UnknownCommand) => StatusCode::INTERNAL_SERVER_ERROR,
         ServiceError::Rejected(_) => StatusCode::BAD_REQUEST,
-        ServiceError::Write(WriteError::NoLeader | WriteError::NotLeader { .. }) => {
-            StatusCode::SERVICE_UNAVAILABLE
-        }
-        ServiceError::Write(WriteError::Stopped(_)) => StatusCode::INTERNAL_SERVER_ERROR,
+        ServiceError::Write(
+            RouteError::NoLeader
+            | RouteError::NotLeader { .. }
+            | RouteError::Unreachable(_)
+            | RouteError::LeaderDown(_)
+            | RouteError::LeaderChanged,
+        ) => StatusCode::SERVICE_UNAVAILABLE,
+        ServiceError::Write(RouteError::Stopped(_)) => StatusCode::INTERNAL_SERVER_ERROR,
+        ServiceError::Write(RouteError::Membership(_)) => StatusCode::BAD_REQUEST,
     }
 }
 

@@ -1,18 +1,27 @@
-//! A Tacos node: opens the data dir, starts openraft on it, initializes a new
-//! cluster, and waits until the state in memory is complete before anyone is
-//! served.
+//! A Tacos node: opens the data dir, starts openraft on it, bootstraps or
+//! joins a cluster, and routes writes, read-index checks and membership
+//! changes to the leader.
+//!
+//! Routing: a request is executed here when this node leads; otherwise it is
+//! sent to the leader over the cluster port (at most one hop), and the
+//! leader's answer (error included) comes back. A request is retried on
+//! another leader only when it certainly was not executed (the receiver was
+//! not the leader, or there was no leader); a write whose leader changed
+//! mid-flight is reported as such, never as done.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use openraft::{Config, SnapshotPolicy};
+use openraft::error::{CheckIsLeaderError, ClientWriteError, RaftError};
+use openraft::{ChangeMembers, Config, ServerState, SnapshotPolicy};
 
 use super::log_storage::RaftLog;
-use super::network::SingleNodeNetwork;
+use super::network::Peers;
 use super::proposer::Proposer;
+use super::rpc::{Forward, ForwardReply, Request, RouteError};
 use super::state_machine::{StateHandle, StateMachine};
 use super::types::{LogId, NodeId, NodeInfo, Raft, RaftMetrics};
 use crate::model::Command;
@@ -21,34 +30,32 @@ use crate::state::{Response, State};
 use crate::store::{LogOptions, LogStore, StdFs};
 use crate::watch::ChangeSink;
 
-/// How long start-up waits for the node to become leader and catch up.
+/// How long start-up waits for the state in memory to be complete.
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// Why a write was not done.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum WriteError {
-    #[error("no leader is available to take the write right now; retry shortly")]
-    NoLeader,
-    #[error(
-        "this node is not the leader (the leader is node {leader}) and forwarding is not available"
-    )]
-    NotLeader { leader: NodeId },
-    #[error("the node stopped and cannot take writes: {0}")]
-    Stopped(String),
-}
+/// How long a routed request waits for a leader to appear.
+const ROUTE_TIMEOUT: Duration = Duration::from_secs(10);
+/// A forwarded request's deadline on the wire (a join waits for catch-up).
+const FORWARD_TIMEOUT: Duration = Duration::from_secs(10);
+const JOIN_TIMEOUT: Duration = Duration::from_secs(120);
+/// After a forwarded write, how long this node waits to apply it itself so
+/// the client reads its own write here.
+const APPLY_WAIT: Duration = Duration::from_secs(5);
+/// How often the log size is checked against the snapshot threshold.
+const SNAPSHOT_CHECK: Duration = Duration::from_secs(1);
 
 /// A running node.
 pub struct Node {
     pub id: NodeId,
     pub raft: Raft,
+    me: NodeInfo,
     state: StateHandle,
     log: LogStore,
     proposer: Proposer,
+    peers: Peers,
+    /// The commit point found on disk at start: reads wait until it is applied.
+    committed_at_open: Option<LogId>,
     stopping: Arc<AtomicBool>,
 }
-
-/// How often the log size is checked against the snapshot threshold.
-const SNAPSHOT_CHECK: Duration = Duration::from_secs(1);
 
 /// Triggers a snapshot whenever `threshold` bytes of entries were appended
 /// since the last one, so memory (the log is cached) and replay time stay
@@ -72,8 +79,9 @@ fn snapshot_by_log_size(raft: Raft, log: LogStore, threshold: u64) {
 }
 
 impl Node {
-    /// Opens the data dir and starts Raft. Returns once this node leads and
-    /// has applied every entry in its log, so reads see all acknowledged data.
+    /// Opens the data dir and starts Raft. A new data dir is initialized as
+    /// a one-voter cluster when this is node 1 (or `--init`) and no `--join`
+    /// is given. Call [`Node::wait_ready`] before serving reads.
     pub async fn start(settings: &Settings, changes: ChangeSink) -> anyhow::Result<Node> {
         let fs: Arc<dyn crate::store::Fs> = Arc::new(StdFs);
         let options = LogOptions {
@@ -104,6 +112,7 @@ impl Node {
             heartbeat_interval: 250,
             election_timeout_min: 1000,
             election_timeout_max: 2000,
+            install_snapshot_timeout: 10_000,
             snapshot_policy: SnapshotPolicy::LogsSinceLast(settings.snapshot_entries),
             // Entries carry batches of commands: keep a short tail only.
             max_in_snapshot_log_to_keep: 200,
@@ -111,10 +120,11 @@ impl Node {
         }
         .validate()
         .context("raft configuration")?;
+        let peers = Peers::new(settings.cluster_token.clone());
         let raft = Raft::new(
             settings.node_id,
             Arc::new(config),
-            SingleNodeNetwork,
+            peers.clone(),
             RaftLog::new(log.clone()),
             state_machine,
         )
@@ -122,45 +132,116 @@ impl Node {
         .context("starting raft")?;
 
         let me = NodeInfo {
-            cluster_addr: String::new(),
+            cluster_addr: settings.cluster_addr(),
             http_addr: settings.http_addr(),
         };
-        if raft.is_initialized().await.context("reading raft state")? {
-            // A single voter need not wait out an election timeout.
-            raft.trigger()
-                .elect()
-                .await
-                .context("starting an election")?;
-        } else {
-            tracing::info!(node_id = settings.node_id, "initializing a new cluster");
-            raft.initialize(BTreeMap::from([(settings.node_id, me)]))
-                .await
-                .context("initializing the cluster")?;
+        let initialized = raft.is_initialized().await.context("reading raft state")?;
+        if !initialized {
+            if settings.join.is_none() && (settings.node_id == 1 || settings.init) {
+                tracing::info!(node_id = settings.node_id, "initializing a new cluster");
+                raft.initialize(BTreeMap::from([(settings.node_id, me.clone())]))
+                    .await
+                    .context("initializing the cluster")?;
+            } else if settings.join.is_none() {
+                tracing::warn!(
+                    node_id = settings.node_id,
+                    "this node belongs to no cluster yet: start it with --join ADDR, or add it from the leader (POST /tacos/v1/admin/cluster/learners)"
+                );
+            }
         }
 
-        let id = settings.node_id;
-        raft.wait(Some(READY_TIMEOUT))
-            .metrics(
-                |m| {
-                    m.current_leader == Some(id)
-                        && m.last_applied.map(|l| l.index) >= m.last_log_index
-                },
-                "leading and caught up",
-            )
-            .await
-            .context("waiting for this node to lead and apply its log")?;
         let proposer = Proposer::start(raft.clone());
         snapshot_by_log_size(raft.clone(), log.clone(), settings.snapshot_log_bytes);
-        let node = Node {
-            id,
+        Ok(Node {
+            id: settings.node_id,
             raft,
+            me,
             state,
             log,
             proposer,
+            peers,
+            committed_at_open: recovery.committed,
             stopping: Arc::new(AtomicBool::new(false)),
+        })
+    }
+
+    /// Waits until reads here see every write this node knew was committed
+    /// when it stopped. A node that is its cluster's only voter also waits to
+    /// lead (it elects itself at once instead of after a timeout).
+    pub async fn wait_ready(&self) -> anyhow::Result<()> {
+        let sole_voter = {
+            let metrics = self.metrics();
+            let membership = metrics.membership_config.membership();
+            membership.voter_ids().eq([self.id])
         };
-        tracing::info!(configs = node.state().config_count(), "node is ready");
-        Ok(node)
+        if sole_voter {
+            self.raft
+                .trigger()
+                .elect()
+                .await
+                .context("starting an election")?;
+            let id = self.id;
+            self.raft
+                .wait(Some(READY_TIMEOUT))
+                .metrics(
+                    |m| {
+                        m.current_leader == Some(id)
+                            && m.last_applied.map(|l| l.index) >= m.last_log_index
+                    },
+                    "leading and caught up",
+                )
+                .await
+                .context("waiting for this node to lead and apply its log")?;
+        } else if let Some(committed) = self.committed_at_open {
+            self.raft
+                .wait(Some(READY_TIMEOUT))
+                .applied_index_at_least(Some(committed.index), "applied the known commits")
+                .await
+                .context("waiting for this node to apply its committed log")?;
+        }
+        tracing::info!(configs = self.state().config_count(), "node is ready");
+        Ok(())
+    }
+
+    /// Asks the cluster at `addr` (any member) to take this node in, and
+    /// retries with backoff until this node is a voter. Returns at once when
+    /// it already is one.
+    pub async fn join(&self, addr: &str) {
+        let mut backoff = Duration::from_millis(200);
+        loop {
+            if self.is_voter() {
+                tracing::info!("this node is a voter");
+                return;
+            }
+            let forward = Forward {
+                hops: 0,
+                request: Request::Join {
+                    id: self.id,
+                    node: self.me.clone(),
+                },
+            };
+            match self.peers.forward(addr, &forward, JOIN_TIMEOUT).await {
+                Ok(ForwardReply::Membership { voters, .. }) if voters.contains(&self.id) => {
+                    tracing::info!(via = addr, ?voters, "joined the cluster");
+                    return;
+                }
+                Ok(ForwardReply::Failed(e)) => tracing::warn!(via = addr, "join refused: {e}"),
+                Ok(other) => tracing::warn!(via = addr, "unexpected join answer: {other:?}"),
+                Err(e) => tracing::warn!(via = addr, "join failed: {e}"),
+            }
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(Duration::from_secs(5));
+        }
+    }
+
+    fn is_voter(&self) -> bool {
+        let metrics = self.metrics();
+        let voter = metrics
+            .membership_config
+            .membership()
+            .voter_ids()
+            .any(|id| id == self.id);
+        voter
     }
 
     /// Ends the process if storage fails or Raft stops on its own: a node that
@@ -208,10 +289,250 @@ impl Node {
         self.raft.metrics().borrow().clone()
     }
 
-    /// Proposes a command and waits until it is committed (durable on a
-    /// quorum) and applied here.
-    pub async fn write(&self, command: Command) -> Result<(LogId, Response), WriteError> {
-        self.proposer.propose(command).await
+    /// The last commit point this node persisted.
+    pub fn committed(&self) -> Option<LogId> {
+        self.log.committed()
+    }
+
+    /// Proposes a command (through the leader) and waits until it is
+    /// committed (durable on a quorum) and applied here.
+    pub async fn write(&self, command: Command) -> Result<(LogId, Response), RouteError> {
+        match self.route(Request::Write(Box::new(command)), 0).await {
+            ForwardReply::Written { log_id, response } => {
+                self.wait_applied(log_id.index, APPLY_WAIT).await;
+                Ok((log_id, response))
+            }
+            ForwardReply::Failed(e) => Err(e),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Waits until a read here is linearizable: asks the leader for its read
+    /// index (which confirms its leadership with a quorum), then waits until
+    /// this node applied up to it.
+    pub async fn linearizable_barrier(&self) -> Result<(), RouteError> {
+        match self.route(Request::ReadIndex, 0).await {
+            ForwardReply::ReadIndex { index } => {
+                if self.wait_applied(index, ROUTE_TIMEOUT).await {
+                    Ok(())
+                } else {
+                    Err(RouteError::Unreachable(format!(
+                        "this node did not catch up to the read index {index} in time"
+                    )))
+                }
+            }
+            ForwardReply::Failed(e) => Err(e),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Runs a membership request on the leader.
+    pub async fn change_membership(&self, request: Request) -> Result<ForwardReply, RouteError> {
+        match self.route(request, 0).await {
+            ForwardReply::Failed(e) => Err(e),
+            reply => Ok(reply),
+        }
+    }
+
+    async fn wait_applied(&self, index: u64, timeout: Duration) -> bool {
+        self.raft
+            .wait(Some(timeout))
+            .applied_index_at_least(Some(index), "routed request applied here")
+            .await
+            .is_ok()
+    }
+
+    /// Executes `request` where the leader is: here, or one hop away.
+    /// `hops` is how many nodes already passed it on.
+    pub async fn route(&self, request: Request, hops: u8) -> ForwardReply {
+        let deadline = Instant::now() + ROUTE_TIMEOUT;
+        let timeout = match request {
+            Request::Join { .. } => JOIN_TIMEOUT,
+            _ => FORWARD_TIMEOUT,
+        };
+        loop {
+            let metrics = self.metrics();
+            let reply = match metrics.current_leader {
+                Some(leader) if leader == self.id => self.execute(request.clone()).await,
+                Some(leader) if hops == 0 => {
+                    let addr = metrics
+                        .membership_config
+                        .membership()
+                        .get_node(&leader)
+                        .map(|n| n.cluster_addr.clone());
+                    match addr {
+                        None => ForwardReply::Failed(RouteError::NoLeader),
+                        Some(addr) => {
+                            let forward = Forward {
+                                hops: hops + 1,
+                                request: request.clone(),
+                            };
+                            self.peers
+                                .forward(&addr, &forward, timeout)
+                                .await
+                                .unwrap_or_else(ForwardReply::Failed)
+                        }
+                    }
+                }
+                Some(leader) => ForwardReply::Failed(RouteError::NotLeader { leader }),
+                None => ForwardReply::Failed(RouteError::NoLeader),
+            };
+            let retry = match &reply {
+                // Nobody executed it: safe to try again on a (new) leader.
+                ForwardReply::Failed(
+                    RouteError::NoLeader | RouteError::NotLeader { .. } | RouteError::LeaderDown(_),
+                ) => hops == 0,
+                // A write that may have reached the leader is not repeated.
+                ForwardReply::Failed(RouteError::Unreachable(_)) => {
+                    hops == 0 && !matches!(request, Request::Write(_))
+                }
+                _ => false,
+            };
+            if !retry || Instant::now() >= deadline {
+                return reply;
+            }
+            self.wait_for_leader_change(metrics.current_leader, deadline)
+                .await;
+        }
+    }
+
+    /// Sleeps until the known leader differs from `stale` (or a short while).
+    async fn wait_for_leader_change(&self, stale: Option<NodeId>, deadline: Instant) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let _ = self
+            .raft
+            .wait(Some(left.min(Duration::from_millis(500))))
+            .metrics(
+                |m| m.current_leader.is_some() && m.current_leader != stale,
+                "a new leader",
+            )
+            .await;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    /// Executes a request on this node, which believes it leads.
+    async fn execute(&self, request: Request) -> ForwardReply {
+        let result = match request {
+            Request::Write(command) => match self.proposer.propose(*command).await {
+                Ok((log_id, response)) => Ok(ForwardReply::Written { log_id, response }),
+                Err(e) => Err(e),
+            },
+            Request::ReadIndex => match self.raft.ensure_linearizable().await {
+                Ok(read) => Ok(ForwardReply::ReadIndex {
+                    index: read.map(|l| l.index).unwrap_or(0),
+                }),
+                Err(RaftError::APIError(CheckIsLeaderError::ForwardToLeader(f))) => Err(f
+                    .leader_id
+                    .map_or(RouteError::NoLeader, |leader| RouteError::NotLeader {
+                        leader,
+                    })),
+                // No quorum confirmed the leadership in time.
+                Err(RaftError::APIError(CheckIsLeaderError::QuorumNotEnough(e))) => {
+                    Err(RouteError::Unreachable(e.to_string()))
+                }
+                Err(RaftError::Fatal(e)) => Err(RouteError::Stopped(e.to_string())),
+            },
+            Request::Join { id, node } => self.join_member(id, node).await,
+            Request::AddLearner { id, node } => self.add_learner(id, node).await,
+            Request::Promote { id } => {
+                self.apply_change(ChangeMembers::AddVoterIds([id].into()))
+                    .await
+            }
+            Request::Remove { id } => self.remove_member(id).await,
+        };
+        result.unwrap_or_else(ForwardReply::Failed)
+    }
+
+    async fn join_member(&self, id: NodeId, node: NodeInfo) -> Result<ForwardReply, RouteError> {
+        let metrics = self.metrics();
+        let membership = metrics.membership_config.membership();
+        match membership.get_node(&id) {
+            Some(known) if *known != node => {
+                return Err(RouteError::Membership(format!(
+                    "node {id} is already a member at {known}, not {node}; remove it first"
+                )));
+            }
+            Some(_) if membership.voter_ids().any(|v| v == id) => {
+                return Ok(self.membership_reply(None));
+            }
+            Some(_) => {}
+            None => {
+                tracing::info!(id, %node, "adding a joining node as a learner");
+                self.raft
+                    .add_learner(id, node, true)
+                    .await
+                    .map_err(membership_error)?;
+            }
+        }
+        tracing::info!(id, "promoting a caught-up learner to voter");
+        self.apply_change(ChangeMembers::AddVoterIds([id].into()))
+            .await
+    }
+
+    async fn add_learner(&self, id: NodeId, node: NodeInfo) -> Result<ForwardReply, RouteError> {
+        let metrics = self.metrics();
+        if let Some(known) = metrics.membership_config.membership().get_node(&id) {
+            return if *known == node {
+                Ok(self.membership_reply(None))
+            } else {
+                Err(RouteError::Membership(format!(
+                    "node {id} is already a member at {known}; remove it first"
+                )))
+            };
+        }
+        let written = self
+            .raft
+            .add_learner(id, node, false)
+            .await
+            .map_err(membership_error)?;
+        Ok(self.membership_reply(Some(written.log_id)))
+    }
+
+    async fn remove_member(&self, id: NodeId) -> Result<ForwardReply, RouteError> {
+        let metrics = self.metrics();
+        let membership = metrics.membership_config.membership();
+        let change = if membership.voter_ids().any(|v| v == id) {
+            if membership.voter_ids().count() == 1 {
+                return Err(RouteError::Membership(format!(
+                    "node {id} is the only voter; a cluster cannot remove its last voter"
+                )));
+            }
+            ChangeMembers::RemoveVoters([id].into())
+        } else if membership.get_node(&id).is_some() {
+            ChangeMembers::RemoveNodes([id].into())
+        } else {
+            return Err(RouteError::Membership(format!(
+                "node {id} is not a member of this cluster"
+            )));
+        };
+        self.apply_change(change).await
+    }
+
+    async fn apply_change(
+        &self,
+        change: ChangeMembers<NodeId, NodeInfo>,
+    ) -> Result<ForwardReply, RouteError> {
+        let written = self
+            .raft
+            .change_membership(change, false)
+            .await
+            .map_err(membership_error)?;
+        Ok(self.membership_reply(Some(written.log_id)))
+    }
+
+    fn membership_reply(&self, log_id: Option<LogId>) -> ForwardReply {
+        let metrics = self.metrics();
+        let membership = metrics.membership_config.membership();
+        ForwardReply::Membership {
+            log_id,
+            voters: membership.voter_ids().collect(),
+            learners: membership.learner_ids().collect(),
+        }
+    }
+
+    /// Whether this node currently leads.
+    pub fn is_leader(&self) -> bool {
+        self.metrics().state == ServerState::Leader
     }
 
     /// Stops Raft and makes sure everything written is on disk.
@@ -223,5 +544,23 @@ impl Node {
         if let Err(e) = self.log.flush().await {
             tracing::error!("final log flush failed: {e}");
         }
+    }
+}
+
+fn unexpected(reply: ForwardReply) -> RouteError {
+    RouteError::Unreachable(format!("the leader answered out of turn: {reply:?}"))
+}
+
+fn membership_error(error: RaftError<NodeId, ClientWriteError<NodeId, NodeInfo>>) -> RouteError {
+    match error {
+        RaftError::APIError(ClientWriteError::ForwardToLeader(f)) => f
+            .leader_id
+            .map_or(RouteError::NoLeader, |leader| RouteError::NotLeader {
+                leader,
+            }),
+        RaftError::APIError(ClientWriteError::ChangeMembershipError(e)) => {
+            RouteError::Membership(e.to_string())
+        }
+        RaftError::Fatal(e) => RouteError::Stopped(e.to_string()),
     }
 }

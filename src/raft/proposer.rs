@@ -13,7 +13,7 @@ use openraft::error::{ClientWriteError, RaftError};
 use prost::Message;
 use tokio::sync::{mpsc, oneshot, Semaphore};
 
-use super::node::WriteError;
+use super::rpc::RouteError;
 use super::types::{LogId, Raft};
 use crate::model::{Batch, Command};
 use crate::state::{ApplyError, Response};
@@ -25,7 +25,7 @@ const MAX_BATCH_COMMANDS: usize = 1024;
 /// Most command bytes in one entry (a single larger command goes alone).
 const MAX_BATCH_BYTES: usize = 16 * 1024 * 1024;
 
-type Reply = oneshot::Sender<Result<(LogId, Response), WriteError>>;
+type Reply = oneshot::Sender<Result<(LogId, Response), RouteError>>;
 
 struct Pending {
     command: Command,
@@ -48,7 +48,7 @@ impl Proposer {
     }
 
     /// Proposes one command; resolves once it is committed and applied.
-    pub async fn propose(&self, command: Command) -> Result<(LogId, Response), WriteError> {
+    pub async fn propose(&self, command: Command) -> Result<(LogId, Response), RouteError> {
         let (reply, answer) = oneshot::channel();
         let size = command.encoded_len();
         self.tx
@@ -57,10 +57,10 @@ impl Proposer {
                 size,
                 reply,
             })
-            .map_err(|_| WriteError::Stopped("the node is shutting down".into()))?;
+            .map_err(|_| RouteError::Stopped("the node is shutting down".into()))?;
         answer
             .await
-            .unwrap_or_else(|_| Err(WriteError::Stopped("the node is shutting down".into())))
+            .unwrap_or_else(|_| Err(RouteError::Stopped("the node is shutting down".into())))
     }
 }
 
@@ -118,14 +118,14 @@ async fn propose(raft: &Raft, batch: Vec<Pending>) {
             let error = match error {
                 RaftError::APIError(ClientWriteError::ForwardToLeader(forward)) => {
                     match forward.leader_id {
-                        Some(leader) => WriteError::NotLeader { leader },
-                        None => WriteError::NoLeader,
+                        Some(leader) => RouteError::NotLeader { leader },
+                        None => RouteError::NoLeader,
                     }
                 }
                 RaftError::APIError(ClientWriteError::ChangeMembershipError(e)) => {
-                    WriteError::Stopped(e.to_string())
+                    RouteError::Stopped(e.to_string())
                 }
-                RaftError::Fatal(fatal) => WriteError::Stopped(fatal.to_string()),
+                RaftError::Fatal(fatal) => RouteError::Stopped(fatal.to_string()),
             };
             for reply in replies {
                 let _ = reply.send(Err(error.clone()));

@@ -11,7 +11,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use crate::model::command as pb;
 use crate::model::validate::{self, InvalidInput};
 use crate::model::{md5_hex, Command, Op};
-use crate::raft::node::{Node, WriteError};
+use crate::raft::node::Node;
+use crate::raft::rpc::RouteError;
 use crate::state::{canonical_namespace, ApplyError, ConfigKey, Response, State};
 
 /// Why a write was not done.
@@ -22,7 +23,7 @@ pub enum ServiceError {
     #[error(transparent)]
     Rejected(#[from] ApplyError),
     #[error(transparent)]
-    Write(#[from] WriteError),
+    Write(#[from] RouteError),
 }
 
 /// Who is writing and from where.

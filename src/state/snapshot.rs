@@ -44,6 +44,17 @@ fn key_of(key: Option<&crate::model::command::ConfigKey>) -> Result<ConfigKey, D
 }
 
 impl State {
+    /// A digest of every table (md5 over the snapshot records, which come in
+    /// a fixed order): nodes that applied the same log have the same digest.
+    pub fn digest(&self) -> String {
+        let mut md5 = md5::Context::new();
+        for record in self.snapshot_records() {
+            md5.consume((record.len() as u64).to_le_bytes());
+            md5.consume(&record);
+        }
+        format!("{:x}", md5.compute())
+    }
+
     /// The tables as snapshot record payloads.
     pub fn snapshot_records(&self) -> impl Iterator<Item = Vec<u8>> + '_ {
         let counters = std::iter::once(record(

@@ -540,13 +540,18 @@ impl Server {
     }
 
     /// Spawns the binary on `data_dir(tmp)` and `port` without waiting.
-    /// stdout and stderr go to one log file in `tmp`.
+    /// stdout and stderr go to one log file in `tmp`. Unless `extra` names
+    /// one, the cluster port is a free port too (HTTP + 1001 may be taken).
     pub fn spawn(tmp: &TempDir, port: u16, extra: &[&str]) -> Server {
         let data_dir = data_dir(tmp);
         let log_path = log_file_path(tmp.path(), &format!("tacos-{port}"));
         let log = File::create(&log_path).expect("creating the server log file");
         let log_err = log.try_clone().expect("cloning the log file handle");
-        let child = tacos_command()
+        let mut command = tacos_command();
+        if !extra.contains(&"--cluster-port") {
+            command.arg("--cluster-port").arg(free_port().to_string());
+        }
+        let child = command
             .arg("--data-dir")
             .arg(&data_dir)
             .arg("--http-port")

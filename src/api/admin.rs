@@ -1,0 +1,207 @@
+//! Cluster administration (JSON). Membership changes are routed to the
+//! leader from whichever node receives them.
+//!
+//! | route | what |
+//! |---|---|
+//! | `GET /tacos/v1/admin/raft` | this node's Raft view: term, leader, last log, committed, applied, snapshot, per-follower match index (on the leader) |
+//! | `GET /tacos/v1/admin/cluster/members` | voters and learners with their addresses, and the leader |
+//! | `POST /tacos/v1/admin/cluster/learners` | `id`, `clusterAddr`, `httpAddr`: add a learner |
+//! | `POST /tacos/v1/admin/cluster/voters` | `id`: promote a learner to voter |
+//! | `DELETE /tacos/v1/admin/cluster/members` | `id`: remove a voter or learner |
+//! | `GET /tacos/v1/admin/digest` | applied index, config count and a digest of the whole state |
+
+use std::collections::BTreeMap;
+
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpRequest, HttpResponse};
+use serde::Serialize;
+
+use super::params::Params;
+use super::AppState;
+use crate::raft::rpc::{ForwardReply, Request, RouteError};
+use crate::raft::{NodeId, NodeInfo};
+
+pub fn routes(cfg: &mut web::ServiceConfig) {
+    cfg.route("/tacos/v1/admin/raft", web::get().to(raft_status))
+        .route("/tacos/v1/admin/cluster/members", web::get().to(members))
+        .route(
+            "/tacos/v1/admin/cluster/learners",
+            web::post().to(add_learner),
+        )
+        .route("/tacos/v1/admin/cluster/voters", web::post().to(promote))
+        .route("/tacos/v1/admin/cluster/members", web::delete().to(remove))
+        .route("/tacos/v1/admin/digest", web::get().to(digest));
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct RaftStatus {
+    node_id: NodeId,
+    state: String,
+    term: u64,
+    leader: Option<NodeId>,
+    last_log_index: Option<u64>,
+    committed: Option<u64>,
+    applied: Option<u64>,
+    snapshot: Option<u64>,
+    purged: Option<u64>,
+    /// On the leader: the last index known to be replicated on each member.
+    replication: Option<BTreeMap<NodeId, Option<u64>>>,
+    /// On the leader: how far behind each member's match index is.
+    lag: Option<BTreeMap<NodeId, u64>>,
+    members: Members,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Members {
+    leader: Option<NodeId>,
+    voters: Vec<Member>,
+    learners: Vec<Member>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Member {
+    id: NodeId,
+    cluster_addr: String,
+    http_addr: String,
+}
+
+fn members_of(app: &AppState) -> Members {
+    let metrics = app.node.metrics();
+    let membership = metrics.membership_config.membership();
+    let member = |id: NodeId| {
+        let node = membership.get_node(&id).cloned().unwrap_or_default();
+        Member {
+            id,
+            cluster_addr: node.cluster_addr,
+            http_addr: node.http_addr,
+        }
+    };
+    Members {
+        leader: metrics.current_leader,
+        voters: membership.voter_ids().map(member).collect(),
+        learners: membership.learner_ids().map(member).collect(),
+    }
+}
+
+async fn raft_status(app: web::Data<AppState>) -> HttpResponse {
+    let metrics = app.node.metrics();
+    let last = metrics.last_log_index.unwrap_or(0);
+    let replication = metrics.replication.as_ref().map(|r| {
+        r.iter()
+            .map(|(id, matched)| (*id, matched.map(|l| l.index)))
+            .collect::<BTreeMap<_, _>>()
+    });
+    let lag = replication.as_ref().map(|r| {
+        r.iter()
+            .map(|(id, matched)| (*id, last.saturating_sub(matched.unwrap_or(0))))
+            .collect()
+    });
+    HttpResponse::Ok().json(RaftStatus {
+        node_id: metrics.id,
+        state: format!("{:?}", metrics.state),
+        term: metrics.current_term,
+        leader: metrics.current_leader,
+        last_log_index: metrics.last_log_index,
+        committed: app.node.committed().map(|l| l.index),
+        applied: metrics.last_applied.map(|l| l.index),
+        snapshot: metrics.snapshot.map(|l| l.index),
+        purged: metrics.purged.map(|l| l.index),
+        replication,
+        lag,
+        members: members_of(&app),
+    })
+}
+
+async fn members(app: web::Data<AppState>) -> HttpResponse {
+    HttpResponse::Ok().json(members_of(&app))
+}
+
+fn bad_request(message: String) -> HttpResponse {
+    HttpResponse::BadRequest().json(serde_json::json!({ "error": message }))
+}
+
+fn node_id(params: &Params) -> Result<NodeId, String> {
+    match params.get("id").map(str::parse::<NodeId>) {
+        Some(Ok(id)) if id > 0 => Ok(id),
+        Some(_) => Err("id must be a node id (1 or more)".into()),
+        None => Err("id is required".into()),
+    }
+}
+
+fn address(params: &Params, name: &'static str) -> Result<String, String> {
+    match params.get(name) {
+        Some(addr) if addr.contains(':') && !addr.contains(['/', ' ']) => Ok(addr.to_string()),
+        Some(addr) => Err(format!("{name} {addr:?} is not host:port")),
+        None => Err(format!("{name} is required (host:port)")),
+    }
+}
+
+async fn run(app: &AppState, request: Request) -> HttpResponse {
+    match app.node.change_membership(request).await {
+        Ok(ForwardReply::Membership {
+            log_id,
+            voters,
+            learners,
+        }) => HttpResponse::Ok().json(serde_json::json!({
+            "logIndex": log_id.map(|l| l.index),
+            "voters": voters,
+            "learners": learners,
+        })),
+        Ok(other) => HttpResponse::InternalServerError()
+            .json(serde_json::json!({ "error": format!("unexpected answer: {other:?}") })),
+        Err(e) => {
+            let status = match e {
+                RouteError::Membership(_) => StatusCode::BAD_REQUEST,
+                RouteError::Stopped(_) => StatusCode::INTERNAL_SERVER_ERROR,
+                _ => StatusCode::SERVICE_UNAVAILABLE,
+            };
+            HttpResponse::build(status).json(serde_json::json!({ "error": e.to_string() }))
+        }
+    }
+}
+
+async fn add_learner(app: web::Data<AppState>, req: HttpRequest, body: web::Bytes) -> HttpResponse {
+    let params = Params::parse(&req, &body);
+    let parsed = (|| {
+        Ok::<_, String>(Request::AddLearner {
+            id: node_id(&params)?,
+            node: NodeInfo {
+                cluster_addr: address(&params, "clusterAddr")?,
+                http_addr: address(&params, "httpAddr")?,
+            },
+        })
+    })();
+    match parsed {
+        Ok(request) => run(&app, request).await,
+        Err(message) => bad_request(message),
+    }
+}
+
+async fn promote(app: web::Data<AppState>, req: HttpRequest, body: web::Bytes) -> HttpResponse {
+    let params = Params::parse(&req, &body);
+    match node_id(&params) {
+        Ok(id) => run(&app, Request::Promote { id }).await,
+        Err(message) => bad_request(message),
+    }
+}
+
+async fn remove(app: web::Data<AppState>, req: HttpRequest, body: web::Bytes) -> HttpResponse {
+    let params = Params::parse(&req, &body);
+    match node_id(&params) {
+        Ok(id) => run(&app, Request::Remove { id }).await,
+        Err(message) => bad_request(message),
+    }
+}
+
+async fn digest(app: web::Data<AppState>) -> HttpResponse {
+    let state = app.node.state();
+    HttpResponse::Ok().json(serde_json::json!({
+        "nodeId": app.node.id,
+        "applied": state.last_applied.map(|l| l.index),
+        "configs": state.config_count(),
+        "digest": state.digest(),
+    }))
+}
