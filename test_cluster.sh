@@ -1,0 +1,408 @@
+#!/usr/bin/env bash
+# Run a local three-node tacos cluster for manual testing and fault drills.
+#
+# Usage: ./test_cluster.sh <command> [N]
+#
+#   start [N]    build target/release/tacos if it is missing or older than the
+#                sources, then start every node (or only node N) that is not
+#                already running, wait until the cluster is healthy with three
+#                voters, and print the status table
+#   stop [N]     SIGTERM every node (or node N), SIGKILL after 15 s
+#   kill [N]     SIGKILL every node (or node N), e.g. to drill a leader crash
+#   restart [N]  stop, then start (every node, or only node N)
+#   status       one row per node: pid, HTTP port, Raft state, term, leader,
+#                last log index, committed, applied
+#   clean        stop every node, then delete cluster_example/
+#
+# Node N (1..3) listens for HTTP on BASE+N-1 and for cluster traffic on
+# BASE+N-1+1001, where BASE is $TACOS_BASE_PORT (default 8848): HTTP
+# 8848/8849/8850 and cluster 9849/9850/9851. The addresses end up in the Raft
+# membership, so BASE is recorded in cluster_example/base_port on the first
+# start and reused; to change it, clean first. Node 1 initializes the cluster
+# on first start; nodes 2 and 3 join it. Everything lives under
+# cluster_example/node<N>/: data/ (the Raft data dir), tacos.log (plain
+# text, appended across restarts) and tacos.pid. Signals only ever go to the
+# PIDs in those pid files, and only after /proc/<pid>/cmdline shows it is
+# still this node's tacos. Other TACOS_* variables (e.g. TACOS_CLUSTER_TOKEN)
+# are passed through to every node; TACOS_JOIN, TACOS_INIT and
+# TACOS_ADVERTISE are not.
+#
+# Examples:
+#   ./test_cluster.sh start
+#   curl -XPOST 127.0.0.1:8849/nacos/v1/cs/configs -d 'dataId=a&group=G&content=x'
+#   curl '127.0.0.1:8850/nacos/v1/cs/configs?dataId=a&group=G'
+#   ./test_cluster.sh kill 1 && sleep 5 && ./test_cluster.sh status
+#   ./test_cluster.sh restart 1
+#   ./test_cluster.sh clean
+set -euo pipefail
+cd "$(dirname "$0")"
+
+BIN=target/release/tacos
+ROOT="$PWD/cluster_example"
+BASE_FILE="$ROOT/base_port"
+BASE_PORT=${TACOS_BASE_PORT:-8848}
+NODES=(1 2 3)
+START_TIMEOUT=60 # seconds for the cluster to become healthy
+STOP_TIMEOUT=15  # seconds between SIGTERM and SIGKILL
+
+usage() {
+  sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0" >&2
+  exit 2
+}
+
+die() {
+  echo "error: $*" >&2
+  exit 1
+}
+
+http_port() { echo $((BASE_PORT + $1 - 1)); }
+cluster_port() { echo $((BASE_PORT + $1 - 1 + 1001)); }
+node_dir() { echo "$ROOT/node$1"; }
+pid_file() { echo "$ROOT/node$1/tacos.pid"; }
+log_file() { echo "$ROOT/node$1/tacos.log"; }
+
+# The nodes a command applies to: all of them, or the one given (validated
+# in main).
+select_nodes() {
+  if [ -z "${1:-}" ]; then
+    echo "${NODES[@]}"
+  else
+    echo "$1"
+  fi
+}
+
+# True if PID is alive and is node N's tacos (zombies have an empty cmdline).
+is_node_process() {
+  local n=$1 pid=$2 cmdline
+  [[ "$pid" =~ ^[0-9]+$ ]] || return 1
+  cmdline=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || return 1
+  [[ "$cmdline" == *tacos* && "$cmdline" == *"--data-dir $(node_dir "$n")/data "* ]]
+}
+
+# Print node N's PID if it is running; otherwise drop a stale pid file.
+running_pid() {
+  local n=$1 file pid
+  file=$(pid_file "$n")
+  [ -f "$file" ] || return 1
+  pid=$(cat "$file" 2>/dev/null || true)
+  if is_node_process "$n" "$pid"; then
+    echo "$pid"
+  else
+    rm -f "$file"
+    return 1
+  fi
+}
+
+# --- status ----------------------------------------------------------------
+
+# This node's Raft view (JSON), or nothing if it does not answer.
+raft_json() {
+  curl -sf --max-time 2 "http://127.0.0.1:$(http_port "$1")/tacos/v1/admin/raft" 2>/dev/null || true
+}
+
+health_ok() {
+  [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 \
+    "http://127.0.0.1:$(http_port "$1")/health" 2>/dev/null || true)" = 200 ]
+}
+
+# Fields of a Raft view, tab-separated; "-" for null or missing.
+raft_fields() {
+  python3 -c '
+import json, sys
+try:
+    d = json.load(sys.stdin)
+except ValueError:
+    sys.exit(1)
+f = lambda k: "-" if d.get(k) is None else str(d[k])
+print("\t".join(f(k) for k in ("state", "term", "leader", "lastLogIndex", "committed", "applied")))
+'
+}
+
+cmd_status() {
+  local fmt="%-4s  %-8s  %-5s  %-9s  %-5s  %-6s  %-8s  %-9s  %s\n"
+  local n pid json state term leader last committed applied
+  # shellcheck disable=SC2059 # the format is a constant above
+  printf "$fmt" node pid http state term leader last_log committed applied
+  for n in "${NODES[@]}"; do
+    pid=$(running_pid "$n") || pid=-
+    json=$(raft_json "$n")
+    if [ -n "$json" ] && IFS=$'\t' read -r state term leader last committed applied \
+      < <(raft_fields <<<"$json"); then
+      :
+    else
+      state=down term=- leader=- last=- committed=- applied=-
+    fi
+    # shellcheck disable=SC2059
+    printf "$fmt" "$n" "$pid" "$(http_port "$n")" "$state" "$term" "$leader" \
+      "$last" "$committed" "$applied"
+  done
+}
+
+# --- start -----------------------------------------------------------------
+
+build_if_stale() {
+  local newer
+  if [ -x "$BIN" ]; then
+    newer=$(find src proto build.rs Cargo.toml Cargo.lock -newer "$BIN" -print -quit 2>/dev/null)
+    [ -z "$newer" ] && return 0
+    echo "== $BIN is older than $newer; rebuilding"
+  else
+    echo "== $BIN is missing; building"
+  fi
+  cargo build --release --bin tacos
+}
+
+# Is something listening on PORT (any address)?
+port_taken() {
+  local port=$1
+  if command -v ss >/dev/null 2>&1; then
+    [ -n "$(ss -Hltn "sport = :$port" 2>/dev/null)" ]
+  else
+    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null
+  fi
+}
+
+# Who listens on PORT, if ss can tell (it needs privileges for others' sockets).
+port_owner() {
+  command -v ss >/dev/null 2>&1 || return 0
+  ss -Hltnp "sport = :$1" 2>/dev/null | grep -o 'users:(.*)' | head -n 1 || true
+}
+
+check_ports() {
+  local n port owner busy=0
+  for n in "$@"; do
+    for port in "$(http_port "$n")" "$(cluster_port "$n")"; do
+      if port_taken "$port"; then
+        owner=$(port_owner "$port")
+        echo "port $port (node $n) is already in use${owner:+ by $owner}" >&2
+        busy=1
+      fi
+    done
+  done
+  [ "$busy" = 0 ] || die "free the port(s) above, or (on a fresh cluster_example/) set TACOS_BASE_PORT; nothing started"
+}
+
+# The cluster address a new node joins through: the first other running node
+# (node 1 when starting everything). Ignored once the data dir is in a cluster.
+join_addr() {
+  local n=$1 m
+  for m in "${NODES[@]}"; do
+    if [ "$m" != "$n" ] && running_pid "$m" >/dev/null; then
+      echo "127.0.0.1:$(cluster_port "$m")"
+      return
+    fi
+  done
+  echo "127.0.0.1:$(cluster_port 1)"
+}
+
+start_node() {
+  local n=$1 dir log
+  dir=$(node_dir "$n")
+  log=$(log_file "$n")
+  mkdir -p "$dir/data"
+  local args=(--node-id "$n" --data-dir "$dir/data" --bind 127.0.0.1
+    --http-port "$(http_port "$n")" --cluster-port "$(cluster_port "$n")")
+  [ "$n" = 1 ] || args+=(--join "$(join_addr "$n")")
+  echo "=== $(date '+%F %T') starting node $n: tacos ${args[*]}" >>"$log"
+  # The inner shell writes its own PID (exec keeps it for tacos), so the pid
+  # file is right whether or not setsid had to fork.
+  # shellcheck disable=SC2016 # $$, $0 and $@ are for the inner shell
+  RUST_LOG=${RUST_LOG:-info,openraft=warn} NO_COLOR=1 \
+    setsid nohup env -u TACOS_JOIN -u TACOS_INIT -u TACOS_ADVERTISE \
+    bash -c 'echo $$ >"$0"; exec "$@"' "$(pid_file "$n")" "$PWD/$BIN" "${args[@]}" \
+    </dev/null >>"$log" 2>&1 &
+  local i
+  for i in $(seq 50); do
+    [ -s "$(pid_file "$n")" ] && break
+    sleep 0.1
+  done
+  echo "started node $n (pid $(cat "$(pid_file "$n")" 2>/dev/null || echo '?'), http $(http_port "$n"), cluster $(cluster_port "$n"))"
+}
+
+show_logs() {
+  local n
+  for n in "${NODES[@]}"; do
+    [ -f "$(log_file "$n")" ] || continue
+    echo "--- $(log_file "$n") (last 20 lines)" >&2
+    tail -n 20 "$(log_file "$n")" >&2
+  done
+}
+
+# "<leader id> <voter count>" from the leader's own Raft view, or nothing.
+leader_voters() {
+  local n json leader
+  for n in "${NODES[@]}"; do
+    json=$(raft_json "$n")
+    [ -n "$json" ] || continue
+    leader=$(python3 -c 'import json,sys; print(json.load(sys.stdin).get("leader") or "")' <<<"$json")
+    [[ "$leader" =~ ^[1-3]$ ]] || continue
+    json=$(raft_json "$leader")
+    [ -n "$json" ] || return 0
+    python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+if d.get("state") == "Leader":
+    print(d["nodeId"], len(d["members"]["voters"]))
+' <<<"$json"
+    return 0
+  done
+}
+
+# Wait until the nodes just started are still alive, every running node
+# reports healthy, and the leader counts three voters.
+wait_healthy() {
+  local started=("$@") deadline n ok lv
+  deadline=$((SECONDS + START_TIMEOUT))
+  while :; do
+    for n in "${started[@]}"; do
+      if ! running_pid "$n" >/dev/null; then
+        show_logs
+        die "node $n exited during startup (see $(log_file "$n"))"
+      fi
+    done
+    ok=1
+    for n in "${NODES[@]}"; do
+      running_pid "$n" >/dev/null || continue
+      health_ok "$n" || ok=0
+    done
+    if [ "$ok" = 1 ]; then
+      lv=$(leader_voters)
+      [ "${lv#* }" = 3 ] && return 0
+    fi
+    if [ "$SECONDS" -ge "$deadline" ]; then
+      cmd_status >&2 || true
+      show_logs
+      die "cluster not healthy with 3 voters after ${START_TIMEOUT}s (started nodes are left running for inspection; ./test_cluster.sh stop)"
+    fi
+    sleep 0.5
+  done
+}
+
+cmd_start() {
+  local n pid todo=()
+  for n in $(select_nodes "${1:-}"); do
+    if pid=$(running_pid "$n"); then
+      echo "node $n is already running (pid $pid)"
+    else
+      todo+=("$n")
+    fi
+  done
+  if [ ${#todo[@]} -gt 0 ]; then
+    check_ports "${todo[@]}"
+    build_if_stale
+    mkdir -p "$ROOT"
+    [ -f "$BASE_FILE" ] || echo "$BASE_PORT" >"$BASE_FILE"
+    for n in "${todo[@]}"; do
+      start_node "$n"
+    done
+    echo "waiting up to ${START_TIMEOUT}s for a healthy cluster with 3 voters..."
+    wait_healthy "${todo[@]}"
+  fi
+  cmd_status
+}
+
+# --- stop / kill -----------------------------------------------------------
+
+cmd_stop() {
+  local n pid pids=() nodes=() deadline
+  for n in $(select_nodes "${1:-}"); do
+    if pid=$(running_pid "$n"); then
+      echo "stopping node $n (pid $pid)"
+      kill -TERM "$pid" 2>/dev/null || true
+      pids+=("$pid")
+      nodes+=("$n")
+    else
+      echo "node $n is not running"
+    fi
+  done
+  [ ${#pids[@]} -gt 0 ] || return 0
+  deadline=$((SECONDS + STOP_TIMEOUT))
+  local i alive
+  while :; do
+    alive=0
+    for i in "${!pids[@]}"; do
+      is_node_process "${nodes[$i]}" "${pids[$i]}" && alive=1
+    done
+    [ "$alive" = 0 ] && break
+    if [ "$SECONDS" -ge "$deadline" ]; then
+      for i in "${!pids[@]}"; do
+        if is_node_process "${nodes[$i]}" "${pids[$i]}"; then
+          echo "node ${nodes[$i]} (pid ${pids[$i]}) still running after ${STOP_TIMEOUT}s; sending SIGKILL"
+          kill -KILL "${pids[$i]}" 2>/dev/null || true
+        fi
+      done
+      sleep 0.5
+      break
+    fi
+    sleep 0.2
+  done
+  for n in "${nodes[@]}"; do
+    rm -f "$(pid_file "$n")"
+  done
+}
+
+cmd_kill() {
+  local n pid
+  for n in $(select_nodes "${1:-}"); do
+    if pid=$(running_pid "$n"); then
+      echo "killing node $n (pid $pid) with SIGKILL"
+      kill -KILL "$pid" 2>/dev/null || true
+      for _ in $(seq 25); do
+        is_node_process "$n" "$pid" || break
+        sleep 0.2
+      done
+      rm -f "$(pid_file "$n")"
+    else
+      echo "node $n is not running"
+    fi
+  done
+}
+
+cmd_clean() {
+  cmd_stop
+  echo "removing $ROOT"
+  rm -rf "$ROOT"
+}
+
+# The ports of an existing cluster_example/ are fixed: reuse its BASE, and
+# refuse a different TACOS_BASE_PORT.
+load_base_port() {
+  local stored
+  [ -f "$BASE_FILE" ] || return 0
+  stored=$(cat "$BASE_FILE")
+  if [ -n "${TACOS_BASE_PORT:-}" ] && [ "$TACOS_BASE_PORT" != "$stored" ]; then
+    die "cluster_example/ was created with TACOS_BASE_PORT=$stored; use that, or run '$0 clean' first"
+  fi
+  BASE_PORT=$stored
+}
+
+# --- main ------------------------------------------------------------------
+
+[ $# -ge 1 ] || usage
+command -v python3 >/dev/null 2>&1 || die "python3 is required"
+command -v curl >/dev/null 2>&1 || die "curl is required"
+cmd=$1
+shift
+[ $# -le 1 ] || usage
+if [ $# -eq 1 ] && ! [[ "$1" =~ ^[1-3]$ ]]; then
+  echo "error: node must be 1, 2 or 3 (got '$1')" >&2
+  usage
+fi
+if ! [[ "$BASE_PORT" =~ ^[0-9]+$ ]] || [ "$BASE_PORT" -lt 1 ] || [ "$BASE_PORT" -gt 64532 ]; then
+  die "TACOS_BASE_PORT must be a port number from 1 to 64532 (got '$BASE_PORT')"
+fi
+case "$cmd" in
+  start | restart | status) load_base_port ;;
+esac
+case "$cmd" in
+  start) cmd_start "$@" ;;
+  stop) cmd_stop "$@" ;;
+  kill) cmd_kill "$@" ;;
+  restart)
+    cmd_stop "$@"
+    cmd_start "$@"
+    ;;
+  status) cmd_status ;;
+  clean) cmd_clean ;;
+  *) usage ;;
+esac
