@@ -14,6 +14,8 @@
 //! Each test binary uses only part of this module.
 #![allow(dead_code)]
 
+pub mod cluster;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsStr;
 use std::fs::File;
