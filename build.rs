@@ -19,5 +19,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .build_client(true)
         .build_server(true)
         .compile_protos(&["proto/cluster.proto"], &["proto"])?;
+    tonic_prost_build::configure()
+        .build_client(true)
+        .build_server(true)
+        .compile_protos(&["proto/nacos_grpc_service.proto"], &["proto"])?;
     Ok(())
 }

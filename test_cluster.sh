@@ -14,9 +14,11 @@
 #                last log index, committed, applied
 #   clean        stop every node, then delete cluster_example/
 #
-# Node N (1..3) listens for HTTP on BASE+N-1 and for cluster traffic on
-# BASE+N-1+1001, where BASE is $TACOS_BASE_PORT (default 8848): HTTP
-# 8848/8849/8850 and cluster 9849/9850/9851. The addresses end up in the Raft
+# Node N (1..3) listens for HTTP on BASE+N-1, for Nacos gRPC on BASE+N-1+1000
+# (where the official SDKs look for it) and for cluster traffic on
+# BASE+N-1+2001, where BASE is $TACOS_BASE_PORT (default 8848): HTTP
+# 8848/8849/8850, gRPC 9848/9849/9850 and cluster 10849/10850/10851 (the
+# default cluster port, HTTP+1001, would collide with the next node's gRPC). The addresses end up in the Raft
 # membership, so BASE is recorded in cluster_example/base_port on the first
 # start and reused; to change it, clean first. Node 1 initializes the cluster
 # on first start; nodes 2 and 3 join it. Everything lives under
@@ -56,7 +58,8 @@ die() {
 }
 
 http_port() { echo $((BASE_PORT + $1 - 1)); }
-cluster_port() { echo $((BASE_PORT + $1 - 1 + 1001)); }
+grpc_port() { echo $((BASE_PORT + $1 - 1 + 1000)); }
+cluster_port() { echo $((BASE_PORT + $1 - 1 + 2001)); }
 node_dir() { echo "$ROOT/node$1"; }
 pid_file() { echo "$ROOT/node$1/tacos.pid"; }
 log_file() { echo "$ROOT/node$1/tacos.log"; }
@@ -171,7 +174,7 @@ port_owner() {
 check_ports() {
   local n port owner busy=0
   for n in "$@"; do
-    for port in "$(http_port "$n")" "$(cluster_port "$n")"; do
+    for port in "$(http_port "$n")" "$(grpc_port "$n")" "$(cluster_port "$n")"; do
       if port_taken "$port"; then
         owner=$(port_owner "$port")
         echo "port $port (node $n) is already in use${owner:+ by $owner}" >&2
@@ -201,7 +204,8 @@ start_node() {
   log=$(log_file "$n")
   mkdir -p "$dir/data"
   local args=(--node-id "$n" --data-dir "$dir/data" --bind 127.0.0.1
-    --http-port "$(http_port "$n")" --cluster-port "$(cluster_port "$n")")
+    --http-port "$(http_port "$n")" --grpc-port "$(grpc_port "$n")"
+    --cluster-port "$(cluster_port "$n")")
   [ "$n" = 1 ] || args+=(--join "$(join_addr "$n")")
   echo "=== $(date '+%F %T') starting node $n: tacos ${args[*]}" >>"$log"
   # The inner shell writes its own PID (exec keeps it for tacos), so the pid
@@ -216,7 +220,7 @@ start_node() {
     [ -s "$(pid_file "$n")" ] && break
     sleep 0.1
   done
-  echo "started node $n (pid $(cat "$(pid_file "$n")" 2>/dev/null || echo '?'), http $(http_port "$n"), cluster $(cluster_port "$n"))"
+  echo "started node $n (pid $(cat "$(pid_file "$n")" 2>/dev/null || echo '?'), http $(http_port "$n"), grpc $(grpc_port "$n"), cluster $(cluster_port "$n"))"
 }
 
 show_logs() {

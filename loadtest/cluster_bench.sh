@@ -123,6 +123,13 @@ for round in $(seq "$ROUNDS"); do
     stop_all
 done
 
-"$BIN_DIR/summarize" "$OUT"/r*.json | tee "$OUT/summary.md"
+{
+    echo "| run | requests | failures | req/s | avg ms | p50 ms | p90 ms | p99 ms | p99.9 ms | max ms |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    for report in "$OUT"/r*.json; do
+        # summarize names the row after the scenario; name it after the run instead.
+        "$BIN_DIR/summarize" "$report" | tail -n 1 | sed "s/^| [^|]* |/| $(basename "$report" .json) |/"
+    done
+} | tee "$OUT/summary.md"
 cat "$OUT/resources.txt" >>"$OUT/summary.md"
 echo "results in $OUT"

@@ -4,9 +4,11 @@
 //! Layers, bottom up: [`store`] (log segments, snapshots, crash recovery),
 //! [`state`] (the in-memory tables and `apply`), [`raft`] (openraft adapters
 //! and the node), [`service`] (validation and commands), [`watch`] (listeners),
-//! [`api`] (HTTP). See `docs/storage.md`.
+//! [`api`] (HTTP), [`grpc`] (Nacos gRPC). See `docs/storage.md` and
+//! `docs/cluster.md`.
 
 pub mod api;
+pub mod grpc;
 pub mod model;
 pub mod raft;
 pub mod server;

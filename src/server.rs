@@ -35,9 +35,22 @@ pub fn run(settings: Settings) -> anyhow::Result<()> {
     let sink: ChangeSink = Arc::new(move |changes| {
         let _ = changes_tx.send(changes);
     });
+    let mut grpc_runtime = tokio::runtime::Builder::new_multi_thread();
+    if let Some(workers) = settings.grpc_workers {
+        grpc_runtime.worker_threads(workers);
+    }
+    let grpc_runtime = grpc_runtime
+        .thread_name("tacos-grpc")
+        .enable_all()
+        .build()
+        .context("starting the gRPC runtime")?;
     let http_addr = (settings.bind, settings.http_port);
     let http_listener = std::net::TcpListener::bind(http_addr)
         .with_context(|| format!("cannot listen on {}:{} (HTTP)", http_addr.0, http_addr.1))?;
+    let grpc_addr = (settings.bind, settings.grpc_port().unwrap_or_default());
+    let grpc_listener = grpc_runtime
+        .block_on(tokio::net::TcpListener::bind(grpc_addr))
+        .with_context(|| format!("cannot listen on {}:{} (gRPC)", grpc_addr.0, grpc_addr.1))?;
     let cluster_addr = (settings.bind, settings.cluster_port().unwrap_or_default());
     let cluster_listener = raft_runtime
         .block_on(tokio::net::TcpListener::bind(cluster_addr))
@@ -69,17 +82,29 @@ pub fn run(settings: Settings) -> anyhow::Result<()> {
     });
     raft_runtime.block_on(node.wait_ready())?;
 
-    let served = serve(&settings, node.clone(), changes_rx, http_listener);
+    let listeners = Listeners {
+        http: http_listener,
+        grpc: grpc_listener,
+        grpc_runtime: grpc_runtime.handle().clone(),
+    };
+    let served = serve(&settings, node.clone(), changes_rx, listeners);
     raft_runtime.block_on(node.shutdown());
     tracing::info!("stopped");
     served
+}
+
+/// The client-facing ports, bound before the node starts.
+struct Listeners {
+    http: std::net::TcpListener,
+    grpc: tokio::net::TcpListener,
+    grpc_runtime: tokio::runtime::Handle,
 }
 
 fn serve(
     settings: &Settings,
     node: Arc<Node>,
     mut changes: tokio::sync::mpsc::UnboundedReceiver<crate::watch::Changes>,
-    listener: std::net::TcpListener,
+    listeners: Listeners,
 ) -> anyhow::Result<()> {
     let max_body = settings.max_content_size * 3 + BODY_HEADROOM;
     let addr = (settings.bind, settings.http_port);
@@ -95,8 +120,25 @@ fn serve(
                 forward.do_send(Changed(c));
             }
         });
+        let service = ConfigService::new(node.clone(), limits);
+        let grpc = Arc::new(crate::grpc::GrpcState {
+            service: service.clone(),
+            hub: hub.clone(),
+            connections: Arc::default(),
+            max_listen_keys: settings.max_listen_keys,
+        });
+        let max_message = settings.max_content_size * 2 + BODY_HEADROOM;
+        let grpc_listener = listeners.grpc;
+        listeners
+            .grpc_runtime
+            .spawn(async move { crate::grpc::serve(grpc, grpc_listener, max_message) });
+        tracing::info!(
+            "serving gRPC on {}:{}",
+            settings.bind,
+            settings.grpc_port().unwrap_or_default()
+        );
         let app = Arc::new(AppState {
-            service: ConfigService::new(node.clone(), limits),
+            service,
             node,
             hub: hub.clone(),
             max_listen_keys: settings.max_listen_keys,
@@ -109,7 +151,7 @@ fn serve(
             server = server.workers(workers);
         }
         let server = server
-            .listen(listener)
+            .listen(listeners.http)
             .with_context(|| format!("cannot listen on {}:{}", addr.0, addr.1))?
             .disable_signals()
             .run();

@@ -33,6 +33,15 @@ pub struct Settings {
     #[arg(long, env = "TACOS_NODE_ID", default_value_t = 1)]
     pub node_id: u64,
 
+    /// Port for the Nacos 2.x gRPC API (what the official SDKs use by
+    /// default). Default: the HTTP port + 1000.
+    #[arg(long, env = "TACOS_GRPC_PORT")]
+    pub grpc_port: Option<u16>,
+
+    /// Worker threads for the gRPC API (default: one per CPU).
+    #[arg(long, env = "TACOS_GRPC_WORKERS")]
+    pub grpc_workers: Option<usize>,
+
     /// Port for traffic between nodes (Raft, forwarded writes, joins).
     /// Default: the HTTP port + 1001.
     #[arg(long, env = "TACOS_CLUSTER_PORT")]
@@ -116,8 +125,26 @@ impl Settings {
                 "the default (HTTP port + 1001) is past 65535; set it".into(),
             );
         }
-        if self.cluster_port() == Some(self.http_port) {
-            return invalid("cluster-port", "must differ from --http-port".into());
+        if self.grpc_port().is_none() {
+            return invalid(
+                "grpc-port",
+                "the default (HTTP port + 1000) is past 65535; set it".into(),
+            );
+        }
+        let ports = [Some(self.http_port), self.grpc_port(), self.cluster_port()];
+        if ports[0] == ports[1] || ports[0] == ports[2] || ports[1] == ports[2] {
+            return invalid(
+                "cluster-port",
+                format!(
+                    "the HTTP ({}), gRPC ({}) and cluster ({}) ports must differ",
+                    self.http_port,
+                    self.grpc_port().unwrap_or_default(),
+                    self.cluster_port().unwrap_or_default()
+                ),
+            );
+        }
+        if self.grpc_workers == Some(0) {
+            return invalid("grpc-workers", "must be 1 or more".into());
         }
         if self.bind.is_unspecified() && self.advertise.is_none() {
             return invalid(
@@ -187,6 +214,12 @@ impl Settings {
             return invalid("snapshot-entries", "must be 1 or more".into());
         }
         Ok(())
+    }
+
+    /// The gRPC port (HTTP port + 1000 unless set); `None` if the default
+    /// would overflow.
+    pub fn grpc_port(&self) -> Option<u16> {
+        self.grpc_port.or_else(|| self.http_port.checked_add(1000))
     }
 
     /// The cluster port (HTTP port + 1001 unless set); `None` if the
@@ -261,6 +294,10 @@ mod tests {
     fn cluster_addresses_and_token_rules() {
         let settings = Settings::parse_from(["tacos", "--http-port", "9000"]);
         assert_eq!(settings.cluster_addr(), "127.0.0.1:10001");
+        assert_eq!(settings.grpc_port(), Some(10000));
+        let clash =
+            Settings::parse_from(["tacos", "--grpc-port", "8849", "--cluster-port", "8849"]);
+        assert_eq!(clash.validate().unwrap_err().name, "cluster-port");
         assert_eq!(settings.http_addr(), "127.0.0.1:9000");
 
         let open = Settings::parse_from(["tacos", "--bind", "0.0.0.0"]);

@@ -1,5 +1,6 @@
-//! Listeners: the watch hub that holds long-poll requests (and, later, gRPC
-//! listeners) and wakes them when an applied change touches their keys.
+//! Listeners: the watch hub that holds long-poll requests and gRPC
+//! subscriptions, and wakes them when an applied change touches their keys.
+//! HTTP long polls and gRPC listeners are fed by the same change reports.
 //!
 //! The state machine reports the keys each applied batch changed through a
 //! [`ChangeSink`]. The hub is an actix actor: holds, cancellations and change
@@ -7,6 +8,8 @@
 //! against the current state (loaded lock-free), so a change that lands
 //! between a request's first check and its registration is still seen: the
 //! hub re-checks every new hold when it registers it.
+
+mod push;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -16,6 +19,8 @@ use tokio::sync::oneshot;
 
 use crate::raft::state_machine::StateHandle;
 use crate::state::{ConfigKey, State};
+
+pub use push::PushQueue;
 
 /// What an applied batch changed.
 #[derive(Debug, Clone)]
@@ -54,6 +59,12 @@ struct Held {
     reply: oneshot::Sender<Vec<ListenKey>>,
 }
 
+/// A gRPC connection's listened keys (by canonical key, as last sent).
+struct Subscriber {
+    keys: HashMap<ConfigKey, ListenKey>,
+    queue: PushQueue,
+}
+
 /// The watch hub actor.
 pub struct WatchHub {
     state: StateHandle,
@@ -61,6 +72,8 @@ pub struct WatchHub {
     next_id: u64,
     holds: HashMap<u64, Held>,
     by_key: HashMap<ConfigKey, HashSet<u64>>,
+    subscribers: HashMap<u64, Subscriber>,
+    subscribers_by_key: HashMap<ConfigKey, HashSet<u64>>,
 }
 
 impl WatchHub {
@@ -71,6 +84,30 @@ impl WatchHub {
             next_id: 0,
             holds: HashMap::new(),
             by_key: HashMap::new(),
+            subscribers: HashMap::new(),
+            subscribers_by_key: HashMap::new(),
+        }
+    }
+
+    fn unsubscribe(&mut self, conn: u64, key: &ConfigKey) {
+        if let Some(conns) = self.subscribers_by_key.get_mut(key) {
+            conns.remove(&conn);
+            if conns.is_empty() {
+                self.subscribers_by_key.remove(key);
+            }
+        }
+    }
+
+    /// Queues a push of `keys` to every connection listening to them.
+    fn push(&self, keys: &[ConfigKey]) {
+        for key in keys {
+            for conn in self.subscribers_by_key.get(key).into_iter().flatten() {
+                if let Some(sub) = self.subscribers.get(conn) {
+                    if let Some(listen) = sub.keys.get(key) {
+                        sub.queue.mark(listen);
+                    }
+                }
+            }
         }
     }
 
@@ -182,8 +219,14 @@ impl Handler<Changed> for WatchHub {
 
     fn handle(&mut self, msg: Changed, _: &mut Context<Self>) {
         let ids: Vec<u64> = match msg.0 {
-            Changes::All => self.holds.keys().copied().collect(),
+            Changes::All => {
+                for sub in self.subscribers.values() {
+                    sub.keys.values().for_each(|k| sub.queue.mark(k));
+                }
+                self.holds.keys().copied().collect()
+            }
             Changes::Keys(keys) => {
+                self.push(&keys);
                 let mut ids: Vec<u64> = keys
                     .iter()
                     .filter_map(|k| self.by_key.get(k))
@@ -196,6 +239,102 @@ impl Handler<Changed> for WatchHub {
             }
         };
         self.wake(ids);
+    }
+}
+
+/// A gRPC connection listens to `keys` (added to what it already listens
+/// to); changes are marked in `queue`.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Subscribe {
+    pub conn: u64,
+    pub keys: Vec<ListenKey>,
+    pub queue: PushQueue,
+}
+
+impl Handler<Subscribe> for WatchHub {
+    type Result = ();
+
+    fn handle(&mut self, msg: Subscribe, _: &mut Context<Self>) {
+        let sub = self
+            .subscribers
+            .entry(msg.conn)
+            .or_insert_with(|| Subscriber {
+                keys: HashMap::new(),
+                queue: msg.queue,
+            });
+        for k in msg.keys {
+            self.subscribers_by_key
+                .entry(k.key.clone())
+                .or_default()
+                .insert(msg.conn);
+            sub.keys.insert(k.key.clone(), k);
+        }
+    }
+}
+
+/// A gRPC connection stops listening to `keys`.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Unsubscribe {
+    pub conn: u64,
+    pub keys: Vec<ConfigKey>,
+}
+
+impl Handler<Unsubscribe> for WatchHub {
+    type Result = ();
+
+    fn handle(&mut self, msg: Unsubscribe, _: &mut Context<Self>) {
+        if let Some(sub) = self.subscribers.get_mut(&msg.conn) {
+            for key in &msg.keys {
+                sub.keys.remove(key);
+            }
+        }
+        for key in &msg.keys {
+            self.unsubscribe(msg.conn, key);
+        }
+    }
+}
+
+/// A gRPC connection closed: forget everything it listened to.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Disconnect(pub u64);
+
+impl Handler<Disconnect> for WatchHub {
+    type Result = ();
+
+    fn handle(&mut self, msg: Disconnect, _: &mut Context<Self>) {
+        if let Some(sub) = self.subscribers.remove(&msg.0) {
+            for key in sub.keys.keys() {
+                self.unsubscribe(msg.0, key);
+            }
+        }
+    }
+}
+
+/// How many listeners the hub serves now.
+#[derive(Message)]
+#[rtype(result = "ListenerCounts")]
+pub struct CountListeners;
+
+/// Held long polls, and gRPC connections and the keys they listen to.
+#[derive(Debug, Clone, Copy, MessageResponse)]
+pub struct ListenerCounts {
+    pub long_polls: usize,
+    pub grpc_connections: usize,
+    pub grpc_keys: usize,
+}
+
+impl Handler<CountListeners> for WatchHub {
+    type Result = ListenerCounts;
+
+    fn handle(&mut self, _: CountListeners, _: &mut Context<Self>) -> ListenerCounts {
+        ListenerCounts {
+            long_polls: self.holds.len(),
+            grpc_connections: self.subscribers.len(),
+            grpc_keys: self.subscribers.values().map(|s| s.keys.len()).sum(),
+        }
     }
 }
 

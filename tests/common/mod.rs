@@ -543,7 +543,8 @@ impl Server {
 
     /// Spawns the binary on `data_dir(tmp)` and `port` without waiting.
     /// stdout and stderr go to one log file in `tmp`. Unless `extra` names
-    /// one, the cluster port is a free port too (HTTP + 1001 may be taken).
+    /// them, the cluster and gRPC ports are free ports too (HTTP + 1001 and
+    /// HTTP + 1000 may be taken).
     pub fn spawn(tmp: &TempDir, port: u16, extra: &[&str]) -> Server {
         let data_dir = data_dir(tmp);
         let log_path = log_file_path(tmp.path(), &format!("tacos-{port}"));
@@ -552,6 +553,9 @@ impl Server {
         let mut command = tacos_command();
         if !extra.contains(&"--cluster-port") {
             command.arg("--cluster-port").arg(free_port().to_string());
+        }
+        if !extra.contains(&"--grpc-port") {
+            command.arg("--grpc-port").arg(free_port().to_string());
         }
         let child = command
             .arg("--data-dir")

@@ -1,0 +1,226 @@
+//! Config requests over gRPC: query, publish, remove, batch listen. The same
+//! service layer and watch hub as HTTP serve them.
+
+use std::net::SocketAddr;
+
+use serde::Deserialize;
+use serde_json::json;
+
+use super::payload::{self, code, Incoming};
+use super::pb::Payload;
+use super::GrpcState;
+use crate::service::{checked_key, Caller, PublishRequest, ServiceError};
+use crate::state::ApplyError;
+use crate::watch::{changed_keys, ListenKey, Subscribe, Unsubscribe};
+
+/// `ConfigQueryRequest{dataId, group, tenant}` → `ConfigQueryResponse`; a
+/// client whose IP is in the beta list gets the beta with `beta: true`.
+pub fn query(app: &GrpcState, req: &Incoming, client_ip: &str) -> Payload {
+    const KIND: &str = "ConfigQueryResponse";
+    let rid = req.request_id();
+    let key = match checked_key(req.str("tenant"), req.str("group"), req.str("dataId")) {
+        Ok(key) => key,
+        Err(e) => return payload::fail(KIND, &rid, code::INVALID_PARAM, &e.to_string()),
+    };
+    let state = app.service.state();
+    let config = state.config(&key);
+    let content_type = config.map_or("text", |c| c.config_type.as_str());
+    if let Some(beta) = state.beta(&key).filter(|b| b.serves(client_ip)) {
+        return payload::ok(
+            KIND,
+            &rid,
+            json!({
+                "content": beta.content,
+                "contentType": content_type,
+                "md5": beta.md5,
+                "encryptedDataKey": "",
+                "lastModified": beta.modify_time,
+                "beta": true,
+            }),
+        );
+    }
+    match config {
+        Some(c) => payload::ok(
+            KIND,
+            &rid,
+            json!({
+                "content": c.content,
+                "contentType": c.config_type,
+                "md5": c.md5,
+                "encryptedDataKey": "",
+                "lastModified": c.modify_time,
+                "beta": false,
+            }),
+        ),
+        None => payload::fail(KIND, &rid, code::CONFIG_NOT_FOUND, "config data not exist"),
+    }
+}
+
+/// The Nacos error code and message for a failed write.
+fn write_failure(error: &ServiceError) -> (i32, String) {
+    let code = match error {
+        ServiceError::Invalid(_) => code::INVALID_PARAM,
+        ServiceError::Rejected(ApplyError::CasMismatch) => code::SERVER_ERROR,
+        ServiceError::Rejected(_) => code::INVALID_PARAM,
+        ServiceError::Write(_) => code::SERVER_ERROR,
+    };
+    (code, error.to_string())
+}
+
+/// `ConfigPublishRequest{dataId, group, tenant, content, casMd5, additionMap}`.
+pub async fn publish(app: &GrpcState, req: &Incoming, client_ip: &str) -> Payload {
+    const KIND: &str = "ConfigPublishResponse";
+    let rid = req.request_id();
+    let addition: std::collections::HashMap<String, String> = match req.field("additionMap") {
+        Ok(map) => map.unwrap_or_default(),
+        Err(e) => return payload::fail(KIND, &rid, code::INVALID_PARAM, &e.to_string()),
+    };
+    let extra = |name: &str| addition.get(name).cloned().unwrap_or_default();
+    let request = PublishRequest {
+        namespace: req.str("tenant").to_string(),
+        group: req.str("group").to_string(),
+        data_id: req.str("dataId").to_string(),
+        content: req.str("content").to_string(),
+        config_type: extra("type"),
+        desc: extra("desc"),
+        app_name: extra("appName"),
+        tags: extra("config_tags"),
+        cas_md5: req.opt_str("casMd5").map(str::to_string),
+        beta_ips: extra("betaIps")
+            .split(',')
+            .map(str::trim)
+            .filter(|ip| !ip.is_empty())
+            .map(str::to_string)
+            .collect(),
+    };
+    let caller = Caller {
+        user: extra("src_user"),
+        ip: client_ip.to_string(),
+    };
+    match app.service.publish(request, &caller).await {
+        Ok(()) => payload::ok(KIND, &rid, json!({})),
+        Err(e) => {
+            let (code, message) = write_failure(&e);
+            payload::fail(KIND, &rid, code, &message)
+        }
+    }
+}
+
+/// `ConfigRemoveRequest{dataId, group, tenant}` (succeeds when absent too).
+pub async fn remove(app: &GrpcState, req: &Incoming, client_ip: &str) -> Payload {
+    const KIND: &str = "ConfigRemoveResponse";
+    let rid = req.request_id();
+    let caller = Caller {
+        user: req.str("srcUser").to_string(),
+        ip: client_ip.to_string(),
+    };
+    let removed = app
+        .service
+        .remove(
+            req.str("tenant"),
+            req.str("group"),
+            req.str("dataId"),
+            &caller,
+        )
+        .await;
+    match removed {
+        Ok(_) => payload::ok(KIND, &rid, json!({})),
+        Err(e) => {
+            let (code, message) = write_failure(&e);
+            payload::fail(KIND, &rid, code, &message)
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ListenContext {
+    data_id: String,
+    group: String,
+    #[serde(default)]
+    tenant: String,
+    #[serde(default)]
+    md5: String,
+}
+
+/// `ConfigBatchListenRequest{listen, configListenContexts}`: with
+/// `listen: true` the keys are registered on the caller's connection (pushes
+/// follow) and the keys whose md5 differs come back; with `false` they are
+/// unregistered.
+pub async fn batch_listen(
+    app: &GrpcState,
+    req: &Incoming,
+    client_ip: &str,
+    peer: Option<SocketAddr>,
+) -> Payload {
+    const KIND: &str = "ConfigChangeBatchListenResponse";
+    let rid = req.request_id();
+    let contexts: Vec<ListenContext> = match req.field("configListenContexts") {
+        Ok(contexts) => contexts.unwrap_or_default(),
+        Err(e) => return payload::fail(KIND, &rid, code::INVALID_PARAM, &e.to_string()),
+    };
+    if contexts.len() > app.max_listen_keys {
+        let message = format!(
+            "too many keys in one listen request: {} (at most {})",
+            contexts.len(),
+            app.max_listen_keys
+        );
+        return payload::fail(KIND, &rid, code::INVALID_PARAM, &message);
+    }
+    let mut keys = Vec::with_capacity(contexts.len());
+    for c in contexts {
+        let key = match checked_key(&c.tenant, &c.group, &c.data_id) {
+            Ok(key) => key,
+            Err(e) => return payload::fail(KIND, &rid, code::INVALID_PARAM, &e.to_string()),
+        };
+        keys.push(ListenKey {
+            key,
+            data_id: c.data_id,
+            group: c.group,
+            tenant: c.tenant,
+            md5: c.md5,
+        });
+    }
+    let listen = req
+        .body
+        .get("listen")
+        .and_then(|v| v.as_bool())
+        .unwrap_or(true);
+    let conn = peer.and_then(|p| app.connections.get(p));
+    if !listen {
+        if let Some(conn) = conn {
+            let keys = keys.into_iter().map(|k| k.key).collect();
+            app.hub.do_send(Unsubscribe {
+                conn: conn.num,
+                keys,
+            });
+        }
+        return payload::ok(KIND, &rid, json!({ "changedConfigs": [] }));
+    }
+    let Some(conn) = conn else {
+        return payload::fail(
+            KIND,
+            &rid,
+            code::UNREGISTERED,
+            "Connection is unregistered: open the bi-directional stream first",
+        );
+    };
+    // Register first, then compare: a change applied in between is either
+    // seen by the comparison or pushed.
+    let subscribed = app
+        .hub
+        .send(Subscribe {
+            conn: conn.num,
+            keys: keys.clone(),
+            queue: conn.queue.clone(),
+        })
+        .await;
+    if subscribed.is_err() {
+        return payload::fail(KIND, &rid, code::SERVER_ERROR, "the watch hub stopped");
+    }
+    let changed: Vec<_> = changed_keys(&app.service.state(), &keys, client_ip)
+        .into_iter()
+        .map(|k| json!({ "dataId": k.data_id, "group": k.group, "tenant": k.tenant }))
+        .collect();
+    payload::ok(KIND, &rid, json!({ "changedConfigs": changed }))
+}

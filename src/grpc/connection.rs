@@ -1,0 +1,250 @@
+//! The connection registry and the server push.
+//!
+//! A Nacos client opens one HTTP/2 connection: unary `Request/request` calls
+//! and one `BiRequestStream` share it, so the peer address (ip:port of that
+//! TCP connection) ties them together. `ServerCheckResponse` already names
+//! the connection id derived from it, before the stream exists. The stream
+//! registers the connection; when it ends the connection and its listeners
+//! are gone.
+//!
+//! Push: each connection has a [`PushQueue`] the watch hub marks and a push
+//! task that sends `ConfigChangeNotifyRequest`s with increasing request ids
+//! and waits for the client's acks (any response carrying that id), retrying
+//! a bounded number of times. The outbound channel is bounded: a client that
+//! stops reading stalls only its own push task.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use actix::Addr;
+use dashmap::DashMap;
+use tokio::sync::{mpsc, oneshot, watch};
+use tonic::Status;
+
+use super::payload::{self, Incoming};
+use super::pb::Payload;
+use crate::watch::{Disconnect, ListenKey, PushQueue, WatchHub};
+
+/// How long a pushed notification waits for its ack before it is re-sent.
+const ACK_TIMEOUT: Duration = Duration::from_secs(3);
+/// Sends of one notification before it is given up (the client re-syncs its
+/// md5s with its periodic batch listen anyway).
+const PUSH_ATTEMPTS: usize = 3;
+/// Messages queued towards one client before its push task waits.
+const OUTBOUND_QUEUE: usize = 64;
+
+pub type Outbound = mpsc::Sender<Result<Payload, Status>>;
+
+/// One client connection with an open stream.
+pub struct Connection {
+    /// The hub's id for this connection.
+    pub num: u64,
+    /// The Nacos connection id.
+    pub id: String,
+    pub peer: SocketAddr,
+    pub queue: PushQueue,
+    outbound: Outbound,
+    set_up: AtomicBool,
+    next_push: AtomicU64,
+    pending: Mutex<HashMap<String, oneshot::Sender<()>>>,
+    closed: watch::Sender<bool>,
+}
+
+impl Connection {
+    /// Whether the client sent its `ConnectionSetupRequest`.
+    pub fn is_set_up(&self) -> bool {
+        self.set_up.load(Ordering::Acquire)
+    }
+
+    fn ack(&self, request_id: &str) {
+        let waiter = self
+            .pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(request_id);
+        if let Some(waiter) = waiter {
+            let _ = waiter.send(());
+        }
+    }
+}
+
+/// Every connection with an open stream, by peer address.
+pub struct Connections {
+    by_peer: DashMap<SocketAddr, Arc<Connection>>,
+    next_num: AtomicU64,
+    /// Distinguishes connection ids across restarts of this node.
+    epoch_ms: i64,
+}
+
+impl Connections {
+    pub fn new() -> Self {
+        Connections {
+            by_peer: DashMap::new(),
+            next_num: AtomicU64::new(1),
+            epoch_ms: chrono::Utc::now().timestamp_millis(),
+        }
+    }
+
+    /// The Nacos connection id of a peer's connection.
+    pub fn connection_id(&self, peer: SocketAddr) -> String {
+        format!("{}_{}_{}", self.epoch_ms, peer.ip(), peer.port())
+    }
+
+    /// The connection whose stream came from `peer`, if open.
+    pub fn get(&self, peer: SocketAddr) -> Option<Arc<Connection>> {
+        self.by_peer.get(&peer).map(|c| c.clone())
+    }
+
+    /// Open streams.
+    pub fn len(&self) -> usize {
+        self.by_peer.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_peer.is_empty()
+    }
+
+    /// Registers a new stream from `peer`; returns the connection and the
+    /// receiving end of its outbound messages.
+    pub fn open(
+        &self,
+        peer: SocketAddr,
+    ) -> (Arc<Connection>, mpsc::Receiver<Result<Payload, Status>>) {
+        let (outbound, rx) = mpsc::channel(OUTBOUND_QUEUE);
+        let (closed, _) = watch::channel(false);
+        let conn = Arc::new(Connection {
+            num: self.next_num.fetch_add(1, Ordering::Relaxed),
+            id: self.connection_id(peer),
+            peer,
+            queue: PushQueue::default(),
+            outbound,
+            set_up: AtomicBool::new(false),
+            next_push: AtomicU64::new(1),
+            pending: Mutex::new(HashMap::new()),
+            closed,
+        });
+        if let Some(old) = self.by_peer.insert(peer, conn.clone()) {
+            let _ = old.closed.send(true);
+        }
+        (conn, rx)
+    }
+
+    /// Forgets a connection whose stream ended.
+    pub fn close(&self, conn: &Connection, hub: &Addr<WatchHub>) {
+        self.by_peer.remove_if(&conn.peer, |_, c| c.num == conn.num);
+        let _ = conn.closed.send(true);
+        hub.do_send(Disconnect(conn.num));
+    }
+}
+
+impl Default for Connections {
+    fn default() -> Self {
+        Connections::new()
+    }
+}
+
+/// Reads what the client sends on its stream until it ends: the setup
+/// request, and acks of pushed notifications.
+pub async fn read_stream(
+    conn: Arc<Connection>,
+    mut inbound: tonic::Streaming<Payload>,
+    connections: Arc<Connections>,
+    hub: Addr<WatchHub>,
+) {
+    loop {
+        let message = match inbound.message().await {
+            Ok(Some(message)) => message,
+            Ok(None) => break,
+            Err(status) => {
+                tracing::debug!(conn = %conn.id, "stream ended: {status}");
+                break;
+            }
+        };
+        let incoming = match Incoming::parse(message) {
+            Ok(incoming) => incoming,
+            Err(e) => {
+                tracing::debug!(conn = %conn.id, "unreadable stream message: {e}");
+                continue;
+            }
+        };
+        match incoming.kind.as_str() {
+            "ConnectionSetupRequest" => {
+                conn.set_up.store(true, Ordering::Release);
+                tracing::debug!(
+                    conn = %conn.id,
+                    version = incoming.str("clientVersion"),
+                    "connection set up"
+                );
+            }
+            // A response to something we pushed: its request id acks it.
+            kind if kind.ends_with("Response") => conn.ack(incoming.str("requestId")),
+            other => tracing::debug!(conn = %conn.id, "ignoring {other} on the stream"),
+        }
+    }
+    connections.close(&conn, &hub);
+}
+
+/// Sends change notifications for the keys the hub marks, until the
+/// connection closes.
+pub async fn push_changes(conn: Arc<Connection>) {
+    let mut closed = conn.closed.subscribe();
+    loop {
+        let keys = tokio::select! {
+            keys = conn.queue.take() => keys,
+            _ = closed.wait_for(|c| *c) => return,
+        };
+        let mut waiting: Vec<ListenKey> = keys;
+        for _ in 0..PUSH_ATTEMPTS {
+            let mut acks = Vec::with_capacity(waiting.len());
+            for key in &waiting {
+                let request_id = conn.next_push.fetch_add(1, Ordering::Relaxed).to_string();
+                let (tx, rx) = oneshot::channel();
+                conn.pending
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(request_id.clone(), tx);
+                let body = serde_json::json!({
+                    "requestId": request_id,
+                    "headers": {},
+                    "dataId": key.data_id,
+                    "group": key.group,
+                    "tenant": key.tenant,
+                    "module": "config",
+                });
+                let push = payload::payload("ConfigChangeNotifyRequest", &body);
+                let sent = tokio::select! {
+                    sent = conn.outbound.send(Ok(push)) => sent.is_ok(),
+                    _ = closed.wait_for(|c| *c) => false,
+                };
+                if !sent {
+                    return;
+                }
+                acks.push((key.clone(), request_id, rx));
+            }
+            let mut unacked = Vec::new();
+            for (key, request_id, rx) in acks {
+                if tokio::time::timeout(ACK_TIMEOUT, rx).await.is_err() {
+                    conn.pending
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .remove(&request_id);
+                    unacked.push(key);
+                }
+            }
+            waiting = unacked;
+            if waiting.is_empty() {
+                break;
+            }
+        }
+        if !waiting.is_empty() {
+            tracing::warn!(
+                conn = %conn.id,
+                keys = waiting.len(),
+                "client did not acknowledge change notifications; giving up on them"
+            );
+        }
+    }
+}

@@ -1,0 +1,164 @@
+//! The Nacos 2.x gRPC API (`proto/nacos_grpc_service.proto`) on the gRPC
+//! port (HTTP port + 1000 by default): the services `Request` (unary) and
+//! `BiRequestStream` (a connection's stream, for setup and server push).
+//!
+//! | request type | answer |
+//! |---|---|
+//! | `ServerCheckRequest` | `ServerCheckResponse{connectionId, supportAbilityNegotiation:false}` (before or after the stream is set up) |
+//! | `HealthCheckRequest` | `HealthCheckResponse` |
+//! | `ConfigQueryRequest` | `ConfigQueryResponse` (beta-aware; not found: errorCode 300) |
+//! | `ConfigPublishRequest` | `ConfigPublishResponse` (additionMap: type, desc, appName, config_tags, src_user, betaIps; casMd5) |
+//! | `ConfigRemoveRequest` | `ConfigRemoveResponse` |
+//! | `ConfigBatchListenRequest` | `ConfigChangeBatchListenResponse{changedConfigs}`; registers the keys on the connection |
+//! | anything else | `ErrorResponse` errorCode 302; an unparsable payload: errorCode 502 |
+//!
+//! On the stream the client sends `ConnectionSetupRequest` and acks; the
+//! server pushes `ConfigChangeNotifyRequest` (see [`connection`]).
+
+pub mod config;
+pub mod connection;
+pub mod payload;
+
+use std::pin::Pin;
+use std::sync::Arc;
+
+use actix::Addr;
+use futures::Stream;
+use serde_json::json;
+use tokio::net::TcpListener;
+use tonic::transport::server::TcpIncoming;
+use tonic::{Request, Response, Status, Streaming};
+
+use crate::service::ConfigService;
+use crate::watch::WatchHub;
+use connection::Connections;
+use payload::{code, Incoming};
+
+/// The generated Nacos gRPC types and services (package-less proto).
+#[allow(non_camel_case_types, clippy::all)]
+pub mod pb {
+    tonic::include_proto!("_");
+}
+
+/// What the gRPC handlers reach.
+pub struct GrpcState {
+    pub service: ConfigService,
+    pub hub: Addr<WatchHub>,
+    pub connections: Arc<Connections>,
+    pub max_listen_keys: usize,
+}
+
+#[derive(Clone)]
+struct Api(Arc<GrpcState>);
+
+/// Answers one unary request.
+pub async fn handle(
+    app: &GrpcState,
+    payload: pb::Payload,
+    peer: Option<std::net::SocketAddr>,
+) -> pb::Payload {
+    let req = match Incoming::parse(payload) {
+        Ok(req) => req,
+        Err(e) => {
+            return payload::error(
+                "",
+                code::BAD_REQUEST_PAYLOAD,
+                &format!("Invalid request: {e}"),
+            );
+        }
+    };
+    let client_ip = if req.client_ip.is_empty() {
+        peer.map(|p| p.ip().to_string()).unwrap_or_default()
+    } else {
+        req.client_ip.clone()
+    };
+    let rid = req.request_id();
+    match req.kind.as_str() {
+        "ServerCheckRequest" => {
+            let connection_id = peer
+                .map(|p| app.connections.connection_id(p))
+                .unwrap_or_default();
+            payload::ok(
+                "ServerCheckResponse",
+                &rid,
+                json!({ "connectionId": connection_id, "supportAbilityNegotiation": false }),
+            )
+        }
+        "HealthCheckRequest" => payload::ok("HealthCheckResponse", &rid, json!({})),
+        "ConfigQueryRequest" => config::query(app, &req, &client_ip),
+        "ConfigPublishRequest" => config::publish(app, &req, &client_ip).await,
+        "ConfigRemoveRequest" => config::remove(app, &req, &client_ip).await,
+        "ConfigBatchListenRequest" => config::batch_listen(app, &req, &client_ip, peer).await,
+        other => payload::error(
+            &rid,
+            code::NO_HANDLER,
+            &format!("RequestHandler Not Found: {other:?}"),
+        ),
+    }
+}
+
+#[tonic::async_trait]
+impl pb::request_server::Request for Api {
+    async fn request(
+        &self,
+        request: Request<pb::Payload>,
+    ) -> Result<Response<pb::Payload>, Status> {
+        let peer = request.remote_addr();
+        Ok(Response::new(
+            handle(&self.0, request.into_inner(), peer).await,
+        ))
+    }
+}
+
+type PayloadStream = Pin<Box<dyn Stream<Item = Result<pb::Payload, Status>> + Send + 'static>>;
+
+#[tonic::async_trait]
+impl pb::bi_request_stream_server::BiRequestStream for Api {
+    type requestBiStreamStream = PayloadStream;
+
+    async fn request_bi_stream(
+        &self,
+        request: Request<Streaming<pb::Payload>>,
+    ) -> Result<Response<PayloadStream>, Status> {
+        let peer = request
+            .remote_addr()
+            .ok_or_else(|| Status::failed_precondition("no peer address"))?;
+        let (conn, outbound) = self.0.connections.open(peer);
+        tokio::spawn(connection::push_changes(conn.clone()));
+        tokio::spawn(connection::read_stream(
+            conn,
+            request.into_inner(),
+            self.0.connections.clone(),
+            self.0.hub.clone(),
+        ));
+        let stream = futures::stream::unfold(outbound, |mut rx| async move {
+            rx.recv().await.map(|message| (message, rx))
+        });
+        Ok(Response::new(Box::pin(stream)))
+    }
+}
+
+/// Serves the gRPC port on an already bound listener, on the current tokio
+/// runtime, until the process ends. `max_message` bounds a message's size.
+pub fn serve(state: Arc<GrpcState>, listener: TcpListener, max_message: usize) {
+    let api = Api(state);
+    let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
+    tokio::spawn(async move {
+        let served = tonic::transport::Server::builder()
+            .add_service(
+                pb::request_server::RequestServer::new(api.clone())
+                    .max_decoding_message_size(max_message)
+                    .max_encoding_message_size(max_message),
+            )
+            .add_service(
+                pb::bi_request_stream_server::BiRequestStreamServer::new(api)
+                    .max_decoding_message_size(max_message)
+                    .max_encoding_message_size(max_message),
+            )
+            .serve_with_incoming(incoming)
+            .await;
+        if let Err(e) = served {
+            tracing::error!("gRPC port stopped: {e}");
+        }
+    });
+}

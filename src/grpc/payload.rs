@@ -1,0 +1,201 @@
+//! Nacos gRPC payloads: a `Payload` carries the class name of its message in
+//! `metadata.type` and the message itself as JSON in `body.value`.
+//!
+//! Responses always carry `resultCode` (200 or 500), `errorCode` (0 on
+//! success), `message` and `requestId`, and never a JSON `null`: the official
+//! clients deserialize strictly.
+
+use std::collections::HashMap;
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use super::pb::{Metadata, Payload};
+
+/// Nacos error codes the clients act on.
+pub mod code {
+    /// A config that does not exist (ConfigQueryResponse).
+    pub const CONFIG_NOT_FOUND: i32 = 300;
+    /// No handler for the request type.
+    pub const NO_HANDLER: i32 = 302;
+    /// A connection that did not set up its stream.
+    pub const UNREGISTERED: i32 = 301;
+    /// Bad input (Nacos' `INVALID_PARAM`).
+    pub const INVALID_PARAM: i32 = 400;
+    /// A request that could not be parsed (Nacos' `BAD_GATEWAY`).
+    pub const BAD_REQUEST_PAYLOAD: i32 = 502;
+    /// Any other failure.
+    pub const SERVER_ERROR: i32 = 500;
+}
+
+/// A request as it arrived: its type, the client's IP and headers, and the
+/// JSON body.
+#[derive(Debug)]
+pub struct Incoming {
+    pub kind: String,
+    pub client_ip: String,
+    pub headers: HashMap<String, String>,
+    pub body: Map<String, Value>,
+}
+
+/// Why a payload could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum PayloadError {
+    #[error("the payload has no body")]
+    NoBody,
+    #[error("the payload body is not a JSON object: {0}")]
+    NotJson(String),
+}
+
+impl Incoming {
+    pub fn parse(payload: Payload) -> Result<Incoming, PayloadError> {
+        let metadata = payload.metadata.unwrap_or_default();
+        let body = payload.body.ok_or(PayloadError::NoBody)?;
+        let body = match serde_json::from_slice::<Value>(&body.value) {
+            Ok(Value::Object(map)) => map,
+            Ok(other) => return Err(PayloadError::NotJson(format!("found {other}"))),
+            Err(e) => return Err(PayloadError::NotJson(e.to_string())),
+        };
+        Ok(Incoming {
+            kind: metadata.r#type,
+            client_ip: metadata.client_ip,
+            headers: metadata.headers,
+            body,
+        })
+    }
+
+    /// The request's id ("" when absent), echoed in its response.
+    pub fn request_id(&self) -> String {
+        self.str("requestId").to_string()
+    }
+
+    /// A string field ("" when absent or not a string).
+    pub fn str(&self, name: &str) -> &str {
+        self.body.get(name).and_then(Value::as_str).unwrap_or("")
+    }
+
+    /// A string field, or `None` when absent or null.
+    pub fn opt_str(&self, name: &str) -> Option<&str> {
+        self.body.get(name).and_then(Value::as_str)
+    }
+
+    /// A field deserialized into `T`.
+    pub fn field<T: DeserializeOwned>(&self, name: &str) -> Result<Option<T>, PayloadError> {
+        match self.body.get(name) {
+            None | Some(Value::Null) => Ok(None),
+            Some(value) => serde_json::from_value(value.clone())
+                .map(Some)
+                .map_err(|e| PayloadError::NotJson(format!("{name}: {e}"))),
+        }
+    }
+
+    /// A request header: in the body's `headers` (where the Java and Rust
+    /// clients put them) or in the metadata.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.body
+            .get("headers")
+            .and_then(|h| h.get(name))
+            .and_then(Value::as_str)
+            .or_else(|| self.headers.get(name).map(String::as_str))
+    }
+}
+
+/// Builds a payload of `kind` whose body is `body` as JSON.
+pub fn payload(kind: &str, body: &impl Serialize) -> Payload {
+    let value = serde_json::to_vec(body).unwrap_or_else(|_| b"{}".to_vec());
+    Payload {
+        metadata: Some(Metadata {
+            r#type: kind.to_string(),
+            client_ip: String::new(),
+            headers: HashMap::new(),
+        }),
+        body: Some(prost_types::Any {
+            type_url: String::new(),
+            value,
+        }),
+    }
+}
+
+/// A successful response: the common fields plus `fields`.
+pub fn ok(kind: &str, request_id: &str, fields: Value) -> Payload {
+    respond(kind, request_id, 200, 0, "", fields)
+}
+
+/// A failed response of `kind` (so the client's parser accepts it).
+pub fn fail(kind: &str, request_id: &str, error_code: i32, message: &str) -> Payload {
+    respond(kind, request_id, 500, error_code, message, Value::Null)
+}
+
+/// Nacos' generic `ErrorResponse`.
+pub fn error(request_id: &str, error_code: i32, message: &str) -> Payload {
+    fail("ErrorResponse", request_id, error_code, message)
+}
+
+fn respond(
+    kind: &str,
+    request_id: &str,
+    result_code: i32,
+    error_code: i32,
+    message: &str,
+    fields: Value,
+) -> Payload {
+    let mut body = match fields {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    };
+    body.insert("resultCode".into(), result_code.into());
+    body.insert("errorCode".into(), error_code.into());
+    body.insert("message".into(), message.into());
+    body.insert("requestId".into(), request_id.into());
+    body.insert("success".into(), (result_code == 200).into());
+    payload(kind, &Value::Object(body))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn body_of(payload: &Payload) -> Value {
+        serde_json::from_slice(&payload.body.as_ref().unwrap().value).unwrap()
+    }
+
+    #[test]
+    fn responses_carry_the_common_fields_and_no_nulls() {
+        let reply = ok("X", "7", serde_json::json!({"content": "a"}));
+        assert_eq!(reply.metadata.as_ref().unwrap().r#type, "X");
+        let body = body_of(&reply);
+        assert_eq!(body["resultCode"], 200);
+        assert_eq!(body["errorCode"], 0);
+        assert_eq!(body["requestId"], "7");
+        assert_eq!(body["content"], "a");
+        let failed = body_of(&error("", code::NO_HANDLER, "no"));
+        assert_eq!(failed["resultCode"], 500);
+        assert_eq!(failed["errorCode"], 302);
+        for body in [body, failed] {
+            assert!(body.as_object().unwrap().values().all(|v| !v.is_null()));
+        }
+    }
+
+    #[test]
+    fn bad_payloads_are_errors() {
+        let mut p = payload("ConfigQueryRequest", &serde_json::json!({}));
+        p.body.as_mut().unwrap().value = b"{not json".to_vec();
+        assert!(Incoming::parse(p).is_err());
+        let p = Payload {
+            metadata: None,
+            body: None,
+        };
+        assert!(matches!(Incoming::parse(p), Err(PayloadError::NoBody)));
+        let p = payload("X", &serde_json::json!([1, 2]));
+        assert!(Incoming::parse(p).is_err());
+        let p = payload(
+            "X",
+            &serde_json::json!({"requestId": "1", "headers": {"a": "b"}}),
+        );
+        let incoming = Incoming::parse(p).unwrap();
+        assert_eq!(incoming.request_id(), "1");
+        assert_eq!(incoming.header("a"), Some("b"));
+        assert_eq!(incoming.kind, "X");
+    }
+}
