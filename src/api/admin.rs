@@ -9,6 +9,7 @@
 //! | `POST /tacos/v1/admin/cluster/voters` | `id`: promote a learner to voter |
 //! | `DELETE /tacos/v1/admin/cluster/members` | `id`: remove a voter or learner |
 //! | `GET /tacos/v1/admin/digest` | applied index, config count and a digest of the whole state |
+//! | `GET /tacos/v1/admin/listeners` | held long polls, gRPC connections listening, and the keys they listen to |
 
 use std::collections::BTreeMap;
 
@@ -30,7 +31,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         )
         .route("/tacos/v1/admin/cluster/voters", web::post().to(promote))
         .route("/tacos/v1/admin/cluster/members", web::delete().to(remove))
-        .route("/tacos/v1/admin/digest", web::get().to(digest));
+        .route("/tacos/v1/admin/digest", web::get().to(digest))
+        .route("/tacos/v1/admin/listeners", web::get().to(listeners));
 }
 
 #[derive(Serialize)]
@@ -204,4 +206,16 @@ async fn digest(app: web::Data<AppState>) -> HttpResponse {
         "configs": state.config_count(),
         "digest": state.digest(),
     }))
+}
+
+async fn listeners(app: web::Data<AppState>) -> HttpResponse {
+    match app.hub.send(crate::watch::CountListeners).await {
+        Ok(counts) => HttpResponse::Ok().json(serde_json::json!({
+            "longPolls": counts.long_polls,
+            "grpcConnections": counts.grpc_connections,
+            "grpcKeys": counts.grpc_keys,
+        })),
+        Err(e) => HttpResponse::InternalServerError()
+            .json(serde_json::json!({ "error": format!("the watch hub stopped: {e}") })),
+    }
 }

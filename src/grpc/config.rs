@@ -18,9 +18,21 @@ use crate::watch::{changed_keys, ListenKey, Subscribe, Unsubscribe};
 pub fn query(app: &GrpcState, req: &Incoming, client_ip: &str) -> Payload {
     const KIND: &str = "ConfigQueryResponse";
     let rid = req.request_id();
+    // The Rust client requires `lastModified` and `beta` on failures too.
+    let failed = |code, message: &str| {
+        let empty = json!({
+            "content": "",
+            "contentType": "",
+            "md5": "",
+            "encryptedDataKey": "",
+            "lastModified": 0,
+            "beta": false,
+        });
+        payload::fail_with(KIND, &rid, code, message, empty)
+    };
     let key = match checked_key(req.str("tenant"), req.str("group"), req.str("dataId")) {
         Ok(key) => key,
-        Err(e) => return payload::fail(KIND, &rid, code::INVALID_PARAM, &e.to_string()),
+        Err(e) => return failed(code::INVALID_PARAM, &e.to_string()),
     };
     let state = app.service.state();
     let config = state.config(&key);
@@ -52,7 +64,7 @@ pub fn query(app: &GrpcState, req: &Incoming, client_ip: &str) -> Payload {
                 "beta": false,
             }),
         ),
-        None => payload::fail(KIND, &rid, code::CONFIG_NOT_FOUND, "config data not exist"),
+        None => failed(code::CONFIG_NOT_FOUND, "config data not exist"),
     }
 }
 

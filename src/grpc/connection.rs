@@ -170,6 +170,7 @@ pub async fn read_stream(
                 continue;
             }
         };
+        tracing::debug!(conn = %conn.id, kind = %incoming.kind, body = ?incoming.body, "stream message");
         match incoming.kind.as_str() {
             "ConnectionSetupRequest" => {
                 conn.set_up.store(true, Ordering::Release);

@@ -73,6 +73,7 @@ pub async fn handle(
         req.client_ip.clone()
     };
     let rid = req.request_id();
+    tracing::debug!(kind = %req.kind, ?peer, body = ?req.body, "gRPC request");
     match req.kind.as_str() {
         "ServerCheckRequest" => {
             let connection_id = peer

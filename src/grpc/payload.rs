@@ -127,6 +127,18 @@ pub fn fail(kind: &str, request_id: &str, error_code: i32, message: &str) -> Pay
     respond(kind, request_id, 500, error_code, message, Value::Null)
 }
 
+/// A failed response that also carries `fields`: the fields a client's
+/// parser requires of this kind even when it failed.
+pub fn fail_with(
+    kind: &str,
+    request_id: &str,
+    error_code: i32,
+    message: &str,
+    fields: Value,
+) -> Payload {
+    respond(kind, request_id, 500, error_code, message, fields)
+}
+
 /// Nacos' generic `ErrorResponse`.
 pub fn error(request_id: &str, error_code: i32, message: &str) -> Payload {
     fail("ErrorResponse", request_id, error_code, message)

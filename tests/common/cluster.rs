@@ -63,6 +63,7 @@ struct ClusterNode {
     id: u64,
     http_port: u16,
     cluster_port: u16,
+    grpc_port: u16,
     /// Holds the node's data dir (`dir/data`) and its log files.
     dir: TempDir,
     /// Every argument after `--data-dir` and `--http-port`.
@@ -127,6 +128,7 @@ impl Cluster {
         let id = index as u64 + 1;
         let http_port = free_port();
         let cluster_port = free_port();
+        let grpc_port = free_port();
         let dir = tempfile::Builder::new()
             .prefix(&format!("node{id}-"))
             .tempdir_in(self.tmp.path())
@@ -137,6 +139,8 @@ impl Cluster {
             id.to_string(),
             "--cluster-port".to_string(),
             cluster_port.to_string(),
+            "--grpc-port".to_string(),
+            grpc_port.to_string(),
         ]);
         if let Some(via) = join {
             args.extend(["--join".to_string(), self.cluster_addr(via)]);
@@ -145,6 +149,7 @@ impl Cluster {
             id,
             http_port,
             cluster_port,
+            grpc_port,
             dir,
             args,
             server: None,
@@ -191,6 +196,10 @@ impl Cluster {
 
     pub fn http_port(&self, i: usize) -> u16 {
         self.node(i).http_port
+    }
+
+    pub fn grpc_port(&self, i: usize) -> u16 {
+        self.node(i).grpc_port
     }
 
     pub fn cluster_port(&self, i: usize) -> u16 {

@@ -1,0 +1,298 @@
+//! The official Rust client (crates.io `nacos-sdk`, gRPC) against the real
+//! binary: get, publish, CAS, remove, listeners woken by HTTP writes and by
+//! writes on another cluster node, and a listener that survives a restart.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use nacos_sdk::api::config::{
+    ConfigChangeListener, ConfigResponse, ConfigService, ConfigServiceBuilder,
+};
+use nacos_sdk::api::error::Error as SdkError;
+use nacos_sdk::api::props::ClientProps;
+use tokio::sync::mpsc;
+
+use common::cluster::Cluster;
+use common::{assert_true, free_port, md5_hex, temp_dir, Server};
+
+const GROUP: &str = "DEFAULT_GROUP";
+const NOTIFY_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// Sends every notification into a channel.
+struct Forward(mpsc::UnboundedSender<ConfigResponse>);
+
+impl ConfigChangeListener for Forward {
+    fn notify(&self, config: ConfigResponse) {
+        let _ = self.0.send(config);
+    }
+}
+
+/// A client of the node whose HTTP port is `http` and gRPC port `grpc`; its
+/// cache lives in `cache` so tests never share or reuse one.
+async fn client(http: u16, grpc: u16, cache: &std::path::Path) -> ConfigService {
+    let props = ClientProps::new()
+        .server_addr(format!("127.0.0.1:{http}"))
+        .remote_grpc_port(grpc)
+        .namespace("")
+        .app_name("tacos-sdk-test")
+        .env_first(false)
+        .config_load_cache_at_start(false)
+        .cache_dir(cache.to_path_buf());
+    tokio::time::timeout(
+        Duration::from_secs(30),
+        ConfigServiceBuilder::new(props).build(),
+    )
+    .await
+    .expect("the SDK connects within 30 s")
+    .expect("building the config service")
+}
+
+/// Adds a listener, then waits until the node at `http` has the SDK's
+/// subscription: the SDK sends its listen request in the background and
+/// ignores that request's answer, so a change made before the server has it
+/// would only be seen on the SDK's next periodic re-listen (every 60 s).
+async fn listen(
+    service: &ConfigService,
+    http: u16,
+    data_id: &str,
+) -> mpsc::UnboundedReceiver<ConfigResponse> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    service
+        .add_listener(data_id.into(), GROUP.into(), Arc::new(Forward(tx)))
+        .await
+        .expect("adding a listener");
+    wait_subscribed(http).await;
+    rx
+}
+
+/// Waits until some gRPC connection listens to a key on the node at `http`.
+async fn wait_subscribed(http: u16) {
+    let url = format!("http://127.0.0.1:{http}/tacos/v1/admin/listeners");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let keys = match reqwest::get(&url).await {
+            Ok(reply) => reply.json::<serde_json::Value>().await.ok(),
+            Err(_) => None,
+        }
+        .and_then(|v| v["grpcKeys"].as_u64())
+        .unwrap_or(0);
+        if keys > 0 {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the SDK's listen request did not reach the server within 10 s"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Waits for a notification carrying `content` (earlier ones are skipped).
+async fn expect_notified(rx: &mut mpsc::UnboundedReceiver<ConfigResponse>, content: &str) {
+    let deadline = tokio::time::Instant::now() + NOTIFY_TIMEOUT;
+    loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        match tokio::time::timeout(left, rx.recv()).await {
+            Ok(Some(config)) if config.content() == content => {
+                assert_eq!(config.md5(), &md5_hex(content));
+                return;
+            }
+            Ok(Some(_)) => continue,
+            Ok(None) => panic!("the listener channel closed"),
+            Err(_) => panic!("no notification with {content:?} within {NOTIFY_TIMEOUT:?}"),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sdk_reads_writes_and_listens_over_grpc() {
+    let tmp = temp_dir();
+    let grpc = free_port();
+    let grpc_arg = grpc.to_string();
+    let server = Server::start_with_args(&tmp, &["--grpc-port", &grpc_arg]).await;
+    let cache = temp_dir();
+    let sdk = client(server.port(), grpc, cache.path()).await;
+
+    // publish and get
+    let published = sdk
+        .publish_config(
+            "app.yaml".into(),
+            GROUP.into(),
+            "port: 1".into(),
+            Some("yaml".into()),
+        )
+        .await
+        .expect("publish over gRPC");
+    assert!(published);
+    let got = sdk
+        .get_config("app.yaml".into(), GROUP.into())
+        .await
+        .expect("get");
+    assert_eq!(got.content(), "port: 1");
+    assert_eq!(got.md5(), &md5_hex("port: 1"));
+    assert_eq!(got.content_type(), "yaml");
+    // what the SDK wrote is what HTTP clients read
+    let (status, body, _) = server.api().get("app.yaml", GROUP, "").await;
+    assert_eq!(status, 200);
+    assert_eq!(body, "port: 1");
+
+    // compare-and-set
+    let stale = sdk
+        .publish_config_cas(
+            "app.yaml".into(),
+            GROUP.into(),
+            "port: 2".into(),
+            None,
+            md5_hex("not the current content"),
+        )
+        .await;
+    assert!(
+        !matches!(stale, Ok(true)),
+        "a CAS publish with a stale md5 must not succeed: {stale:?}"
+    );
+    assert!(sdk
+        .publish_config_cas(
+            "app.yaml".into(),
+            GROUP.into(),
+            "port: 2".into(),
+            None,
+            md5_hex("port: 1")
+        )
+        .await
+        .expect("CAS publish with the current md5"));
+
+    // a listener is woken by a write made over HTTP
+    let mut changes = listen(&sdk, server.port(), "app.yaml").await;
+    assert_true(
+        server.api().publish("app.yaml", GROUP, "", "port: 3").await,
+        "HTTP publish",
+    )
+    .await;
+    expect_notified(&mut changes, "port: 3").await;
+
+    // remove: HTTP sees it gone. (The SDK itself keeps answering a listened
+    // key from its cache, so "not found" is checked on a key it does not
+    // listen to.)
+    assert!(sdk
+        .remove_config("app.yaml".into(), GROUP.into())
+        .await
+        .expect("remove"));
+    let (status, _, _) = server.api().get("app.yaml", GROUP, "").await;
+    assert_eq!(status, 404);
+    assert!(sdk
+        .publish_config("gone.txt".into(), GROUP.into(), "x".into(), None)
+        .await
+        .expect("publish"));
+    assert_eq!(
+        sdk.get_config("gone.txt".into(), GROUP.into())
+            .await
+            .expect("get")
+            .content(),
+        "x"
+    );
+    assert!(sdk
+        .remove_config("gone.txt".into(), GROUP.into())
+        .await
+        .expect("remove"));
+    match sdk.get_config("gone.txt".into(), GROUP.into()).await {
+        Err(SdkError::ConfigNotFound(_)) => {}
+        other => panic!("expected ConfigNotFound after remove, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sdk_listener_survives_a_server_restart() {
+    let tmp = temp_dir();
+    let http = free_port();
+    let grpc = free_port();
+    let grpc_arg = grpc.to_string();
+    let mut server = Server::spawn(&tmp, http, &["--grpc-port", &grpc_arg]);
+    server.wait_healthy().await;
+    assert_true(
+        server.api().publish("watched", GROUP, "", "v1").await,
+        "publish v1",
+    )
+    .await;
+
+    let cache = temp_dir();
+    let sdk = client(http, grpc, cache.path()).await;
+    let mut changes = listen(&sdk, http, "watched").await;
+
+    server.stop().await;
+    let mut server = Server::spawn(&tmp, http, &["--grpc-port", &grpc_arg]);
+    server.wait_healthy().await;
+    // The SDK reconnects on its own; nacos-sdk 0.8 re-sends its listen
+    // request only in its periodic loop (every 60 s), which then reports the
+    // key whose md5 changed meanwhile.
+    assert_true(
+        server.api().publish("watched", GROUP, "", "v2").await,
+        "publish v2",
+    )
+    .await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(75);
+    loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        match tokio::time::timeout(left, changes.recv()).await {
+            Ok(Some(config)) if config.content() == "v2" => break,
+            Ok(Some(_)) => continue,
+            Ok(None) => panic!("the listener channel closed"),
+            Err(_) => panic!(
+                "the SDK's listener saw no change within 75 s of the restart; server log:\n{}",
+                server.log()
+            ),
+        }
+    }
+    // and it listens on the new connection: a further change is pushed
+    wait_subscribed(http).await;
+    assert_true(
+        server.api().publish("watched", GROUP, "", "v3").await,
+        "publish v3",
+    )
+    .await;
+    expect_notified(&mut changes, "v3").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sdk_on_a_follower_hears_a_write_made_on_another_node() {
+    let cluster = Cluster::start(3, &[]).await;
+    let leader = cluster.wait_for_leader(Duration::from_secs(10)).await;
+    let follower = (0..3).find(|&i| i != leader).expect("a follower");
+    let other = (0..3)
+        .find(|&i| i != leader && i != follower)
+        .expect("a third node");
+
+    let cache = temp_dir();
+    let sdk = client(
+        cluster.http_port(follower),
+        cluster.grpc_port(follower),
+        cache.path(),
+    )
+    .await;
+    cluster.publish(leader, "shared", "one").await;
+    cluster.wait_converged().await;
+    let got = sdk
+        .get_config("shared".into(), GROUP.into())
+        .await
+        .expect("get on a follower");
+    assert_eq!(got.content(), "one");
+
+    let mut changes = listen(&sdk, cluster.http_port(follower), "shared").await;
+    cluster.publish(other, "shared", "two").await;
+    expect_notified(&mut changes, "two").await;
+
+    // the SDK's own write on the follower is forwarded to the leader
+    assert!(sdk
+        .publish_config("shared".into(), GROUP.into(), "three".into(), None)
+        .await
+        .expect("publish through a follower"));
+    cluster.wait_converged().await;
+    for i in 0..3 {
+        assert_eq!(
+            cluster.read(i, "shared").await.as_deref(),
+            Some("three"),
+            "node {i}"
+        );
+    }
+}
