@@ -9,6 +9,7 @@
 
 pub mod api;
 pub mod grpc;
+pub mod metrics;
 pub mod model;
 pub mod raft;
 pub mod server;

@@ -24,6 +24,7 @@ const BODY_HEADROOM: usize = 1024 * 1024;
 /// Starts the node, serves HTTP until SIGINT/SIGTERM, then stops cleanly.
 pub fn run(settings: Settings) -> anyhow::Result<()> {
     settings.validate()?;
+    crate::metrics::install().context("installing the metrics recorder")?;
     let raft_runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .thread_name("tacos-raft")
@@ -33,7 +34,7 @@ pub fn run(settings: Settings) -> anyhow::Result<()> {
     // Changes applied before the hub runs are queued here.
     let (changes_tx, changes_rx) = tokio::sync::mpsc::unbounded_channel();
     let sink: ChangeSink = Arc::new(move |changes| {
-        let _ = changes_tx.send(changes);
+        let _ = changes_tx.send((changes, std::time::Instant::now()));
     });
     let mut grpc_runtime = tokio::runtime::Builder::new_multi_thread();
     if let Some(workers) = settings.grpc_workers {
@@ -103,7 +104,7 @@ struct Listeners {
 fn serve(
     settings: &Settings,
     node: Arc<Node>,
-    mut changes: tokio::sync::mpsc::UnboundedReceiver<crate::watch::Changes>,
+    mut changes: tokio::sync::mpsc::UnboundedReceiver<(crate::watch::Changes, std::time::Instant)>,
     listeners: Listeners,
 ) -> anyhow::Result<()> {
     let max_body = settings.max_content_size * 3 + BODY_HEADROOM;
@@ -116,8 +117,8 @@ fn serve(
         let hub = WatchHub::new(node.state_handle(), settings.max_long_polls).start();
         let forward = hub.clone();
         actix_web::rt::spawn(async move {
-            while let Some(c) = changes.recv().await {
-                forward.do_send(Changed(c));
+            while let Some((c, at)) = changes.recv().await {
+                forward.do_send(Changed(c, at));
             }
         });
         let service = ConfigService::new(node.clone(), limits);
@@ -142,9 +143,12 @@ fn serve(
             node,
             hub: hub.clone(),
             max_listen_keys: settings.max_listen_keys,
+            data_dir: settings.data_dir.clone(),
         });
         let mut server = HttpServer::new(move || {
-            App::new().configure(crate::api::configure(app.clone(), max_body))
+            App::new()
+                .wrap(actix_web::middleware::from_fn(crate::api::record_metrics))
+                .configure(crate::api::configure(app.clone(), max_body))
         })
         .shutdown_timeout(10);
         if let Some(workers) = settings.http_workers {

@@ -1,9 +1,10 @@
-//! Health routes.
+//! Health and metrics routes.
 //!
 //! | route | what |
 //! |---|---|
 //! | `GET /health`, `/nacos/v1/console/health/readiness` | 200 while this node knows a leader, else 503/500 |
 //! | `GET /nacos/v1/console/health/liveness` | 200 while the process serves |
+//! | `GET /metrics` | Prometheus text format (see [`crate::metrics`]) |
 
 use actix_web::{web, HttpResponse};
 
@@ -15,7 +16,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route(
             "/nacos/v1/console/health/readiness",
             web::get().to(readiness),
-        );
+        )
+        .route("/metrics", web::get().to(metrics));
 }
 
 fn has_leader(app: &AppState) -> bool {
@@ -40,4 +42,11 @@ async fn readiness(app: web::Data<AppState>) -> HttpResponse {
     } else {
         HttpResponse::InternalServerError().body("raft has no leader")
     }
+}
+
+async fn metrics(app: web::Data<AppState>) -> HttpResponse {
+    let listeners = app.hub.send(crate::watch::CountListeners).await.ok();
+    HttpResponse::Ok()
+        .content_type("text/plain; version=0.0.4")
+        .body(crate::metrics::render(&app.node, listeners, &app.data_dir))
 }

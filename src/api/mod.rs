@@ -27,6 +27,26 @@ pub struct AppState {
     pub service: ConfigService,
     pub hub: Addr<WatchHub>,
     pub max_listen_keys: usize,
+    /// Where the node's files are (for size metrics).
+    pub data_dir: std::path::PathBuf,
+}
+
+/// Counts every request and times it, labelled by the matched route
+/// pattern (never the raw path, which would make unbounded series).
+pub async fn record_metrics(
+    req: actix_web::dev::ServiceRequest,
+    next: actix_web::middleware::Next<impl actix_web::body::MessageBody>,
+) -> Result<actix_web::dev::ServiceResponse<impl actix_web::body::MessageBody>, actix_web::Error> {
+    let started = std::time::Instant::now();
+    let route = req.match_pattern().unwrap_or_else(|| "unmatched".into());
+    let method = req.method().to_string();
+    let response = next.call(req).await?;
+    let status = response.status().as_u16().to_string();
+    metrics::counter!("tacos_http_requests_total", "method" => method.clone(), "route" => route.clone(), "status" => status)
+        .increment(1);
+    metrics::histogram!("tacos_http_request_duration_seconds", "method" => method, "route" => route)
+        .record(started.elapsed().as_secs_f64());
+    Ok(response)
 }
 
 /// The read-consistency choice of a request: `consistency=linearizable` (a

@@ -223,11 +223,15 @@ pub async fn push_changes(conn: Arc<Connection>) {
                 if !sent {
                     return;
                 }
-                acks.push((key.clone(), request_id, rx));
+                acks.push((key.clone(), request_id, rx, std::time::Instant::now()));
             }
             let mut unacked = Vec::new();
-            for (key, request_id, rx) in acks {
-                if tokio::time::timeout(ACK_TIMEOUT, rx).await.is_err() {
+            for (key, request_id, rx, sent) in acks {
+                let acked = tokio::time::timeout(ACK_TIMEOUT, rx).await;
+                if matches!(acked, Ok(Ok(()))) {
+                    metrics::histogram!("tacos_grpc_push_ack_seconds")
+                        .record(sent.elapsed().as_secs_f64());
+                } else {
                     conn.pending
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())

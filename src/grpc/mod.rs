@@ -6,6 +6,7 @@
 //! |---|---|
 //! | `ServerCheckRequest` | `ServerCheckResponse{connectionId, supportAbilityNegotiation:false}` (before or after the stream is set up) |
 //! | `HealthCheckRequest` | `HealthCheckResponse` |
+//! | `ClientDetectionRequest` | `ClientDetectionResponse` |
 //! | `ConfigQueryRequest` | `ConfigQueryResponse` (beta-aware; not found: errorCode 300) |
 //! | `ConfigPublishRequest` | `ConfigPublishResponse` (additionMap: type, desc, appName, config_tags, src_user, betaIps; casMd5) |
 //! | `ConfigRemoveRequest` | `ConfigRemoveResponse` |
@@ -13,7 +14,8 @@
 //! | anything else | `ErrorResponse` errorCode 302; an unparsable payload: errorCode 502 |
 //!
 //! On the stream the client sends `ConnectionSetupRequest` and acks; the
-//! server pushes `ConfigChangeNotifyRequest` (see [`connection`]).
+//! server pushes `ConfigChangeNotifyRequest` (see [`connection`]). HTTP/2
+//! keepalive pings close connections whose client vanished.
 
 pub mod config;
 pub mod connection;
@@ -39,6 +41,22 @@ use payload::{code, Incoming};
 pub mod pb {
     tonic::include_proto!("_");
 }
+
+/// How often an idle client connection is pinged, and how long the answer
+/// may take before the connection is closed.
+const KEEPALIVE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(20);
+const KEEPALIVE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Request types with handlers (metric labels).
+const KNOWN_TYPES: &[&str] = &[
+    "ServerCheckRequest",
+    "HealthCheckRequest",
+    "ClientDetectionRequest",
+    "ConfigQueryRequest",
+    "ConfigPublishRequest",
+    "ConfigRemoveRequest",
+    "ConfigBatchListenRequest",
+];
 
 /// What the gRPC handlers reach.
 pub struct GrpcState {
@@ -86,6 +104,7 @@ pub async fn handle(
             )
         }
         "HealthCheckRequest" => payload::ok("HealthCheckResponse", &rid, json!({})),
+        "ClientDetectionRequest" => payload::ok("ClientDetectionResponse", &rid, json!({})),
         "ConfigQueryRequest" => config::query(app, &req, &client_ip),
         "ConfigPublishRequest" => config::publish(app, &req, &client_ip).await,
         "ConfigRemoveRequest" => config::remove(app, &req, &client_ip).await,
@@ -105,9 +124,30 @@ impl pb::request_server::Request for Api {
         request: Request<pb::Payload>,
     ) -> Result<Response<pb::Payload>, Status> {
         let peer = request.remote_addr();
-        Ok(Response::new(
-            handle(&self.0, request.into_inner(), peer).await,
-        ))
+        let started = std::time::Instant::now();
+        let payload = request.into_inner();
+        let kind = payload
+            .metadata
+            .as_ref()
+            .map_or("", |m| m.r#type.as_str())
+            .to_string();
+        let reply = handle(&self.0, payload, peer).await;
+        let ok = reply
+            .body
+            .as_ref()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b.value).ok())
+            .is_some_and(|v| v["resultCode"] == 200);
+        // Only known request types get their own label.
+        let label = if KNOWN_TYPES.contains(&kind.as_str()) {
+            kind
+        } else {
+            "other".into()
+        };
+        metrics::counter!("tacos_grpc_requests_total", "type" => label.clone(), "result" => if ok { "ok" } else { "error" })
+            .increment(1);
+        metrics::histogram!("tacos_grpc_request_duration_seconds", "type" => label)
+            .record(started.elapsed().as_secs_f64());
+        Ok(Response::new(reply))
     }
 }
 
@@ -145,7 +185,11 @@ pub fn serve(state: Arc<GrpcState>, listener: TcpListener, max_message: usize) {
     let api = Api(state);
     let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
     tokio::spawn(async move {
+        // HTTP/2 pings find clients that vanished without closing their
+        // connection; their stream then ends and their listens are dropped.
         let served = tonic::transport::Server::builder()
+            .http2_keepalive_interval(Some(KEEPALIVE_INTERVAL))
+            .http2_keepalive_timeout(Some(KEEPALIVE_TIMEOUT))
             .add_service(
                 pb::request_server::RequestServer::new(api.clone())
                     .max_decoding_message_size(max_message)

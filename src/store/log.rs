@@ -652,9 +652,11 @@ impl Writer {
         self.write_buffered()?;
         if self.dirty {
             let path = self.active_path();
+            let started = std::time::Instant::now();
             self.active
                 .sync_data()
                 .map_err(StoreError::io("fsync", path))?;
+            metrics::histogram!("tacos_log_fsync_seconds").record(started.elapsed().as_secs_f64());
             self.dirty = false;
         }
         for done in self.waiting.drain(..) {

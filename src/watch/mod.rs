@@ -124,9 +124,10 @@ impl WatchHub {
         Some(held)
     }
 
-    /// Answers every hold in `ids` whose keys changed.
-    fn wake(&mut self, ids: Vec<u64>) {
+    /// Answers every hold in `ids` whose keys changed; returns how many.
+    fn wake(&mut self, ids: Vec<u64>) -> usize {
         let state = self.state.load();
+        let mut woken = 0;
         for id in ids {
             let Some(held) = self.holds.get(&id) else {
                 continue;
@@ -135,9 +136,11 @@ impl WatchHub {
             if !changed.is_empty() {
                 if let Some(held) = self.remove(id) {
                     let _ = held.reply.send(changed);
+                    woken += 1;
                 }
             }
         }
+        woken
     }
 }
 
@@ -209,10 +212,10 @@ impl Handler<Cancel> for WatchHub {
     }
 }
 
-/// An applied batch changed these keys.
+/// An applied batch changed these keys (applied at the given instant).
 #[derive(Message)]
 #[rtype(result = "()")]
-pub struct Changed(pub Changes);
+pub struct Changed(pub Changes, pub std::time::Instant);
 
 impl Handler<Changed> for WatchHub {
     type Result = ();
@@ -238,7 +241,11 @@ impl Handler<Changed> for WatchHub {
                 ids
             }
         };
-        self.wake(ids);
+        let woken = self.wake(ids);
+        let latency = msg.1.elapsed().as_secs_f64();
+        for _ in 0..woken {
+            metrics::histogram!("tacos_watch_notify_seconds").record(latency);
+        }
     }
 }
 
