@@ -1,5 +1,8 @@
 //! Every setting in one struct: command-line flags with `TACOS_*` environment
-//! twins (flag > env > default), validated before anything starts.
+//! twins and keys of an optional TOML file (flag > env > file > default, see
+//! [`file`]), validated before anything starts.
+
+pub mod file;
 
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -13,9 +16,19 @@ pub const MAX_CONTENT_CEILING: usize = 32 * 1024 * 1024;
 ///
 /// With no arguments it serves one node on 127.0.0.1:8848 with its data in
 /// ./tacos_data. Writes are answered only after they are fsynced and applied.
+///
+/// Every setting below can be given as a flag, as its TACOS_* environment
+/// variable, or as a key of the --config file; a flag wins over the
+/// environment, which wins over the file, which wins over the default.
 #[derive(Debug, Clone, Parser)]
 #[command(name = "tacos", version, about, long_about)]
 pub struct Settings {
+    /// Read settings from this TOML file: keys are the flag names without
+    /// the dashes in front (`http-port = 8848`, `data-dir = "/var/lib/tacos"`).
+    /// Precedence: flag > environment > file > default.
+    #[arg(long, env = "TACOS_CONFIG", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
     /// Directory for the Raft log, metadata and snapshots (created if missing).
     /// Only one process may use it at a time.
     #[arg(long, env = "TACOS_DATA_DIR", default_value = "tacos_data")]

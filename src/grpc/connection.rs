@@ -189,7 +189,8 @@ pub async fn read_stream(
 }
 
 /// Sends change notifications for the keys the hub marks, until the
-/// connection closes.
+/// connection closes. Each notification is sent and retried on its own, so
+/// one unacknowledged key never delays the others.
 pub async fn push_changes(conn: Arc<Connection>) {
     let mut closed = conn.closed.subscribe();
     loop {
@@ -197,59 +198,54 @@ pub async fn push_changes(conn: Arc<Connection>) {
             keys = conn.queue.take() => keys,
             _ = closed.wait_for(|c| *c) => return,
         };
-        let mut waiting: Vec<ListenKey> = keys;
-        for _ in 0..PUSH_ATTEMPTS {
-            let mut acks = Vec::with_capacity(waiting.len());
-            for key in &waiting {
-                let request_id = conn.next_push.fetch_add(1, Ordering::Relaxed).to_string();
-                let (tx, rx) = oneshot::channel();
-                conn.pending
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .insert(request_id.clone(), tx);
-                let body = serde_json::json!({
-                    "requestId": request_id,
-                    "headers": {},
-                    "dataId": key.data_id,
-                    "group": key.group,
-                    "tenant": key.tenant,
-                    "module": "config",
-                });
-                let push = payload::payload("ConfigChangeNotifyRequest", &body);
-                let sent = tokio::select! {
-                    sent = conn.outbound.send(Ok(push)) => sent.is_ok(),
-                    _ = closed.wait_for(|c| *c) => false,
-                };
-                if !sent {
-                    return;
-                }
-                acks.push((key.clone(), request_id, rx, std::time::Instant::now()));
-            }
-            let mut unacked = Vec::new();
-            for (key, request_id, rx, sent) in acks {
-                let acked = tokio::time::timeout(ACK_TIMEOUT, rx).await;
-                if matches!(acked, Ok(Ok(()))) {
-                    metrics::histogram!("tacos_grpc_push_ack_seconds")
-                        .record(sent.elapsed().as_secs_f64());
-                } else {
-                    conn.pending
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .remove(&request_id);
-                    unacked.push(key);
-                }
-            }
-            waiting = unacked;
-            if waiting.is_empty() {
-                break;
-            }
-        }
-        if !waiting.is_empty() {
-            tracing::warn!(
-                conn = %conn.id,
-                keys = waiting.len(),
-                "client did not acknowledge change notifications; giving up on them"
-            );
+        for key in keys {
+            tokio::spawn(push_one(conn.clone(), key));
         }
     }
+}
+
+/// Sends one change notification until it is acknowledged, at most
+/// [`PUSH_ATTEMPTS`] times, each with a new request id.
+async fn push_one(conn: Arc<Connection>, key: ListenKey) {
+    let mut closed = conn.closed.subscribe();
+    for _ in 0..PUSH_ATTEMPTS {
+        let request_id = conn.next_push.fetch_add(1, Ordering::Relaxed).to_string();
+        let (tx, rx) = oneshot::channel();
+        conn.pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(request_id.clone(), tx);
+        let body = serde_json::json!({
+            "requestId": request_id,
+            "headers": {},
+            "dataId": key.data_id,
+            "group": key.group,
+            "tenant": key.tenant,
+            "module": "config",
+        });
+        let push = payload::payload("ConfigChangeNotifyRequest", &body);
+        let sent_at = std::time::Instant::now();
+        let sent = tokio::select! {
+            sent = conn.outbound.send(Ok(push)) => sent.is_ok(),
+            _ = closed.wait_for(|c| *c) => false,
+        };
+        if !sent {
+            return;
+        }
+        if let Ok(Ok(())) = tokio::time::timeout(ACK_TIMEOUT, rx).await {
+            metrics::histogram!("tacos_grpc_push_ack_seconds")
+                .record(sent_at.elapsed().as_secs_f64());
+            return;
+        }
+        conn.pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&request_id);
+    }
+    tracing::warn!(
+        conn = %conn.id,
+        data_id = %key.data_id,
+        group = %key.group,
+        "client did not acknowledge a change notification; giving up on it"
+    );
 }

@@ -46,6 +46,8 @@ pub enum PayloadError {
     NoBody,
     #[error("the payload body is not a JSON object: {0}")]
     NotJson(String),
+    #[error("field {field}: {reason}")]
+    BadField { field: String, reason: String },
 }
 
 impl Incoming {
@@ -65,9 +67,40 @@ impl Incoming {
         })
     }
 
-    /// The request's id ("" when absent), echoed in its response.
+    /// The request's id ("" when absent), echoed in its response as a
+    /// string (a number is echoed as its digits).
     pub fn request_id(&self) -> String {
-        self.str("requestId").to_string()
+        match self.body.get("requestId") {
+            Some(Value::String(id)) => id.clone(),
+            Some(Value::Number(id)) => id.to_string(),
+            _ => String::new(),
+        }
+    }
+
+    /// A JSON object of string values; nulls are dropped and numbers and
+    /// booleans are taken as their text (clients differ in what they send).
+    pub fn string_map(
+        &self,
+        name: &str,
+    ) -> Result<std::collections::HashMap<String, String>, PayloadError> {
+        let bad = |reason: &str| PayloadError::BadField {
+            field: name.to_string(),
+            reason: reason.to_string(),
+        };
+        match self.body.get(name) {
+            None | Some(Value::Null) => Ok(Default::default()),
+            Some(Value::Object(map)) => map
+                .iter()
+                .filter_map(|(k, v)| match v {
+                    Value::Null => None,
+                    Value::String(s) => Some(Ok((k.clone(), s.clone()))),
+                    Value::Number(n) => Some(Ok((k.clone(), n.to_string()))),
+                    Value::Bool(b) => Some(Ok((k.clone(), b.to_string()))),
+                    _ => Some(Err(bad("values must be strings"))),
+                })
+                .collect(),
+            Some(_) => Err(bad("must be an object of strings")),
+        }
     }
 
     /// A string field ("" when absent or not a string).
@@ -86,7 +119,10 @@ impl Incoming {
             None | Some(Value::Null) => Ok(None),
             Some(value) => serde_json::from_value(value.clone())
                 .map(Some)
-                .map_err(|e| PayloadError::NotJson(format!("{name}: {e}"))),
+                .map_err(|e| PayloadError::BadField {
+                    field: name.to_string(),
+                    reason: e.to_string(),
+                }),
         }
     }
 
@@ -209,5 +245,24 @@ mod tests {
         assert_eq!(incoming.request_id(), "1");
         assert_eq!(incoming.header("a"), Some("b"));
         assert_eq!(incoming.kind, "X");
+        let p = payload(
+            "X",
+            &serde_json::json!({"requestId": 42, "additionMap": {"type": null, "n": 5, "s": "x"}}),
+        );
+        let incoming = Incoming::parse(p).unwrap();
+        assert_eq!(incoming.request_id(), "42");
+        let map = incoming.string_map("additionMap").unwrap();
+        assert_eq!(map.len(), 2);
+        assert_eq!(map["n"], "5");
+        assert_eq!(map["s"], "x");
+        let p = payload("X", &serde_json::json!({"additionMap": {"a": [1]}}));
+        let error = Incoming::parse(p)
+            .unwrap()
+            .string_map("additionMap")
+            .unwrap_err();
+        assert!(
+            error.to_string().starts_with("field additionMap"),
+            "{error}"
+        );
     }
 }

@@ -1,0 +1,941 @@
+//! The Nacos 2.x gRPC protocol spoken raw against the real `tacos` binary:
+//! `Payload{metadata.type, body: Any{value: JSON}}` over the unary
+//! `Request/request` and the `BiRequestStream/requestBiStream` services, with
+//! the generated client of the library.
+//!
+//! Every response is checked for the common fields (`resultCode`,
+//! `errorCode`), its type and the absence of JSON nulls. A connection is one
+//! tonic [`Channel`] (one HTTP/2 connection): the server ties a connection's
+//! unary calls to its stream by the TCP peer address, so the stream and the
+//! unary calls of one "client" share a channel. Every wait is bounded.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use common::{assert_true, free_port, md5_hex, temp_dir, NacosApi, Server};
+use futures::channel::mpsc::{unbounded, UnboundedSender};
+use serde_json::{json, Value};
+use tacos::grpc::pb::bi_request_stream_client::BiRequestStreamClient;
+use tacos::grpc::pb::request_client::RequestClient;
+use tacos::grpc::pb::{Metadata, Payload};
+use tempfile::TempDir;
+use tonic::transport::{Channel, Endpoint};
+
+const GROUP: &str = "DEFAULT_GROUP";
+/// Bound on one unary call or on connecting.
+const CALL_TIMEOUT: Duration = Duration::from_secs(10);
+/// Bound on waiting for a push that must come.
+const PUSH_BOUND: Duration = Duration::from_secs(5);
+/// How long the stream must stay silent to count as "no push".
+const QUIET: Duration = Duration::from_millis(1500);
+/// The server re-sends an unacked push after 3 s; allow for a loaded box.
+const RESEND_BOUND: Duration = Duration::from_millis(4500);
+/// Message size limit the test clients accept (above tonic's 4 MiB default).
+const CLIENT_MAX_MESSAGE: usize = 64 << 20;
+
+// ---- payloads ---------------------------------------------------------------
+
+/// A fresh request id.
+fn next_request_id() -> String {
+    static SEQ: AtomicU64 = AtomicU64::new(1);
+    format!("t-{}", SEQ.fetch_add(1, Ordering::Relaxed))
+}
+
+/// A payload of `kind` whose body is the raw bytes `value`.
+fn raw_payload(kind: &str, client_ip: &str, value: Option<Vec<u8>>) -> Payload {
+    Payload {
+        metadata: Some(Metadata {
+            r#type: kind.to_string(),
+            client_ip: client_ip.to_string(),
+            headers: Default::default(),
+        }),
+        body: value.map(|value| prost_types::Any {
+            type_url: String::new(),
+            value,
+        }),
+    }
+}
+
+/// A payload of `kind` with `body` as JSON.
+fn payload(kind: &str, client_ip: &str, body: &Value) -> Payload {
+    raw_payload(kind, client_ip, Some(serde_json::to_vec(body).unwrap()))
+}
+
+/// Where the first JSON null in `value` is (a JSON-pointer-ish path).
+fn find_null(value: &Value, path: &str) -> Option<String> {
+    match value {
+        Value::Null => Some(if path.is_empty() {
+            "/".into()
+        } else {
+            path.into()
+        }),
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .find_map(|(i, v)| find_null(v, &format!("{path}/{i}"))),
+        Value::Object(map) => map
+            .iter()
+            .find_map(|(k, v)| find_null(v, &format!("{path}/{k}"))),
+        _ => None,
+    }
+}
+
+/// Panics if `value` holds a JSON null anywhere.
+fn assert_no_nulls(value: &Value) {
+    if let Some(path) = find_null(value, "") {
+        panic!("JSON null at {path} in {value}");
+    }
+}
+
+/// A decoded message: its `metadata.type` and its JSON body.
+#[derive(Debug, Clone)]
+struct Msg {
+    kind: String,
+    body: Value,
+}
+
+impl Msg {
+    fn decode(payload: Payload) -> Msg {
+        let kind = payload.metadata.map(|m| m.r#type).unwrap_or_default();
+        let any = payload
+            .body
+            .unwrap_or_else(|| panic!("a {kind:?} message without a body"));
+        let body: Value = serde_json::from_slice(&any.value).unwrap_or_else(|e| {
+            panic!(
+                "{kind} body is not JSON ({e}): {}",
+                String::from_utf8_lossy(&any.value)
+            )
+        });
+        assert!(body.is_object(), "{kind} body is not an object: {body}");
+        assert_no_nulls(&body);
+        Msg { kind, body }
+    }
+
+    fn str(&self, name: &str) -> &str {
+        self.body[name]
+            .as_str()
+            .unwrap_or_else(|| panic!("{} has no string {name:?}: {}", self.kind, self.body))
+    }
+
+    fn int(&self, name: &str) -> i64 {
+        self.body[name]
+            .as_i64()
+            .unwrap_or_else(|| panic!("{} has no integer {name:?}: {}", self.kind, self.body))
+    }
+
+    fn result_code(&self) -> i64 {
+        self.int("resultCode")
+    }
+
+    fn error_code(&self) -> i64 {
+        self.int("errorCode")
+    }
+
+    /// Asserts a successful response of `kind` answering `request_id`.
+    fn assert_ok(&self, kind: &str, request_id: &str) -> &Self {
+        assert_eq!(self.kind, kind, "response type: {self:?}");
+        assert_eq!(self.result_code(), 200, "expected success: {self:?}");
+        assert_eq!(self.error_code(), 0, "expected errorCode 0: {self:?}");
+        assert_eq!(self.str("requestId"), request_id, "requestId: {self:?}");
+        self
+    }
+
+    /// Asserts a failed response of `kind` with `error_code`.
+    fn assert_failed(&self, kind: &str, request_id: &str, error_code: i64) -> &Self {
+        assert_eq!(self.kind, kind, "response type: {self:?}");
+        assert_eq!(self.result_code(), 500, "expected a failure: {self:?}");
+        assert_eq!(self.error_code(), error_code, "errorCode: {self:?}");
+        assert_eq!(self.str("requestId"), request_id, "requestId: {self:?}");
+        self
+    }
+}
+
+// ---- clients ----------------------------------------------------------------
+
+/// Starts a server on a known gRPC port.
+async fn start(tmp: &TempDir) -> (Server, u16) {
+    let grpc_port = free_port().to_string();
+    let server = Server::start_with_args(tmp, &["--grpc-port", &grpc_port]).await;
+    (server, grpc_port.parse().unwrap())
+}
+
+/// One client connection: a channel (one HTTP/2 connection) and a unary
+/// client on it.
+struct Conn {
+    channel: Channel,
+    client: RequestClient<Channel>,
+}
+
+impl Conn {
+    async fn open(grpc_port: u16) -> Conn {
+        let endpoint = Endpoint::from_shared(format!("http://127.0.0.1:{grpc_port}"))
+            .unwrap()
+            .connect_timeout(CALL_TIMEOUT);
+        let channel = tokio::time::timeout(CALL_TIMEOUT, endpoint.connect())
+            .await
+            .expect("connecting timed out")
+            .unwrap_or_else(|e| panic!("connecting to gRPC port {grpc_port}: {e:?}"));
+        let client = RequestClient::new(channel.clone())
+            .max_decoding_message_size(CLIENT_MAX_MESSAGE)
+            .max_encoding_message_size(CLIENT_MAX_MESSAGE);
+        Conn { channel, client }
+    }
+
+    /// Sends one payload and decodes the answer (checked for nulls and the
+    /// common fields).
+    async fn send(&mut self, payload: Payload) -> Msg {
+        let kind = payload.metadata.as_ref().map(|m| m.r#type.clone());
+        let reply = tokio::time::timeout(CALL_TIMEOUT, self.client.request(payload))
+            .await
+            .unwrap_or_else(|_| panic!("{kind:?} timed out"))
+            .unwrap_or_else(|status| panic!("{kind:?} failed with a gRPC status: {status:?}"));
+        let msg = Msg::decode(reply.into_inner());
+        for field in ["resultCode", "errorCode"] {
+            assert!(
+                msg.body[field].is_i64(),
+                "{kind:?} answered without {field}: {msg:?}"
+            );
+        }
+        msg
+    }
+
+    /// Sends `body` (to which `requestId` and `headers` are added) as `kind`
+    /// from `client_ip` ("" for none); returns the request id and answer.
+    async fn call_from(&mut self, kind: &str, client_ip: &str, mut body: Value) -> (String, Msg) {
+        let rid = next_request_id();
+        body["requestId"] = json!(rid);
+        if body.get("headers").is_none() {
+            body["headers"] = json!({});
+        }
+        let msg = self.send(payload(kind, client_ip, &body)).await;
+        (rid, msg)
+    }
+
+    async fn call(&mut self, kind: &str, body: Value) -> (String, Msg) {
+        self.call_from(kind, "", body).await
+    }
+
+    async fn server_check(&mut self) -> String {
+        let (rid, msg) = self.call("ServerCheckRequest", json!({})).await;
+        msg.assert_ok("ServerCheckResponse", &rid);
+        assert_eq!(
+            msg.body["supportAbilityNegotiation"],
+            json!(false),
+            "{msg:?}"
+        );
+        let id = msg.str("connectionId").to_string();
+        assert!(!id.is_empty(), "empty connectionId: {msg:?}");
+        id
+    }
+
+    async fn query_from(&mut self, client_ip: &str, data_id: &str, tenant: &str) -> (String, Msg) {
+        let body = json!({"dataId": data_id, "group": GROUP, "tenant": tenant, "tag": ""});
+        let (rid, msg) = self.call_from("ConfigQueryRequest", client_ip, body).await;
+        assert_eq!(msg.kind, "ConfigQueryResponse", "{msg:?}");
+        assert!(
+            msg.body.get("tag").is_none(),
+            "ConfigQueryResponse must not carry `tag`: {msg:?}"
+        );
+        (rid, msg)
+    }
+
+    /// Queries a config that must exist; returns the response.
+    async fn query_ok_from(&mut self, client_ip: &str, data_id: &str, tenant: &str) -> Msg {
+        let (rid, msg) = self.query_from(client_ip, data_id, tenant).await;
+        msg.assert_ok("ConfigQueryResponse", &rid);
+        for field in ["content", "contentType", "md5", "encryptedDataKey"] {
+            assert!(msg.body[field].is_string(), "{field} missing: {msg:?}");
+        }
+        assert!(msg.body["beta"].is_boolean(), "beta missing: {msg:?}");
+        assert!(msg.int("lastModified") > 0, "lastModified: {msg:?}");
+        assert_eq!(msg.str("md5"), md5_hex(msg.str("content")), "{msg:?}");
+        msg
+    }
+
+    async fn query_ok(&mut self, data_id: &str, tenant: &str) -> Msg {
+        self.query_ok_from("", data_id, tenant).await
+    }
+
+    /// Asserts the config does not exist (errorCode 300).
+    async fn query_absent(&mut self, data_id: &str, tenant: &str) {
+        let (rid, msg) = self.query_from("", data_id, tenant).await;
+        msg.assert_failed("ConfigQueryResponse", &rid, 300);
+    }
+
+    async fn publish_raw(&mut self, body: Value) -> (String, Msg) {
+        let (rid, msg) = self.call("ConfigPublishRequest", body).await;
+        assert_eq!(msg.kind, "ConfigPublishResponse", "{msg:?}");
+        (rid, msg)
+    }
+
+    /// Publishes `content` with `additionMap`, which must succeed.
+    async fn publish_with(&mut self, data_id: &str, tenant: &str, content: &str, addition: Value) {
+        let body = json!({
+            "dataId": data_id, "group": GROUP, "tenant": tenant, "content": content,
+            "additionMap": addition,
+        });
+        let (rid, msg) = self.publish_raw(body).await;
+        msg.assert_ok("ConfigPublishResponse", &rid);
+    }
+
+    async fn publish(&mut self, data_id: &str, tenant: &str, content: &str) {
+        self.publish_with(data_id, tenant, content, json!({})).await
+    }
+
+    async fn remove(&mut self, data_id: &str, tenant: &str) {
+        let body = json!({"dataId": data_id, "group": GROUP, "tenant": tenant, "tag": ""});
+        let (rid, msg) = self.call("ConfigRemoveRequest", body).await;
+        msg.assert_ok("ConfigRemoveResponse", &rid);
+    }
+
+    /// A batch listen of `(dataId, tenant, md5)` contexts.
+    async fn batch_listen(&mut self, listen: bool, keys: &[(&str, &str, &str)]) -> (String, Msg) {
+        let contexts: Vec<Value> = keys
+            .iter()
+            .map(|(data_id, tenant, md5)| {
+                json!({"dataId": data_id, "group": GROUP, "tenant": tenant, "md5": md5})
+            })
+            .collect();
+        let body = json!({"listen": listen, "configListenContexts": contexts});
+        let (rid, msg) = self.call("ConfigBatchListenRequest", body).await;
+        assert_eq!(msg.kind, "ConfigChangeBatchListenResponse", "{msg:?}");
+        (rid, msg)
+    }
+
+    /// A batch listen that must succeed; returns the changed `(dataId, group,
+    /// tenant)`s.
+    async fn listen_ok(
+        &mut self,
+        listen: bool,
+        keys: &[(&str, &str, &str)],
+    ) -> BTreeSet<(String, String, String)> {
+        let (rid, msg) = self.batch_listen(listen, keys).await;
+        msg.assert_ok("ConfigChangeBatchListenResponse", &rid);
+        let changed = msg.body["changedConfigs"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no changedConfigs array: {msg:?}"));
+        changed
+            .iter()
+            .map(|c| {
+                let field = |name: &str| {
+                    c[name]
+                        .as_str()
+                        .unwrap_or_else(|| panic!("changed config without {name}: {msg:?}"))
+                        .to_string()
+                };
+                (field("dataId"), field("group"), field("tenant"))
+            })
+            .collect()
+    }
+}
+
+/// A connection's bi-directional stream.
+struct Stream {
+    outbound: UnboundedSender<Payload>,
+    inbound: tonic::Streaming<Payload>,
+}
+
+impl Stream {
+    /// Opens the stream on `conn`'s channel (without sending anything).
+    async fn open(conn: &Conn) -> Stream {
+        let (outbound, rx) = unbounded::<Payload>();
+        let mut client = BiRequestStreamClient::new(conn.channel.clone())
+            .max_decoding_message_size(CLIENT_MAX_MESSAGE)
+            .max_encoding_message_size(CLIENT_MAX_MESSAGE);
+        let response = tokio::time::timeout(CALL_TIMEOUT, client.request_bi_stream(rx))
+            .await
+            .expect("opening the stream timed out")
+            .expect("opening the stream");
+        Stream {
+            outbound,
+            inbound: response.into_inner(),
+        }
+    }
+
+    fn send(&self, payload: Payload) {
+        self.outbound
+            .unbounded_send(payload)
+            .expect("the stream's sender is closed");
+    }
+
+    /// Sends `ConnectionSetupRequest` as the official clients do.
+    fn setup(&self) {
+        let body = json!({
+            "clientVersion": "Nacos-Java-Client:v2.4.0",
+            "abilities": {},
+            "tenant": "",
+            "labels": {"source": "sdk", "AppName": "grpc-protocol-test"},
+            "requestId": "",
+            "headers": {},
+        });
+        self.send(payload("ConnectionSetupRequest", "", &body));
+    }
+
+    /// Opens the stream and sends the setup.
+    async fn open_set_up(conn: &Conn) -> Stream {
+        let stream = Stream::open(conn).await;
+        stream.setup();
+        stream
+    }
+
+    /// The next message within `within`; `None` on timeout. Panics if the
+    /// stream ends or fails.
+    async fn next_within(&mut self, within: Duration) -> Option<Msg> {
+        match tokio::time::timeout(within, self.inbound.message()).await {
+            Err(_) => None,
+            Ok(Ok(Some(payload))) => Some(Msg::decode(payload)),
+            Ok(Ok(None)) => panic!("the server ended the stream"),
+            Ok(Err(status)) => panic!("the stream failed: {status:?}"),
+        }
+    }
+
+    /// The next push, which must come within [`PUSH_BOUND`]; checked to be a
+    /// well-formed `ConfigChangeNotifyRequest`.
+    async fn next_push(&mut self) -> Msg {
+        let push = self
+            .next_within(PUSH_BOUND)
+            .await
+            .unwrap_or_else(|| panic!("no push within {PUSH_BOUND:?}"));
+        assert_push_shape(&push);
+        push
+    }
+
+    /// Asserts nothing arrives for [`QUIET`].
+    async fn assert_quiet(&mut self, why: &str) {
+        if let Some(msg) = self.next_within(QUIET).await {
+            panic!("{why}: unexpected message on the stream: {msg:?}");
+        }
+    }
+
+    /// Acknowledges a push as the clients do.
+    fn ack(&self, push: &Msg) {
+        let body = json!({
+            "requestId": push.str("requestId"),
+            "resultCode": 200,
+            "errorCode": 0,
+            "message": "",
+            "success": true,
+        });
+        self.send(payload("ConfigChangeNotifyResponse", "", &body));
+    }
+}
+
+fn assert_push_shape(push: &Msg) {
+    assert_eq!(push.kind, "ConfigChangeNotifyRequest", "{push:?}");
+    assert!(!push.str("requestId").is_empty(), "{push:?}");
+    assert!(push.body["headers"].is_object(), "headers: {push:?}");
+    for field in ["dataId", "group", "tenant"] {
+        assert!(push.body[field].is_string(), "{field}: {push:?}");
+    }
+}
+
+/// A push's key: (dataId, group, tenant).
+fn push_key(push: &Msg) -> (String, String, String) {
+    (
+        push.str("dataId").into(),
+        push.str("group").into(),
+        push.str("tenant").into(),
+    )
+}
+
+fn key(data_id: &str, tenant: &str) -> (String, String, String) {
+    (data_id.into(), GROUP.into(), tenant.into())
+}
+
+/// A push's request id as a number (the server numbers them).
+fn push_number(push: &Msg) -> u64 {
+    push.str("requestId")
+        .parse()
+        .unwrap_or_else(|_| panic!("push requestId is not a number: {push:?}"))
+}
+
+/// HTTP GET of a config: (status, body, Content-MD5, Config-Type).
+async fn http_get(api: &NacosApi, data_id: &str, tenant: &str) -> (u16, String, String, String) {
+    let (status, body, headers) = api.get(data_id, GROUP, tenant).await;
+    (
+        status.as_u16(),
+        body,
+        common::header_str(&headers, "Content-MD5").to_string(),
+        common::header_str(&headers, "Config-Type").to_string(),
+    )
+}
+
+// ---- tests ------------------------------------------------------------------
+
+#[test]
+fn the_null_walk_finds_nested_nulls() {
+    assert_eq!(find_null(&json!({"a": [1, {"b": "x"}]}), ""), None);
+    assert_eq!(
+        find_null(&json!({"a": [1, {"b": null}]}), "").as_deref(),
+        Some("/a/1/b")
+    );
+    assert_eq!(find_null(&Value::Null, "").as_deref(), Some("/"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_check_health_and_setup_in_any_order() {
+    let tmp = temp_dir();
+    let (_server, grpc) = start(&tmp).await;
+    let mut conn = Conn::open(grpc).await;
+
+    // Before any stream.
+    let id = conn.server_check().await;
+    assert!(
+        id.contains("127.0.0.1"),
+        "the connection id names the peer: {id}"
+    );
+    assert_eq!(
+        conn.server_check().await,
+        id,
+        "one channel, one connection id"
+    );
+    let (rid, health) = conn.call("HealthCheckRequest", json!({})).await;
+    health.assert_ok("HealthCheckResponse", &rid);
+
+    // Setup after the server check; the stream stays open and silent.
+    let mut stream = Stream::open_set_up(&conn).await;
+    assert!(
+        stream
+            .next_within(Duration::from_millis(300))
+            .await
+            .is_none(),
+        "the server sent something unasked after the setup"
+    );
+    // Server check after the setup: same connection, and it is registered.
+    assert_eq!(conn.server_check().await, id, "the id changed after setup");
+    let (rid, health) = conn.call("HealthCheckRequest", json!({})).await;
+    health.assert_ok("HealthCheckResponse", &rid);
+    assert!(conn.listen_ok(true, &[("k", "", "")]).await.is_empty());
+
+    // Another channel is another connection.
+    let mut other = Conn::open(grpc).await;
+    let other_id = other.server_check().await;
+    assert_ne!(other_id, id, "two channels share a connection id");
+    // Its setup comes first, then the server check.
+    let _other_stream = Stream::open_set_up(&other).await;
+    assert_eq!(other.server_check().await, other_id);
+    assert!(other.listen_ok(true, &[("k", "", "")]).await.is_empty());
+    // The first stream is unaffected.
+    assert!(stream
+        .next_within(Duration::from_millis(200))
+        .await
+        .is_none());
+
+    // Ending the stream unregisters the connection (bounded wait: the server
+    // notices the end asynchronously); a new stream on the same channel
+    // registers it again under the same id.
+    drop(stream);
+    let deadline = Instant::now() + Duration::from_secs(3);
+    loop {
+        let (rid, msg) = conn.batch_listen(true, &[("k", "", "")]).await;
+        if msg.result_code() == 500 {
+            msg.assert_failed("ConfigChangeBatchListenResponse", &rid, 301);
+            break;
+        }
+        msg.assert_ok("ConfigChangeBatchListenResponse", &rid);
+        assert!(
+            Instant::now() < deadline,
+            "still registered 3 s after its stream ended"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let _stream = Stream::open_set_up(&conn).await;
+    assert!(conn.listen_ok(true, &[("k", "", "")]).await.is_empty());
+    assert_eq!(conn.server_check().await, id);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn query_publish_remove_round_trip_and_http_agree() {
+    let tmp = temp_dir();
+    let (server, grpc) = start(&tmp).await;
+    let api = server.api();
+    let mut conn = Conn::open(grpc).await;
+    let data_id = "grpc.round-trip";
+
+    conn.query_absent(data_id, "").await;
+
+    // gRPC publish, read over gRPC and HTTP.
+    let content = "a: 1\nb: [x, y]\nunicode: \u{00e9}\u{4e2d}\n";
+    let addition = json!({
+        "type": "yaml", "desc": "round trip", "appName": "grpc-test",
+        "config_tags": "t1,t2", "src_user": "tester", "betaIps": "",
+    });
+    conn.publish_with(data_id, "", content, addition).await;
+    let got = conn.query_ok(data_id, "").await;
+    assert_eq!(got.str("content"), content);
+    assert_eq!(got.str("md5"), md5_hex(content));
+    assert_eq!(got.str("contentType"), "yaml");
+    assert_eq!(got.str("encryptedDataKey"), "");
+    assert_eq!(got.body["beta"], json!(false));
+    let (status, body, md5, config_type) = http_get(&api, data_id, "").await;
+    assert_eq!(status, 200, "HTTP GET after gRPC publish: {body}");
+    assert_eq!(body, content);
+    assert_eq!(md5, md5_hex(content));
+    assert_eq!(config_type, "yaml");
+
+    // HTTP publish, read over gRPC.
+    let content2 = "a: 2\n";
+    let form = [
+        ("dataId", data_id),
+        ("group", GROUP),
+        ("tenant", ""),
+        ("content", content2),
+        ("type", "properties"),
+    ];
+    assert_true(api.publish_with(&form, &[]).await, "HTTP publish").await;
+    let got = conn.query_ok(data_id, "").await;
+    assert_eq!(got.str("content"), content2);
+    assert_eq!(got.str("md5"), md5_hex(content2));
+    assert_eq!(got.str("contentType"), "properties");
+    let (_, _, md5, config_type) = http_get(&api, data_id, "").await;
+    assert_eq!(
+        (md5.as_str(), config_type.as_str()),
+        (got.str("md5"), "properties")
+    );
+
+    // gRPC remove: gone for both.
+    conn.remove(data_id, "").await;
+    conn.query_absent(data_id, "").await;
+    let (status, body, _, _) = http_get(&api, data_id, "").await;
+    assert_eq!(status, 404, "HTTP GET after gRPC remove: {body}");
+    // Removing what is absent succeeds.
+    conn.remove(data_id, "").await;
+    conn.remove("grpc.never-existed", "").await;
+
+    // HTTP delete is seen over gRPC too.
+    conn.publish(data_id, "", "again").await;
+    assert_eq!(conn.query_ok(data_id, "").await.str("content"), "again");
+    assert_true(api.delete(data_id, GROUP, "").await, "HTTP delete").await;
+    conn.query_absent(data_id, "").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn empty_and_public_tenant_are_one_namespace_echoed_as_sent() {
+    let tmp = temp_dir();
+    let (server, grpc) = start(&tmp).await;
+    let api = server.api();
+    let mut conn = Conn::open(grpc).await;
+
+    conn.publish("ns.a", "public", "a1").await;
+    assert_eq!(conn.query_ok("ns.a", "").await.str("content"), "a1");
+    assert_eq!(conn.query_ok("ns.a", "public").await.str("content"), "a1");
+    conn.publish("ns.b", "", "b1").await;
+    assert_eq!(conn.query_ok("ns.b", "public").await.str("content"), "b1");
+    for tenant in ["", "public"] {
+        assert_eq!(http_get(&api, "ns.a", tenant).await.1, "a1", "{tenant:?}");
+        assert_eq!(http_get(&api, "ns.b", tenant).await.1, "b1", "{tenant:?}");
+    }
+
+    let mut stream = Stream::open_set_up(&conn).await;
+    let changed = conn
+        .listen_ok(true, &[("ns.a", "public", ""), ("ns.b", "", "")])
+        .await;
+    let expected: BTreeSet<_> = [key("ns.a", "public"), key("ns.b", "")].into();
+    assert_eq!(changed, expected, "changedConfigs echo each tenant as sent");
+    // Current md5s, either spelling: nothing changed.
+    let a1 = md5_hex("a1");
+    let b1 = md5_hex("b1");
+    let changed = conn
+        .listen_ok(true, &[("ns.a", "public", &a1), ("ns.b", "", &b1)])
+        .await;
+    assert!(changed.is_empty(), "{changed:?}");
+
+    // Pushes echo the listened spelling whichever spelling changed it.
+    assert_true(api.publish("ns.a", GROUP, "", "a2").await, "publish a2").await;
+    let push = stream.next_push().await;
+    assert_eq!(push_key(&push), key("ns.a", "public"), "{push:?}");
+    stream.ack(&push);
+    assert_true(
+        api.publish("ns.b", GROUP, "public", "b2").await,
+        "publish b2",
+    )
+    .await;
+    let push = stream.next_push().await;
+    assert_eq!(push_key(&push), key("ns.b", ""), "{push:?}");
+    stream.ack(&push);
+    stream.assert_quiet("after both pushes were acked").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn beta_is_served_by_client_ip() {
+    let tmp = temp_dir();
+    let (server, grpc) = start(&tmp).await;
+    let api = server.api();
+    let mut conn = Conn::open(grpc).await;
+    let beta_ip = "10.9.9.9";
+
+    // Beta published over HTTP.
+    let data_id = "beta.http";
+    assert_true(api.publish(data_id, GROUP, "", "normal").await, "publish").await;
+    let form = [
+        ("dataId", data_id),
+        ("group", GROUP),
+        ("tenant", ""),
+        ("content", "beta content"),
+    ];
+    let beta = api.publish_with(&form, &[("betaIps", beta_ip)]).await;
+    assert_true(beta, "HTTP beta publish").await;
+    let got = conn.query_ok_from(beta_ip, data_id, "").await;
+    assert_eq!(got.str("content"), "beta content", "{got:?}");
+    assert_eq!(got.body["beta"], json!(true), "{got:?}");
+    for ip in ["10.1.1.1", ""] {
+        let got = conn.query_ok_from(ip, data_id, "").await;
+        assert_eq!(got.str("content"), "normal", "client ip {ip:?}: {got:?}");
+        assert_eq!(got.body["beta"], json!(false), "client ip {ip:?}: {got:?}");
+    }
+
+    // Beta published over gRPC (additionMap betaIps, two IPs).
+    let data_id = "beta.grpc";
+    conn.publish(data_id, "", "normal 2").await;
+    let addition = json!({"betaIps": format!("{beta_ip}, 10.8.8.8")});
+    conn.publish_with(data_id, "", "beta 2", addition).await;
+    for ip in [beta_ip, "10.8.8.8"] {
+        let got = conn.query_ok_from(ip, data_id, "").await;
+        assert_eq!(got.str("content"), "beta 2", "client ip {ip:?}: {got:?}");
+        assert_eq!(got.body["beta"], json!(true), "{got:?}");
+    }
+    let got = conn.query_ok_from("10.7.7.7", data_id, "").await;
+    assert_eq!(got.str("content"), "normal 2", "{got:?}");
+    assert_eq!(got.body["beta"], json!(false), "{got:?}");
+    // HTTP from 127.0.0.1 (not a beta IP) sees the normal content.
+    assert_eq!(http_get(&api, data_id, "").await.1, "normal 2");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cas_publish_checks_the_md5() {
+    let tmp = temp_dir();
+    let (_server, grpc) = start(&tmp).await;
+    let mut conn = Conn::open(grpc).await;
+    let data_id = "cas.key";
+    conn.publish(data_id, "", "v1").await;
+
+    let publish = |cas: String, content: &str| {
+        json!({
+            "dataId": data_id, "group": GROUP, "tenant": "", "content": content,
+            "casMd5": cas, "additionMap": {},
+        })
+    };
+    let (rid, msg) = conn.publish_raw(publish(md5_hex("wrong"), "v2")).await;
+    assert_eq!(msg.str("requestId"), rid);
+    assert_eq!(msg.result_code(), 500, "a CAS mismatch must fail: {msg:?}");
+    assert_ne!(msg.error_code(), 0, "{msg:?}");
+    assert_eq!(conn.query_ok(data_id, "").await.str("content"), "v1");
+
+    let (rid, msg) = conn.publish_raw(publish(md5_hex("v1"), "v2")).await;
+    msg.assert_ok("ConfigPublishResponse", &rid);
+    assert_eq!(conn.query_ok(data_id, "").await.str("content"), "v2");
+
+    // The old md5 no longer matches.
+    let (_, msg) = conn.publish_raw(publish(md5_hex("v1"), "v3")).await;
+    assert_eq!(msg.result_code(), 500, "a stale CAS must fail: {msg:?}");
+    assert_eq!(conn.query_ok(data_id, "").await.str("content"), "v2");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pushes_are_acked_resent_and_stop_after_unlisten() {
+    let tmp = temp_dir();
+    let (server, grpc) = start(&tmp).await;
+    let api = server.api();
+    let data_id = "push.key";
+    assert_true(api.publish(data_id, GROUP, "", "v0").await, "publish v0").await;
+
+    let mut conn = Conn::open(grpc).await;
+    let mut stream = Stream::open_set_up(&conn).await;
+    // Listening with the current md5: nothing changed; a stale md5: changed.
+    let changed = conn.listen_ok(true, &[(data_id, "", &md5_hex("v0"))]).await;
+    assert!(changed.is_empty(), "{changed:?}");
+    let stale = conn.listen_ok(true, &[(data_id, "", "0")]).await;
+    assert_eq!(stale, [key(data_id, "")].into());
+    let changed = conn.listen_ok(true, &[(data_id, "", &md5_hex("v0"))]).await;
+    assert!(changed.is_empty(), "{changed:?}");
+    stream.assert_quiet("nothing changed yet").await;
+
+    // Acked pushes, numbered upwards.
+    let mut last = 0;
+    for content in ["v1", "v2", "v3"] {
+        let published = Instant::now();
+        assert_true(api.publish(data_id, GROUP, "", content).await, content).await;
+        let push = stream.next_push().await;
+        assert_eq!(push_key(&push), key(data_id, ""), "{push:?}");
+        assert!(
+            published.elapsed() < Duration::from_secs(2),
+            "push took {:?}",
+            published.elapsed()
+        );
+        let number = push_number(&push);
+        assert!(
+            number > last,
+            "push ids not increasing: {last} then {push:?}"
+        );
+        last = number;
+        stream.ack(&push);
+        // The push is acked before the next change, so one push each.
+        let got = conn.query_ok(data_id, "").await;
+        assert_eq!(got.str("content"), content);
+    }
+    stream.assert_quiet("every push was acked").await;
+
+    // An unacked push is re-sent with a new id.
+    assert_true(api.publish(data_id, GROUP, "", "v4").await, "v4").await;
+    let first = stream.next_push().await;
+    let first_seen = Instant::now();
+    assert_eq!(push_key(&first), key(data_id, ""));
+    let again = stream
+        .next_within(RESEND_BOUND)
+        .await
+        .unwrap_or_else(|| panic!("no re-send within {RESEND_BOUND:?} of {first:?}"));
+    let waited = first_seen.elapsed();
+    assert_push_shape(&again);
+    assert_eq!(push_key(&again), key(data_id, ""));
+    assert_ne!(again.str("requestId"), first.str("requestId"), "{again:?}");
+    assert!(
+        push_number(&again) > push_number(&first),
+        "{first:?} {again:?}"
+    );
+    assert!(
+        waited >= Duration::from_millis(2500),
+        "re-sent after only {waited:?} (ack timeout is 3 s)"
+    );
+    // A late ack of the first one is harmless; acking the re-send ends it.
+    stream.ack(&first);
+    stream.ack(&again);
+    stream.assert_quiet("the re-send was acked").await;
+
+    // listen:false unregisters the key: no more pushes.
+    let changed = conn.listen_ok(false, &[(data_id, "", "")]).await;
+    assert!(changed.is_empty(), "{changed:?}");
+    assert_true(api.publish(data_id, GROUP, "", "v5").await, "v5").await;
+    stream.assert_quiet("the key was unlistened").await;
+    // The connection still works, and listening again re-arms pushes.
+    conn.server_check().await;
+    let changed = conn.listen_ok(true, &[(data_id, "", &md5_hex("v5"))]).await;
+    assert!(changed.is_empty(), "{changed:?}");
+    assert_true(api.publish(data_id, GROUP, "", "v6").await, "v6").await;
+    let push = stream.next_push().await;
+    assert!(push_number(&push) > push_number(&again));
+    stream.ack(&push);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn errors_have_codes_and_leave_the_connection_usable() {
+    let tmp = temp_dir();
+    let (_server, grpc) = start(&tmp).await;
+    let mut conn = Conn::open(grpc).await;
+    let id = conn.server_check().await;
+
+    // Batch listen before the stream is open: unregistered.
+    let (rid, msg) = conn.batch_listen(true, &[("k", "", "")]).await;
+    msg.assert_failed("ConfigChangeBatchListenResponse", &rid, 301);
+    assert_eq!(conn.server_check().await, id);
+
+    // Unknown request type.
+    let (rid, msg) = conn.call("NoSuchRequest", json!({})).await;
+    msg.assert_failed("ErrorResponse", &rid, 302);
+    assert!(!msg.str("message").is_empty(), "{msg:?}");
+    assert_eq!(conn.server_check().await, id);
+
+    // A body that is not JSON, a JSON body that is not an object, no body.
+    for (what, value) in [
+        ("garbage", Some(b"\x00not json{".to_vec())),
+        ("JSON array", Some(b"[1,2]".to_vec())),
+        ("empty", Some(Vec::new())),
+        ("no body", None),
+    ] {
+        let msg = conn
+            .send(raw_payload("ConfigQueryRequest", "", value))
+            .await;
+        assert_eq!(msg.kind, "ErrorResponse", "{what}: {msg:?}");
+        assert_eq!(msg.result_code(), 500, "{what}: {msg:?}");
+        assert_eq!(msg.error_code(), 502, "{what}: {msg:?}");
+        assert_eq!(conn.server_check().await, id, "after {what}");
+    }
+    // No metadata at all.
+    let msg = conn
+        .send(Payload {
+            metadata: None,
+            body: None,
+        })
+        .await;
+    assert_eq!(
+        (msg.kind.as_str(), msg.error_code()),
+        ("ErrorResponse", 502)
+    );
+    assert_eq!(conn.server_check().await, id);
+
+    // An invalid dataId: a failure that is not "not found".
+    let (rid, msg) = conn.query_from("", "bad id!", "").await;
+    assert_eq!(msg.str("requestId"), rid);
+    assert_eq!(msg.result_code(), 500, "{msg:?}");
+    assert_ne!(
+        msg.error_code(),
+        300,
+        "an invalid dataId is not 'not found': {msg:?}"
+    );
+    assert_ne!(msg.error_code(), 0, "{msg:?}");
+    assert!(!msg.str("message").is_empty(), "{msg:?}");
+    assert_eq!(conn.server_check().await, id);
+    // ... in a publish too.
+    let body = json!({"dataId": "bad id!", "group": GROUP, "tenant": "", "content": "x"});
+    let (rid, msg) = conn.publish_raw(body).await;
+    assert_eq!(msg.str("requestId"), rid);
+    assert_eq!(msg.result_code(), 500, "{msg:?}");
+    assert!(!msg.str("message").is_empty(), "{msg:?}");
+    // ... and in a listen (the stream now open).
+    let _stream = Stream::open_set_up(&conn).await;
+    let (rid, msg) = conn.batch_listen(true, &[("bad id!", "", "")]).await;
+    assert_eq!(msg.str("requestId"), rid);
+    assert_eq!(msg.result_code(), 500, "{msg:?}");
+    assert_ne!(msg.error_code(), 301, "{msg:?}");
+
+    // Still usable for real work.
+    assert_eq!(conn.server_check().await, id);
+    conn.publish("after.errors", "", "fine").await;
+    assert_eq!(
+        conn.query_ok("after.errors", "").await.str("content"),
+        "fine"
+    );
+    assert!(
+        conn.listen_ok(true, &[("after.errors", "", "")])
+            .await
+            .len()
+            == 1
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_content_over_grpc() {
+    let tmp = temp_dir();
+    let (server, grpc) = start(&tmp).await;
+    let api = server.api();
+    let mut conn = Conn::open(grpc).await;
+    let data_id = "large.content";
+
+    // 5 MiB of varied ASCII (above tonic's 4 MiB default message limit).
+    let line = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-+=\n";
+    let size = 5 << 20;
+    let mut content = String::with_capacity(size + line.len());
+    let mut n = 0u64;
+    while content.len() < size {
+        content.push_str(&format!("{n:08}:"));
+        content.push_str(line);
+        n += 1;
+    }
+    content.truncate(size);
+    assert_eq!(content.len(), 5 << 20);
+
+    conn.publish(data_id, "", &content).await;
+    let got = conn.query_ok(data_id, "").await;
+    assert_eq!(got.str("content").len(), content.len());
+    assert!(
+        got.str("content") == content,
+        "the large content came back changed"
+    );
+    assert_eq!(got.str("md5"), md5_hex(&content));
+    let (status, body, md5, _) = http_get(&api, data_id, "").await;
+    assert_eq!(status, 200);
+    assert_eq!(md5, md5_hex(&content));
+    assert!(body == content, "HTTP sees different large content");
+}
