@@ -115,6 +115,18 @@ pub struct Settings {
     /// Take a snapshot (and purge the log behind it) after this many new log entries.
     #[arg(long, env = "TACOS_SNAPSHOT_ENTRIES", default_value_t = 20_000)]
     pub snapshot_entries: u64,
+
+    /// Log output: `text` for people, `json` for log collectors (one object
+    /// per line). The level comes from RUST_LOG (default `info,openraft=warn`).
+    #[arg(long, env = "TACOS_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+}
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
 }
 
 /// A setting that is out of range.
