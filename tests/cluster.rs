@@ -11,7 +11,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::cluster::{java_encode, member_ids, Cluster, GROUP, LEADER_TIMEOUT, LISTENER};
+use common::cluster::{member_ids, Cluster, GROUP, LEADER_TIMEOUT, LISTENER};
+use common::java_encode;
 use common::{assert_same_items, md5_hex, run_to_exit, NacosApi, Reply};
 use tacos::raft::rpc::pb::cluster_client::ClusterClient;
 use tacos::raft::rpc::pb::Frame;

@@ -34,27 +34,11 @@ const NAMESPACES: &str = "/nacos/v1/console/namespaces";
 const NOT_FOUND_BODY: &str = "config data not exist\n";
 const CAS_FAIL_BODY: &str = "caused: Cas publish fail, server md5 may have changed.;";
 
-/// Encodes like Java's `URLEncoder.encode(s, "UTF-8")`, which the Java
-/// client's HTTP agent uses for form bodies.
-fn java_url_encode(s: &str) -> String {
-    let mut out = String::new();
-    for byte in s.bytes() {
-        match byte {
-            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'.' | b'-' | b'*' | b'_' => {
-                out.push(byte as char)
-            }
-            b' ' => out.push('+'),
-            other => out.push_str(&format!("%{other:02X}")),
-        }
-    }
-    out
-}
-
 /// A form body as the Java client builds it.
 fn java_form(pairs: &[(&str, &str)]) -> String {
     pairs
         .iter()
-        .map(|(k, v)| format!("{}={}", java_url_encode(k), java_url_encode(v)))
+        .map(|(k, v)| format!("{}={}", common::java_encode(k), common::java_encode(v)))
         .collect::<Vec<_>>()
         .join("&")
 }

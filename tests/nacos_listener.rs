@@ -11,7 +11,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::Server;
+use common::{java_encode, Server};
 use tempfile::TempDir;
 use tokio::task::JoinHandle;
 
@@ -34,22 +34,6 @@ const SETTLE: Duration = Duration::from_millis(600);
 const QUIET: Duration = Duration::from_millis(1500);
 
 // ---- encoding ---------------------------------------------------------------
-
-/// Java's `URLEncoder.encode(s, "UTF-8")`: alphanumerics and `.-*_` stay,
-/// space becomes `+`, every other byte is `%XX` (uppercase).
-fn java_encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() * 3);
-    for b in s.bytes() {
-        match b {
-            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'.' | b'-' | b'*' | b'_' => {
-                out.push(b as char)
-            }
-            b' ' => out.push('+'),
-            _ => out.push_str(&format!("%{b:02X}")),
-        }
-    }
-    out
-}
 
 /// Java's `URLDecoder.decode(s, "UTF-8")` (for reading replies).
 fn java_decode(s: &str) -> String {

@@ -128,6 +128,23 @@ impl Reply {
     }
 }
 
+/// Java's `URLEncoder.encode(s, "UTF-8")`, as Nacos clients encode form
+/// bodies and `Listening-Configs`: alphanumerics and `.-*_` stay, space
+/// becomes `+`, every other byte is `%XX` (uppercase).
+pub fn java_encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() * 3);
+    for b in s.bytes() {
+        match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'.' | b'-' | b'*' | b'_' => {
+                out.push(b as char)
+            }
+            b' ' => out.push('+'),
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
 /// The lowercase hex md5 of `content`'s UTF-8 bytes (what Nacos reports).
 pub fn md5_hex(content: &str) -> String {
     format!("{:x}", md5::compute(content.as_bytes()))
