@@ -11,6 +11,7 @@ pub mod api;
 pub mod grpc;
 pub mod metrics;
 pub mod model;
+pub mod ops;
 pub mod raft;
 pub mod server;
 pub mod service;

@@ -1,23 +1,43 @@
-use tacos::settings::LogFormat;
+use tacos::settings::{LogFormat, Settings};
 use tracing_subscriber::EnvFilter;
 
 fn main() {
     // Flags, then `TACOS_*` variables, then the `--config` file, then defaults.
     let settings = tacos::settings::file::load().unwrap_or_else(|error| error.exit());
-    let filter = EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| EnvFilter::new("info,openraft=warn"));
-    match settings.log_format {
-        LogFormat::Text => tracing_subscriber::fmt().with_env_filter(filter).init(),
-        LogFormat::Json => tracing_subscriber::fmt()
-            .json()
-            .with_env_filter(filter)
-            .init(),
+    if let Some(command) = &settings.command {
+        // Operator tools print their results on stdout; logs go to stderr.
+        init_logging(&settings, "warn", std::io::stderr);
+        if let Err(error) = tacos::ops::run(command, &settings) {
+            eprintln!("tacos {}: {error:#}", command.name());
+            std::process::exit(1);
+        }
+        return;
     }
+    init_logging(&settings, "info,openraft=warn", std::io::stdout);
     if let Some(config) = &settings.config {
         tracing::info!(config = %config.display(), "read settings from the config file");
     }
     if let Err(error) = tacos::server::run(settings) {
         eprintln!("tacos: {error:#}");
         std::process::exit(1);
+    }
+}
+
+/// Logs at RUST_LOG's level (`default` without it) in the --log-format.
+fn init_logging<W>(settings: &Settings, default: &str, writer: W)
+where
+    W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
+{
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    match settings.log_format {
+        LogFormat::Text => tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(writer)
+            .init(),
+        LogFormat::Json => tracing_subscriber::fmt()
+            .json()
+            .with_env_filter(filter)
+            .with_writer(writer)
+            .init(),
     }
 }

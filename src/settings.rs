@@ -20,105 +20,150 @@ pub const MAX_CONTENT_CEILING: usize = 32 * 1024 * 1024;
 /// Every setting below can be given as a flag, as its TACOS_* environment
 /// variable, or as a key of the --config file; a flag wins over the
 /// environment, which wins over the file, which wins over the default.
+///
+/// The subcommands are operator tools that run and exit (see
+/// docs/operations.md); without one, tacos serves.
 #[derive(Debug, Clone, Parser)]
 #[command(name = "tacos", version, about, long_about)]
 pub struct Settings {
+    // An operator tool to run instead of serving. The settings are global
+    // (accepted before or after the subcommand name) because `restore`
+    // needs the node's id, addresses and data dir.
+    #[command(subcommand)]
+    pub command: Option<crate::ops::Command>,
+
     /// Read settings from this TOML file: keys are the flag names without
     /// the dashes in front (`http-port = 8848`, `data-dir = "/var/lib/tacos"`).
     /// Precedence: flag > environment > file > default.
-    #[arg(long, env = "TACOS_CONFIG", value_name = "FILE")]
+    #[arg(long, global = true, env = "TACOS_CONFIG", value_name = "FILE")]
     pub config: Option<PathBuf>,
 
     /// Directory for the Raft log, metadata and snapshots (created if missing).
     /// Only one process may use it at a time.
-    #[arg(long, env = "TACOS_DATA_DIR", default_value = "tacos_data")]
+    #[arg(
+        long,
+        global = true,
+        env = "TACOS_DATA_DIR",
+        default_value = "tacos_data"
+    )]
     pub data_dir: PathBuf,
 
     /// Address to listen on (use 0.0.0.0 to accept connections from other hosts).
-    #[arg(long, env = "TACOS_BIND", default_value = "127.0.0.1")]
+    #[arg(long, global = true, env = "TACOS_BIND", default_value = "127.0.0.1")]
     pub bind: IpAddr,
 
     /// HTTP port for the API.
-    #[arg(long, env = "TACOS_HTTP_PORT", default_value_t = 8848)]
+    #[arg(long, global = true, env = "TACOS_HTTP_PORT", default_value_t = 8848)]
     pub http_port: u16,
 
     /// This node's Raft id (1 or more), unique in the cluster.
-    #[arg(long, env = "TACOS_NODE_ID", default_value_t = 1)]
+    #[arg(long, global = true, env = "TACOS_NODE_ID", default_value_t = 1)]
     pub node_id: u64,
 
     /// Port for the Nacos 2.x gRPC API (what the official SDKs use by
     /// default). Default: the HTTP port + 1000.
-    #[arg(long, env = "TACOS_GRPC_PORT")]
+    #[arg(long, global = true, env = "TACOS_GRPC_PORT")]
     pub grpc_port: Option<u16>,
 
     /// Worker threads for the gRPC API (default: one per CPU).
-    #[arg(long, env = "TACOS_GRPC_WORKERS")]
+    #[arg(long, global = true, env = "TACOS_GRPC_WORKERS")]
     pub grpc_workers: Option<usize>,
 
     /// Port for traffic between nodes (Raft, forwarded writes, joins).
     /// Default: the HTTP port + 1001.
-    #[arg(long, env = "TACOS_CLUSTER_PORT")]
+    #[arg(long, global = true, env = "TACOS_CLUSTER_PORT")]
     pub cluster_port: Option<u16>,
 
     /// Host name or IP that other nodes and clients use to reach this node.
     /// Default: the --bind address (required when binding 0.0.0.0 or ::).
-    #[arg(long, env = "TACOS_ADVERTISE")]
+    #[arg(long, global = true, env = "TACOS_ADVERTISE")]
     pub advertise: Option<String>,
 
     /// Join an existing cluster through any member's cluster address
     /// (host:port); retried with backoff until this node is a voter.
     /// Ignored once the data dir belongs to a cluster.
-    #[arg(long, env = "TACOS_JOIN", value_name = "ADDR", conflicts_with = "init")]
+    #[arg(
+        long,
+        global = true,
+        env = "TACOS_JOIN",
+        value_name = "ADDR",
+        conflicts_with = "init"
+    )]
     pub join: Option<String>,
 
     /// Initialize a new cluster with this node as its only voter, when the
     /// data dir is empty. Node 1 does this by default unless --join is given;
     /// any other new node waits to be added.
-    #[arg(long, env = "TACOS_INIT")]
+    #[arg(long, global = true, env = "TACOS_INIT")]
     pub init: bool,
 
     /// Shared secret every internal request between nodes must carry (at
     /// least 16 characters). Required when the cluster address or the bind
     /// address is not loopback.
-    #[arg(long, env = "TACOS_CLUSTER_TOKEN", hide_env_values = true)]
+    #[arg(
+        long,
+        global = true,
+        env = "TACOS_CLUSTER_TOKEN",
+        hide_env_values = true
+    )]
     pub cluster_token: Option<String>,
 
     /// HTTP worker threads (default: one per CPU).
-    #[arg(long, env = "TACOS_HTTP_WORKERS")]
+    #[arg(long, global = true, env = "TACOS_HTTP_WORKERS")]
     pub http_workers: Option<usize>,
 
     /// Largest value (config content) accepted, in bytes.
-    #[arg(long, env = "TACOS_MAX_CONTENT_SIZE", default_value_t = 10 * 1024 * 1024)]
+    #[arg(long, global = true, env = "TACOS_MAX_CONTENT_SIZE", default_value_t = 10 * 1024 * 1024)]
     pub max_content_size: usize,
 
     /// A log segment file is closed and a new one started at this size, in bytes.
-    #[arg(long, env = "TACOS_SEGMENT_SIZE", default_value_t = 64 * 1024 * 1024)]
+    #[arg(long, global = true, env = "TACOS_SEGMENT_SIZE", default_value_t = 64 * 1024 * 1024)]
     pub segment_size: u64,
 
     /// History rows kept per config (older rows are dropped).
-    #[arg(long, env = "TACOS_HISTORY_LIMIT", default_value_t = 100)]
+    #[arg(
+        long,
+        global = true,
+        env = "TACOS_HISTORY_LIMIT",
+        default_value_t = 100
+    )]
     pub history_limit: u32,
 
     /// Most keys one listener request may watch.
-    #[arg(long, env = "TACOS_MAX_LISTEN_KEYS", default_value_t = 10_000)]
+    #[arg(
+        long,
+        global = true,
+        env = "TACOS_MAX_LISTEN_KEYS",
+        default_value_t = 10_000
+    )]
     pub max_listen_keys: usize,
 
     /// Most long-poll requests held at once; more are refused with 503.
-    #[arg(long, env = "TACOS_MAX_LONG_POLLS", default_value_t = 20_000)]
+    #[arg(
+        long,
+        global = true,
+        env = "TACOS_MAX_LONG_POLLS",
+        default_value_t = 20_000
+    )]
     pub max_long_polls: usize,
 
     /// Take a snapshot (and purge the log behind it) once this many bytes of
     /// entries were appended since the last one.
-    #[arg(long, env = "TACOS_SNAPSHOT_LOG_BYTES", default_value_t = 8 * 1024 * 1024)]
+    #[arg(long, global = true, env = "TACOS_SNAPSHOT_LOG_BYTES", default_value_t = 8 * 1024 * 1024)]
     pub snapshot_log_bytes: u64,
 
     /// Take a snapshot (and purge the log behind it) after this many new log entries.
-    #[arg(long, env = "TACOS_SNAPSHOT_ENTRIES", default_value_t = 20_000)]
+    #[arg(
+        long,
+        global = true,
+        env = "TACOS_SNAPSHOT_ENTRIES",
+        default_value_t = 20_000
+    )]
     pub snapshot_entries: u64,
 
     /// Log output: `text` for people, `json` for log collectors (one object
     /// per line). The level comes from RUST_LOG (default `info,openraft=warn`).
-    #[arg(long, env = "TACOS_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    #[arg(long, global = true, env = "TACOS_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
 }
 

@@ -9,6 +9,7 @@
 //! | `POST /tacos/v1/admin/cluster/voters` | `id`: promote a learner to voter |
 //! | `DELETE /tacos/v1/admin/cluster/members` | `id`: remove a voter or learner |
 //! | `GET /tacos/v1/admin/digest` | applied index, config count and a digest of the whole state |
+//! | `GET /tacos/v1/admin/backup` | a snapshot file of this node's applied state (`consistency=linearizable` to catch up with the leader first); headers `X-Tacos-Digest`, `X-Tacos-Applied` |
 //! | `GET /tacos/v1/admin/listeners` | held long polls, gRPC connections listening, and the keys they listen to |
 
 use std::collections::BTreeMap;
@@ -32,6 +33,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/tacos/v1/admin/cluster/voters", web::post().to(promote))
         .route("/tacos/v1/admin/cluster/members", web::delete().to(remove))
         .route("/tacos/v1/admin/digest", web::get().to(digest))
+        .route(crate::ops::backup::ROUTE, web::get().to(backup))
         .route("/tacos/v1/admin/listeners", web::get().to(listeners));
 }
 
@@ -206,6 +208,34 @@ async fn digest(app: web::Data<AppState>) -> HttpResponse {
         "configs": state.config_count(),
         "digest": state.digest(),
     }))
+}
+
+/// A consistent backup: the applied state as one snapshot file, encoded on
+/// a blocking thread (it takes time and memory in proportion to the state).
+async fn backup(app: web::Data<AppState>, req: HttpRequest, body: web::Bytes) -> HttpResponse {
+    use crate::ops::backup::{APPLIED_HEADER, DIGEST_HEADER};
+    let params = Params::parse(&req, &body);
+    if let Err(response) = super::read_barrier(&app, &req, &params).await {
+        return response;
+    }
+    let state = app.node.state();
+    let node_id = app.node.id;
+    match web::block(move || crate::ops::backup::encode(&state)).await {
+        Ok(backup) => {
+            let applied = backup.applied.map_or(0, |l| l.index);
+            HttpResponse::Ok()
+                .content_type("application/octet-stream")
+                .insert_header((DIGEST_HEADER, backup.digest))
+                .insert_header((APPLIED_HEADER, applied.to_string()))
+                .insert_header((
+                    "Content-Disposition",
+                    format!("attachment; filename=\"tacos-node{node_id}-{applied}.snap\""),
+                ))
+                .body(backup.bytes)
+        }
+        Err(e) => HttpResponse::InternalServerError()
+            .json(serde_json::json!({ "error": format!("building the backup failed: {e}") })),
+    }
 }
 
 async fn listeners(app: web::Data<AppState>) -> HttpResponse {

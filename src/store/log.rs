@@ -38,7 +38,8 @@ use super::error::{Result, StoreError};
 use super::fs::{AppendFile, Fs};
 use super::meta::{self, Meta};
 use super::record;
-use super::segment::{self, LogRecord, MAGIC};
+use super::scan;
+use super::segment::{self, MAGIC};
 use crate::raft::types::{Entry, LogId, Vote};
 
 /// Name of the lock file in the data dir.
@@ -189,82 +190,30 @@ impl LogStore {
             .map_err(StoreError::io("create", &log_dir))?;
         let meta = meta::load(fs.as_ref(), data_dir)?;
 
-        let mut files: Vec<(u64, PathBuf)> = fs
-            .list(&log_dir)
-            .map_err(StoreError::io("list", &log_dir))?
-            .into_iter()
-            .filter_map(|path| segment::parse_file_name(&path).map(|seq| (seq, path)))
-            .collect();
-        files.sort();
-
         let mut recovery = Recovery::default();
-        let mut entries = BTreeMap::new();
-        let mut segments = Vec::new();
-        let mut committed = meta.last_purged;
-        let mut last_index: Option<u64> = None;
-        let count = files.len();
-        for (i, (seq, path)) in files.into_iter().enumerate() {
-            let bytes = fs.read(&path).map_err(StoreError::io("read", &path))?;
-            let scanned = segment::scan(seq, &path, &bytes, i + 1 == count)?;
-            if let Some(reason) = &scanned.torn {
-                tracing::warn!(
-                    file = %path.display(),
-                    cut_at = scanned.valid_len,
-                    dropped = bytes.len() as u64 - scanned.valid_len,
-                    "cutting a torn tail off the log (it was never acknowledged): {reason}"
-                );
-                cut_torn_tail(fs.as_ref(), &path, scanned.valid_len)?;
-                recovery.torn_tail = Some(format!("{}: {reason}", path.display()));
-            }
-            let mut state = SegmentState {
-                seq,
-                path: path.clone(),
-                entries: Vec::new(),
-            };
-            for (offset, rec) in scanned.records {
-                match rec {
-                    LogRecord::Entry(entry) => {
-                        let index = entry.log_id.index;
-                        let expected_ok = match last_index {
-                            Some(prev) => index == prev + 1,
-                            None => index <= meta.last_purged.map_or(0, |p| p.index + 1),
-                        };
-                        if !expected_ok {
-                            return Err(StoreError::Corrupt {
-                                path,
-                                offset,
-                                reason: format!(
-                                    "entry {index} does not follow entry {last_index:?}: the log has a hole"
-                                ),
-                            });
-                        }
-                        last_index = Some(index);
-                        state.entries.push((index, offset));
-                        if meta.last_purged.is_none_or(|p| index > p.index) {
-                            entries.insert(index, entry);
-                        }
-                    }
-                    LogRecord::Committed(id) => committed = committed.max(Some(id)),
-                }
-            }
-            segments.push(state);
+        let scan = scan::read_log(fs.as_ref(), &log_dir, meta.last_purged)?;
+        if let Some(torn) = &scan.torn_tail {
+            tracing::warn!(
+                file = %torn.path.display(),
+                cut_at = torn.valid_len,
+                dropped = torn.len - torn.valid_len,
+                "cutting a torn tail off the log (it was never acknowledged): {}",
+                torn.reason
+            );
+            cut_torn_tail(fs.as_ref(), &torn.path, torn.valid_len)?;
+            recovery.torn_tail = Some(format!("{}: {}", torn.path.display(), torn.reason));
         }
-        if let Some(id) = committed {
-            let last = entries
-                .last_key_value()
-                .map(|(_, e): (_, &Entry)| e.log_id)
-                .or(meta.last_purged);
-            if last.is_none_or(|last| last.index < id.index) {
-                return Err(StoreError::Corrupt {
-                    path: log_dir,
-                    offset: 0,
-                    reason: format!(
-                        "entry {} was committed but is missing from the log",
-                        id.index
-                    ),
-                });
-            }
-        }
+        let entries = scan.entries;
+        let committed = scan.committed;
+        let mut segments: Vec<SegmentState> = scan
+            .segments
+            .into_iter()
+            .map(|s| SegmentState {
+                seq: s.seq,
+                path: s.path,
+                entries: s.entries,
+            })
+            .collect();
         if segments.is_empty() {
             segments.push(create_segment(fs.as_ref(), &log_dir, 1)?);
         }

@@ -25,6 +25,7 @@ pub mod fs;
 pub mod log;
 pub mod meta;
 pub mod record;
+pub mod scan;
 pub mod segment;
 pub mod snapshot;
 

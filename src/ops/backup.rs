@@ -1,0 +1,154 @@
+//! Online backup: `GET /tacos/v1/admin/backup` on a node ([`encode`]) and
+//! `tacos backup --node HOST:PORT --out FILE` ([`run`]).
+//!
+//! A backup is a snapshot file (src/store/snapshot.rs) of the node's state
+//! at its applied index, the same bytes it would write as a snapshot or
+//! send to a lagging follower. The state is a point-in-time `Arc`, so the
+//! file is consistent however many writes go on meanwhile.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context};
+
+use super::{decode_snapshot, show_log_id, write_file_durably, MembershipView, Summary};
+use crate::raft::types::{LogId, SnapshotMeta};
+use crate::state::State;
+use crate::store::snapshot;
+
+/// The response header with the backup's `State::digest()`.
+pub const DIGEST_HEADER: &str = "X-Tacos-Digest";
+/// The response header with the applied log index the backup is at.
+pub const APPLIED_HEADER: &str = "X-Tacos-Applied";
+/// The admin route that serves a backup.
+pub const ROUTE: &str = "/tacos/v1/admin/backup";
+
+/// A backup of one state.
+pub struct Backup {
+    /// A snapshot file.
+    pub bytes: Vec<u8>,
+    /// `State::digest()` of the state in it.
+    pub digest: String,
+    pub applied: Option<LogId>,
+}
+
+/// Encodes `state` as a snapshot file, with the metadata the snapshot
+/// builder gives it (applied log id and membership). Takes time and memory
+/// in proportion to the state: call it off the request threads.
+pub fn encode(state: &State) -> Backup {
+    let applied = state.last_applied;
+    let meta = SnapshotMeta {
+        last_log_id: applied,
+        last_membership: state.membership.clone(),
+        snapshot_id: format!(
+            "backup-{}-{}",
+            applied.map_or(0, |id| id.leader_id.term),
+            applied.map_or(0, |id| id.index),
+        ),
+    };
+    Backup {
+        bytes: snapshot::encode(&meta, state.snapshot_records()),
+        digest: state.digest(),
+        applied,
+    }
+}
+
+/// `tacos backup`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct BackupArgs {
+    /// The node's HTTP address, HOST:PORT (or an http:// URL). Any node
+    /// works; it serves the state it has applied.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub node: String,
+
+    /// Where to write the backup. Written to a temp file beside it, fsynced,
+    /// then renamed over it.
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+
+    /// Have the node first catch up with the leader's commit index (the
+    /// backup then holds every write acknowledged before the request).
+    #[arg(long)]
+    pub linearizable: bool,
+
+    /// Give up if the download takes longer than this.
+    #[arg(long, value_name = "SECONDS", default_value_t = 600)]
+    pub timeout: u64,
+}
+
+/// The backup URL of a node given as HOST:PORT or a URL.
+pub fn backup_url(node: &str, linearizable: bool) -> String {
+    let base = if node.starts_with("http://") || node.starts_with("https://") {
+        node.trim_end_matches('/').to_string()
+    } else {
+        format!("http://{node}")
+    };
+    let query = if linearizable {
+        "?consistency=linearizable"
+    } else {
+        ""
+    };
+    format!("{base}{ROUTE}{query}")
+}
+
+/// Downloads, verifies and writes a backup, then prints what it holds.
+pub fn run(args: &BackupArgs) -> anyhow::Result<()> {
+    let url = backup_url(&args.node, args.linearizable);
+    // Straight to the node: a proxy configured for the outside world (the
+    // http_proxy variables) has no business between an operator and a node.
+    let client = reqwest::blocking::Client::builder()
+        .no_proxy()
+        .connect_timeout(Duration::from_secs(10))
+        .timeout(Duration::from_secs(args.timeout))
+        .build()
+        .context("building the HTTP client")?;
+    let response = client
+        .get(&url)
+        .send()
+        .with_context(|| format!("GET {url}"))?;
+    let status = response.status();
+    if !status.is_success() {
+        let body = response.text().unwrap_or_default();
+        let body: String = body.chars().take(500).collect();
+        bail!("GET {url} answered {status}: {body}");
+    }
+    let sent_digest = response
+        .headers()
+        .get(DIGEST_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+        .with_context(|| {
+            format!("GET {url} answered without an {DIGEST_HEADER} header: is this a tacos node?")
+        })?;
+    let bytes = response
+        .bytes()
+        .with_context(|| format!("reading the backup from {url}"))?;
+    let (meta, state) = decode_snapshot(&bytes)
+        .map_err(|reason| anyhow!("the backup from {url} does not decode: {reason}"))?;
+    let summary = Summary::of(&state);
+    if summary.digest != sent_digest {
+        bail!(
+            "the backup from {url} does not match the node's digest: it holds {}, the node sent {sent_digest}",
+            summary.digest
+        );
+    }
+    write_file_durably(&args.out, &bytes)?;
+    println!("wrote {} ({} bytes)", args.out.display(), bytes.len());
+    print_contents(&meta, &summary);
+    Ok(())
+}
+
+/// The lines `backup` and `restore` print about a backup (aligned as
+/// `inspect` aligns its lines).
+pub(super) fn print_contents(meta: &SnapshotMeta, summary: &Summary) {
+    let line = |label: &str, value: String| println!("{label:<12} {value}");
+    line("applied", show_log_id(meta.last_log_id));
+    line(
+        "membership",
+        MembershipView::from(&meta.last_membership).line(),
+    );
+    line("configs", summary.configs.to_string());
+    line("namespaces", summary.namespaces_line());
+    line("history", format!("{} rows", summary.history_rows));
+    line("digest", summary.digest.clone());
+}
