@@ -3,11 +3,10 @@
 
 use std::net::SocketAddr;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::payload::{self, code, Incoming};
-use super::pb::Payload;
+use super::payload::{self, code, Incoming, Reply};
 use super::GrpcState;
 use crate::service::{checked_key, Caller, PublishRequest, ServiceError};
 use crate::state::ApplyError;
@@ -15,7 +14,7 @@ use crate::watch::{changed_keys, ListenKey, Subscribe, Unsubscribe};
 
 /// `ConfigQueryRequest{dataId, group, tenant}` → `ConfigQueryResponse`; a
 /// client whose IP is in the beta list gets the beta with `beta: true`.
-pub fn query(app: &GrpcState, req: &Incoming, client_ip: &str) -> Payload {
+pub fn query(app: &GrpcState, req: &Incoming, client_ip: &str) -> Reply {
     const KIND: &str = "ConfigQueryResponse";
     let rid = req.request_id();
     // The Rust client requires `lastModified` and `beta` on failures too.
@@ -38,34 +37,42 @@ pub fn query(app: &GrpcState, req: &Incoming, client_ip: &str) -> Payload {
     let config = state.config(&key);
     let content_type = config.map_or("text", |c| c.config_type.as_str());
     if let Some(beta) = state.beta(&key).filter(|b| b.serves(client_ip)) {
-        return payload::ok(
-            KIND,
-            &rid,
-            json!({
-                "content": beta.content,
-                "contentType": content_type,
-                "md5": beta.md5,
-                "encryptedDataKey": "",
-                "lastModified": beta.modify_time,
-                "beta": true,
-            }),
-        );
+        let body = QueryBody {
+            content: &beta.content,
+            content_type,
+            md5: &beta.md5,
+            encrypted_data_key: "",
+            last_modified: beta.modify_time,
+            beta: true,
+        };
+        return payload::ok_with(KIND, &rid, &body);
     }
     match config {
-        Some(c) => payload::ok(
-            KIND,
-            &rid,
-            json!({
-                "content": c.content,
-                "contentType": c.config_type,
-                "md5": c.md5,
-                "encryptedDataKey": "",
-                "lastModified": c.modify_time,
-                "beta": false,
-            }),
-        ),
+        Some(c) => {
+            let body = QueryBody {
+                content: &c.content,
+                content_type: &c.config_type,
+                md5: &c.md5,
+                encrypted_data_key: "",
+                last_modified: c.modify_time,
+                beta: false,
+            };
+            payload::ok_with(KIND, &rid, &body)
+        }
         None => failed(code::CONFIG_NOT_FOUND, "config data not exist"),
     }
+}
+
+/// The fields of a `ConfigQueryResponse`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct QueryBody<'a> {
+    content: &'a str,
+    content_type: &'a str,
+    md5: &'a str,
+    encrypted_data_key: &'a str,
+    last_modified: i64,
+    beta: bool,
 }
 
 /// The Nacos error code and message for a failed write.
@@ -80,7 +87,7 @@ fn write_failure(error: &ServiceError) -> (i32, String) {
 }
 
 /// `ConfigPublishRequest{dataId, group, tenant, content, casMd5, additionMap}`.
-pub async fn publish(app: &GrpcState, req: &Incoming, client_ip: &str) -> Payload {
+pub async fn publish(app: &GrpcState, req: &Incoming, client_ip: &str) -> Reply {
     const KIND: &str = "ConfigPublishResponse";
     let rid = req.request_id();
     let addition: std::collections::HashMap<String, String> = match req.field("additionMap") {
@@ -119,7 +126,7 @@ pub async fn publish(app: &GrpcState, req: &Incoming, client_ip: &str) -> Payloa
 }
 
 /// `ConfigRemoveRequest{dataId, group, tenant}` (succeeds when absent too).
-pub async fn remove(app: &GrpcState, req: &Incoming, client_ip: &str) -> Payload {
+pub async fn remove(app: &GrpcState, req: &Incoming, client_ip: &str) -> Reply {
     const KIND: &str = "ConfigRemoveResponse";
     let rid = req.request_id();
     let caller = Caller {
@@ -164,7 +171,7 @@ pub async fn batch_listen(
     req: &Incoming,
     client_ip: &str,
     peer: Option<SocketAddr>,
-) -> Payload {
+) -> Reply {
     const KIND: &str = "ConfigChangeBatchListenResponse";
     let rid = req.request_id();
     let contexts: Vec<ListenContext> = match req.field("configListenContexts") {

@@ -58,6 +58,42 @@ const KNOWN_TYPES: &[&str] = &[
     "ConfigBatchListenRequest",
 ];
 
+/// Metric handles of one request type, registered once (a lookup per
+/// request would hash the labels every time).
+struct RequestMetrics {
+    ok: metrics::Counter,
+    error: metrics::Counter,
+    duration: metrics::Histogram,
+}
+
+impl RequestMetrics {
+    /// The handles for `kind` (unknown types share the label `other`).
+    fn of(kind: &str) -> &'static RequestMetrics {
+        static ALL: std::sync::OnceLock<std::collections::HashMap<&'static str, RequestMetrics>> =
+            std::sync::OnceLock::new();
+        let all = ALL.get_or_init(|| {
+            KNOWN_TYPES
+                .iter()
+                .chain(std::iter::once(&"other"))
+                .map(|&kind| {
+                    let handles = RequestMetrics {
+                        ok: metrics::counter!("tacos_grpc_requests_total", "type" => kind, "result" => "ok"),
+                        error: metrics::counter!("tacos_grpc_requests_total", "type" => kind, "result" => "error"),
+                        duration: metrics::histogram!("tacos_grpc_request_duration_seconds", "type" => kind),
+                    };
+                    (kind, handles)
+                })
+                .collect()
+        });
+        all.get(kind).unwrap_or_else(|| &all["other"])
+    }
+
+    fn record(&self, ok: bool, seconds: f64) {
+        if ok { &self.ok } else { &self.error }.increment(1);
+        self.duration.record(seconds);
+    }
+}
+
 /// What the gRPC handlers reach.
 pub struct GrpcState {
     pub service: ConfigService,
@@ -74,7 +110,7 @@ pub async fn handle(
     app: &GrpcState,
     payload: pb::Payload,
     peer: Option<std::net::SocketAddr>,
-) -> pb::Payload {
+) -> payload::Reply {
     let req = match Incoming::parse(payload) {
         Ok(req) => req,
         Err(e) => {
@@ -126,28 +162,11 @@ impl pb::request_server::Request for Api {
         let peer = request.remote_addr();
         let started = std::time::Instant::now();
         let payload = request.into_inner();
-        let kind = payload
-            .metadata
-            .as_ref()
-            .map_or("", |m| m.r#type.as_str())
-            .to_string();
+        let metrics =
+            RequestMetrics::of(payload.metadata.as_ref().map_or("", |m| m.r#type.as_str()));
         let reply = handle(&self.0, payload, peer).await;
-        let ok = reply
-            .body
-            .as_ref()
-            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b.value).ok())
-            .is_some_and(|v| v["resultCode"] == 200);
-        // Only known request types get their own label.
-        let label = if KNOWN_TYPES.contains(&kind.as_str()) {
-            kind
-        } else {
-            "other".into()
-        };
-        metrics::counter!("tacos_grpc_requests_total", "type" => label.clone(), "result" => if ok { "ok" } else { "error" })
-            .increment(1);
-        metrics::histogram!("tacos_grpc_request_duration_seconds", "type" => label)
-            .record(started.elapsed().as_secs_f64());
-        Ok(Response::new(reply))
+        metrics.record(reply.ok, started.elapsed().as_secs_f64());
+        Ok(Response::new(reply.payload))
     }
 }
 

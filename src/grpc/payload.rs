@@ -153,13 +153,49 @@ pub fn payload(kind: &str, body: &impl Serialize) -> Payload {
     }
 }
 
+/// A response and whether it reports success (for metrics, without
+/// decoding the body again).
+#[derive(Debug)]
+pub struct Reply {
+    pub payload: Payload,
+    pub ok: bool,
+}
+
 /// A successful response: the common fields plus `fields`.
-pub fn ok(kind: &str, request_id: &str, fields: Value) -> Payload {
+pub fn ok(kind: &str, request_id: &str, fields: Value) -> Reply {
     respond(kind, request_id, 200, 0, "", fields)
 }
 
+/// A successful response whose fields are `body`, serialized straight from
+/// borrowed data (the read path: no copy of the content into a JSON tree).
+pub fn ok_with(kind: &str, request_id: &str, body: &impl Serialize) -> Reply {
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Success<'a, T> {
+        result_code: i32,
+        error_code: i32,
+        message: &'a str,
+        request_id: &'a str,
+        success: bool,
+        #[serde(flatten)]
+        body: T,
+    }
+    let success = Success {
+        result_code: 200,
+        error_code: 0,
+        message: "",
+        request_id,
+        success: true,
+        body,
+    };
+    Reply {
+        payload: payload(kind, &success),
+        ok: true,
+    }
+}
+
 /// A failed response of `kind` (so the client's parser accepts it).
-pub fn fail(kind: &str, request_id: &str, error_code: i32, message: &str) -> Payload {
+pub fn fail(kind: &str, request_id: &str, error_code: i32, message: &str) -> Reply {
     respond(kind, request_id, 500, error_code, message, Value::Null)
 }
 
@@ -171,12 +207,12 @@ pub fn fail_with(
     error_code: i32,
     message: &str,
     fields: Value,
-) -> Payload {
+) -> Reply {
     respond(kind, request_id, 500, error_code, message, fields)
 }
 
 /// Nacos' generic `ErrorResponse`.
-pub fn error(request_id: &str, error_code: i32, message: &str) -> Payload {
+pub fn error(request_id: &str, error_code: i32, message: &str) -> Reply {
     fail("ErrorResponse", request_id, error_code, message)
 }
 
@@ -187,7 +223,7 @@ fn respond(
     error_code: i32,
     message: &str,
     fields: Value,
-) -> Payload {
+) -> Reply {
     let mut body = match fields {
         Value::Object(map) => map,
         _ => Map::new(),
@@ -197,7 +233,10 @@ fn respond(
     body.insert("message".into(), message.into());
     body.insert("requestId".into(), request_id.into());
     body.insert("success".into(), (result_code == 200).into());
-    payload(kind, &Value::Object(body))
+    Reply {
+        payload: payload(kind, &Value::Object(body)),
+        ok: result_code == 200,
+    }
 }
 
 #[cfg(test)]
@@ -209,15 +248,39 @@ mod tests {
     }
 
     #[test]
+    fn typed_and_tree_responses_agree() {
+        #[derive(Serialize)]
+        struct Body<'a> {
+            content: &'a str,
+            beta: bool,
+        }
+        let typed = ok_with(
+            "X",
+            "9",
+            &Body {
+                content: "c",
+                beta: true,
+            },
+        );
+        let tree = ok("X", "9", serde_json::json!({"content": "c", "beta": true}));
+        assert!(typed.ok);
+        assert_eq!(body_of(&typed.payload), body_of(&tree.payload));
+    }
+
+    #[test]
     fn responses_carry_the_common_fields_and_no_nulls() {
         let reply = ok("X", "7", serde_json::json!({"content": "a"}));
+        assert!(reply.ok);
+        let reply = reply.payload;
         assert_eq!(reply.metadata.as_ref().unwrap().r#type, "X");
         let body = body_of(&reply);
         assert_eq!(body["resultCode"], 200);
         assert_eq!(body["errorCode"], 0);
         assert_eq!(body["requestId"], "7");
         assert_eq!(body["content"], "a");
-        let failed = body_of(&error("", code::NO_HANDLER, "no"));
+        let failed = error("", code::NO_HANDLER, "no");
+        assert!(!failed.ok);
+        let failed = body_of(&failed.payload);
         assert_eq!(failed["resultCode"], 500);
         assert_eq!(failed["errorCode"], 302);
         for body in [body, failed] {
