@@ -17,6 +17,13 @@
 //! | `LOADTEST_CONTENT_BYTES` | pad each published content to at least this many bytes | `0` |
 //! | `LOADTEST_WAIT_MS` | per-user pause between requests, `N` or `MIN-MAX` ms | none |
 //! | `LOADTEST_USERNAME`, `LOADTEST_PASSWORD` | log in first and send `accessToken` | none |
+//!
+//! The gRPC load tools (`grpc_config`, `grpc_fanout`) speak the Nacos 2.x gRPC API
+//! through [`grpc`] instead, take ordinary command-line options (no goose), and
+//! summarize their latencies with [`latency`].
+
+pub mod grpc;
+pub mod latency;
 
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -1,0 +1,21 @@
+//! Compiles the Nacos gRPC service (`../proto/nacos_grpc_service.proto`, shared
+//! with the server) into client stubs for `src/grpc.rs`, and server stubs for its
+//! tests' fake server.
+//!
+//! A fresh machine has no system `protoc`, so the one shipped by the
+//! `protoc-bin-vendored` crate is used unless `PROTOC` is already set.
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    if std::env::var_os("PROTOC").is_none() {
+        let protoc = protoc_bin_vendored::protoc_bin_path()?;
+        // SAFETY: build scripts are single-threaded; nothing else reads the
+        // environment concurrently.
+        unsafe { std::env::set_var("PROTOC", protoc) };
+    }
+    println!("cargo:rerun-if-changed=../proto/nacos_grpc_service.proto");
+    tonic_prost_build::configure()
+        .build_client(true)
+        .build_server(true)
+        .compile_protos(&["../proto/nacos_grpc_service.proto"], &["../proto"])?;
+    Ok(())
+}
