@@ -335,6 +335,11 @@ impl Node {
     }
 
     async fn wait_applied(&self, index: u64, timeout: Duration) -> bool {
+        // The usual case (the write ran here, or already arrived): no waiter.
+        let applied = self.raft.metrics().borrow().last_applied.map(|l| l.index);
+        if applied >= Some(index) {
+            return true;
+        }
         self.raft
             .wait(Some(timeout))
             .applied_index_at_least(Some(index), "routed request applied here")
@@ -351,29 +356,35 @@ impl Node {
             _ => FORWARD_TIMEOUT,
         };
         loop {
-            let metrics = self.metrics();
-            let reply = match metrics.current_leader {
-                Some(leader) if leader == self.id => self.execute(request.clone()).await,
-                Some(leader) if hops == 0 => {
-                    let addr = metrics
+            // Read the leader and its address without cloning the metrics:
+            // this runs for every write.
+            let (current_leader, leader_addr) = {
+                let metrics = self.raft.metrics();
+                let metrics = metrics.borrow();
+                let addr = metrics.current_leader.and_then(|leader| {
+                    metrics
                         .membership_config
                         .membership()
                         .get_node(&leader)
-                        .map(|n| n.cluster_addr.clone());
-                    match addr {
-                        None => ForwardReply::Failed(RouteError::NoLeader),
-                        Some(addr) => {
-                            let forward = Forward {
-                                hops: hops + 1,
-                                request: request.clone(),
-                            };
-                            self.peers
-                                .forward(&addr, &forward, timeout)
-                                .await
-                                .unwrap_or_else(ForwardReply::Failed)
-                        }
+                        .map(|n| n.cluster_addr.clone())
+                });
+                (metrics.current_leader, addr)
+            };
+            let reply = match current_leader {
+                Some(leader) if leader == self.id => self.execute(request.clone()).await,
+                Some(_) if hops == 0 => match leader_addr {
+                    None => ForwardReply::Failed(RouteError::NoLeader),
+                    Some(addr) => {
+                        let forward = Forward {
+                            hops: hops + 1,
+                            request: request.clone(),
+                        };
+                        self.peers
+                            .forward(&addr, &forward, timeout)
+                            .await
+                            .unwrap_or_else(ForwardReply::Failed)
                     }
-                }
+                },
                 Some(leader) => ForwardReply::Failed(RouteError::NotLeader { leader }),
                 None => ForwardReply::Failed(RouteError::NoLeader),
             };
@@ -391,8 +402,7 @@ impl Node {
             if !retry || Instant::now() >= deadline {
                 return reply;
             }
-            self.wait_for_leader_change(metrics.current_leader, deadline)
-                .await;
+            self.wait_for_leader_change(current_leader, deadline).await;
         }
     }
 
