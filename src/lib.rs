@@ -8,6 +8,7 @@
 //! `docs/cluster.md`.
 
 pub mod api;
+pub mod auth;
 pub mod grpc;
 pub mod metrics;
 pub mod model;

@@ -112,7 +112,35 @@ fn serve(
     let limits = Limits {
         max_content_size: settings.max_content_size,
         history_limit: settings.history_limit,
+        audit_limit: settings.audit_limit,
     };
+    let auth = Arc::new(crate::auth::Auth::new(
+        node.clone(),
+        crate::auth::AuthSettings {
+            open_api_auth: settings.open_api_auth,
+            token_ttl: settings.token_ttl,
+            audit_limit: settings.audit_limit,
+        },
+    )?);
+    let init = crate::auth::bootstrap::InitSettings {
+        admin_username: settings.admin_username.clone(),
+        admin_password: settings.admin_password.as_ref().map(|p| p.0.clone()),
+        token_key: match &settings.token_secret {
+            Some(secret) => Some(
+                crate::auth::token::decode_secret(&secret.0)
+                    .map_err(|reason| anyhow::anyhow!("--token-secret {reason}"))?,
+            ),
+            None => None,
+        },
+        data_dir: settings.data_dir.clone(),
+        audit_limit: settings.audit_limit,
+    };
+    if !settings.open_api_auth && !settings.bind.is_loopback() {
+        tracing::warn!(
+            "open-API auth is off and the server listens on {}: anyone who reaches it can read and write configs; set --open-api-auth to require a login",
+            settings.bind
+        );
+    }
     actix_web::rt::System::new().block_on(async move {
         let hub = WatchHub::new(node.state_handle(), settings.max_long_polls).start();
         let forward = hub.clone();
@@ -121,12 +149,18 @@ fn serve(
                 forward.do_send(Changed(c, at));
             }
         });
+        actix_web::rt::spawn(crate::auth::bootstrap::run(
+            node.clone(),
+            auth.clone(),
+            init,
+        ));
         let service = ConfigService::new(node.clone(), limits);
         let grpc = Arc::new(crate::grpc::GrpcState {
             service: service.clone(),
             hub: hub.clone(),
             connections: Arc::default(),
             max_listen_keys: settings.max_listen_keys,
+            auth: auth.clone(),
         });
         let max_message = settings.max_content_size * 2 + BODY_HEADROOM;
         let grpc_listener = listeners.grpc;
@@ -144,9 +178,12 @@ fn serve(
             hub: hub.clone(),
             max_listen_keys: settings.max_listen_keys,
             data_dir: settings.data_dir.clone(),
+            auth,
+            policy: crate::api::guard::Policy::of(&crate::api::guard::declared()),
         });
         let mut server = HttpServer::new(move || {
             App::new()
+                .wrap(actix_web::middleware::from_fn(crate::api::guard::guard))
                 .wrap(actix_web::middleware::from_fn(crate::api::record_metrics))
                 .configure(crate::api::configure(app.clone(), max_body))
         })

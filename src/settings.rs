@@ -108,6 +108,57 @@ pub struct Settings {
     )]
     pub cluster_token: Option<String>,
 
+    /// Require a login (token or username/password) on the Nacos open API
+    /// (configs, listener, history, gRPC). Off by default, as in Nacos; the
+    /// console, user and admin routes always require one.
+    #[arg(long, global = true, env = "TACOS_OPEN_API_AUTH")]
+    pub open_api_auth: bool,
+
+    /// Name of the first admin, created when the cluster is initialized.
+    #[arg(
+        long,
+        global = true,
+        env = "TACOS_ADMIN_USERNAME",
+        default_value = "nacos"
+    )]
+    pub admin_username: String,
+
+    /// Password of the first admin (at least 8 characters), used once, when
+    /// the cluster is initialized. Without it a random one is generated,
+    /// printed once in the log and written to DATA_DIR/initial-admin-password
+    /// (mode 0600). Change it later with the users API.
+    #[arg(
+        long,
+        global = true,
+        env = "TACOS_ADMIN_PASSWORD",
+        hide_env_values = true
+    )]
+    pub admin_password: Option<Secret>,
+
+    /// Key that signs access tokens (base64 of at least 32 bytes), used once,
+    /// when the cluster is initialized; it is then replicated to every node.
+    /// Without it a random key is generated.
+    #[arg(
+        long,
+        global = true,
+        env = "TACOS_TOKEN_SECRET",
+        hide_env_values = true
+    )]
+    pub token_secret: Option<Secret>,
+
+    /// Lifetime of an access token, in seconds.
+    #[arg(long, global = true, env = "TACOS_TOKEN_TTL", default_value_t = 18_000)]
+    pub token_ttl: u64,
+
+    /// Audit log rows kept (older rows are dropped).
+    #[arg(
+        long,
+        global = true,
+        env = "TACOS_AUDIT_LIMIT",
+        default_value_t = 100_000
+    )]
+    pub audit_limit: u32,
+
     /// HTTP worker threads (default: one per CPU).
     #[arg(long, global = true, env = "TACOS_HTTP_WORKERS")]
     pub http_workers: Option<usize>,
@@ -165,6 +216,23 @@ pub struct Settings {
     /// per line). The level comes from RUST_LOG (default `info,openraft=warn`).
     #[arg(long, global = true, env = "TACOS_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
+}
+
+/// A secret setting: never shown by `Debug`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(pub String);
+
+impl std::str::FromStr for Secret {
+    type Err = std::convert::Infallible;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(Secret(s.to_string()))
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(..)")
+    }
 }
 
 /// How log lines are written.
@@ -250,6 +318,25 @@ impl Settings {
                 );
             }
             _ => {}
+        }
+        if let Some(password) = &self.admin_password {
+            if let Err(reason) = crate::auth::password::check_new(&password.0) {
+                return invalid("admin-password", reason.to_string());
+            }
+        }
+        if let Err(reason) = crate::auth::check_username(&self.admin_username) {
+            return invalid("admin-username", reason.to_string());
+        }
+        if let Some(secret) = &self.token_secret {
+            if let Err(reason) = crate::auth::token::decode_secret(&secret.0) {
+                return invalid("token-secret", reason);
+            }
+        }
+        if self.token_ttl == 0 || self.token_ttl > 366 * 24 * 3600 {
+            return invalid("token-ttl", "must be between 1 and 31622400 seconds".into());
+        }
+        if self.audit_limit == 0 {
+            return invalid("audit-limit", "must be 1 or more".into());
         }
         if let Some(join) = &self.join {
             if !join.contains(':') {

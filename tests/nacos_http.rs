@@ -168,6 +168,7 @@ impl Http {
             .no_proxy()
             .connect_timeout(Duration::from_secs(2))
             .timeout(Duration::from_secs(30))
+            .default_headers(common::admin_headers())
             .build()
             .expect("building the HTTP client");
         Http {
@@ -318,7 +319,7 @@ impl Http {
 
     /// `GET /nacos/v1/console/namespaces`, the `data` array.
     async fn namespaces(&self) -> Vec<Value> {
-        let reply = self.send(Req::get(NAMESPACES).with_token()).await;
+        let reply = self.send(Req::get(NAMESPACES)).await;
         reply.expect_status(200, "GET namespaces");
         let body = reply.json();
         assert_eq!(body["code"], 200, "{body}");
@@ -1233,7 +1234,7 @@ async fn namespaces_crud() {
 
     // Rename it.
     let reply = http
-        .send(Req::put(NAMESPACES).with_token().form(&[
+        .send(Req::put(NAMESPACES).form(&[
             ("namespace", "dev-it_1"),
             ("namespaceShowName", "Dev (renamed)"),
             ("namespaceDesc", "new desc"),

@@ -151,6 +151,7 @@ impl Nacos {
             .connect_timeout(Duration::from_secs(2))
             // Longer than the 29.5 s hold of a 30000 ms client timeout.
             .timeout(Duration::from_secs(45))
+            .default_headers(common::admin_headers())
             .build()
             .expect("building the HTTP client");
         Nacos {

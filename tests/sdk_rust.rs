@@ -72,7 +72,10 @@ async fn wait_subscribed(http: u16) {
     let url = format!("http://127.0.0.1:{http}/tacos/v1/admin/listeners");
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     loop {
-        let keys = match reqwest::get(&url).await {
+        let request = reqwest::Client::new()
+            .get(&url)
+            .header("Authorization", common::admin_basic_auth());
+        let keys = match request.send().await {
             Ok(reply) => reply.json::<serde_json::Value>().await.ok(),
             Err(_) => None,
         }

@@ -18,23 +18,23 @@ use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Serialize;
 
-use super::params::Params;
+use super::guard::{Need, Routes};
+use super::params::{client_ip, Params};
 use super::AppState;
+use crate::auth::Principal;
 use crate::raft::rpc::{ForwardReply, Request, RouteError};
 use crate::raft::{NodeId, NodeInfo};
+use crate::service::Caller;
 
-pub fn routes(cfg: &mut web::ServiceConfig) {
-    cfg.route("/tacos/v1/admin/raft", web::get().to(raft_status))
-        .route("/tacos/v1/admin/cluster/members", web::get().to(members))
-        .route(
-            "/tacos/v1/admin/cluster/learners",
-            web::post().to(add_learner),
-        )
-        .route("/tacos/v1/admin/cluster/voters", web::post().to(promote))
-        .route("/tacos/v1/admin/cluster/members", web::delete().to(remove))
-        .route("/tacos/v1/admin/digest", web::get().to(digest))
-        .route(crate::ops::backup::ROUTE, web::get().to(backup))
-        .route("/tacos/v1/admin/listeners", web::get().to(listeners));
+pub fn routes(r: &mut Routes) {
+    r.get("/tacos/v1/admin/raft", Need::Admin, raft_status)
+        .get("/tacos/v1/admin/cluster/members", Need::Admin, members)
+        .post("/tacos/v1/admin/cluster/learners", Need::Admin, add_learner)
+        .post("/tacos/v1/admin/cluster/voters", Need::Admin, promote)
+        .delete("/tacos/v1/admin/cluster/members", Need::Admin, remove)
+        .get("/tacos/v1/admin/digest", Need::Admin, digest)
+        .get(crate::ops::backup::ROUTE, Need::Admin, backup)
+        .get("/tacos/v1/admin/listeners", Need::Admin, listeners);
 }
 
 #[derive(Serialize)]
@@ -143,8 +143,31 @@ fn address(params: &Params, name: &'static str) -> Result<String, String> {
     }
 }
 
-async fn run(app: &AppState, request: Request) -> HttpResponse {
-    match app.node.change_membership(request).await {
+/// What a membership request is recorded as in the audit log.
+fn audit_entry(request: &Request) -> (&'static str, String, String) {
+    match request {
+        Request::AddLearner { id, node } => (
+            "membership.add-learner",
+            format!("node {id}"),
+            format!("cluster={} http={}", node.cluster_addr, node.http_addr),
+        ),
+        Request::Promote { id } => ("membership.promote", format!("node {id}"), String::new()),
+        Request::Remove { id } => ("membership.remove", format!("node {id}"), String::new()),
+        other => ("membership", format!("{other:?}"), String::new()),
+    }
+}
+
+async fn run(app: &AppState, request: Request, caller: Caller) -> HttpResponse {
+    let (action, target, detail) = audit_entry(&request);
+    let result = app.node.change_membership(request).await;
+    let detail = match &result {
+        Ok(_) => detail,
+        Err(e) => format!("{detail} refused: {e}").trim().to_string(),
+    };
+    if let Err(e) = app.auth.audit_note(action, &target, &detail, &caller).await {
+        tracing::warn!("could not record {action} in the audit log: {e}");
+    }
+    match result {
         Ok(ForwardReply::Membership {
             log_id,
             voters,
@@ -167,7 +190,16 @@ async fn run(app: &AppState, request: Request) -> HttpResponse {
     }
 }
 
-async fn add_learner(app: web::Data<AppState>, req: HttpRequest, body: web::Bytes) -> HttpResponse {
+fn caller_of(req: &HttpRequest, principal: &Principal) -> Caller {
+    principal.caller("", client_ip(req))
+}
+
+async fn add_learner(
+    app: web::Data<AppState>,
+    req: HttpRequest,
+    body: web::Bytes,
+    principal: Principal,
+) -> HttpResponse {
     let params = Params::parse(&req, &body);
     let parsed = (|| {
         Ok::<_, String>(Request::AddLearner {
@@ -179,23 +211,33 @@ async fn add_learner(app: web::Data<AppState>, req: HttpRequest, body: web::Byte
         })
     })();
     match parsed {
-        Ok(request) => run(&app, request).await,
+        Ok(request) => run(&app, request, caller_of(&req, &principal)).await,
         Err(message) => bad_request(message),
     }
 }
 
-async fn promote(app: web::Data<AppState>, req: HttpRequest, body: web::Bytes) -> HttpResponse {
+async fn promote(
+    app: web::Data<AppState>,
+    req: HttpRequest,
+    body: web::Bytes,
+    principal: Principal,
+) -> HttpResponse {
     let params = Params::parse(&req, &body);
     match node_id(&params) {
-        Ok(id) => run(&app, Request::Promote { id }).await,
+        Ok(id) => run(&app, Request::Promote { id }, caller_of(&req, &principal)).await,
         Err(message) => bad_request(message),
     }
 }
 
-async fn remove(app: web::Data<AppState>, req: HttpRequest, body: web::Bytes) -> HttpResponse {
+async fn remove(
+    app: web::Data<AppState>,
+    req: HttpRequest,
+    body: web::Bytes,
+    principal: Principal,
+) -> HttpResponse {
     let params = Params::parse(&req, &body);
     match node_id(&params) {
-        Ok(id) => run(&app, Request::Remove { id }).await,
+        Ok(id) => run(&app, Request::Remove { id }, caller_of(&req, &principal)).await,
         Err(message) => bad_request(message),
     }
 }

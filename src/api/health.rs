@@ -8,16 +8,18 @@
 
 use actix_web::{web, HttpResponse};
 
+use super::guard::{Need, Routes};
 use super::AppState;
 
-pub fn routes(cfg: &mut web::ServiceConfig) {
-    cfg.route("/health", web::get().to(health))
-        .route("/nacos/v1/console/health/liveness", web::get().to(liveness))
-        .route(
+pub fn routes(r: &mut Routes) {
+    r.get("/health", Need::Public, health)
+        .get("/nacos/v1/console/health/liveness", Need::Public, liveness)
+        .get(
             "/nacos/v1/console/health/readiness",
-            web::get().to(readiness),
+            Need::Public,
+            readiness,
         )
-        .route("/metrics", web::get().to(metrics));
+        .get("/metrics", Need::Public, metrics);
 }
 
 fn has_leader(app: &AppState) -> bool {

@@ -1,11 +1,15 @@
 //! HTTP routes (actix-web), by surface: Nacos v1 (`nacos_v1`), Nacos v2
-//! (`nacos_v2`), health (`health`) and cluster administration (`admin`).
+//! (`nacos_v2`), health (`health`), login/users/audit (`auth`) and cluster
+//! administration (`admin`). Every route declares what it needs where it is
+//! registered; the [`guard`] middleware enforces it before any handler.
 //!
 //! Reads are served from the in-memory state on the worker thread that took
 //! the request; writes go through the service layer and Raft and are
 //! answered after commit and apply. Long polls are held by the watch hub.
 
 mod admin;
+mod auth;
+pub mod guard;
 mod health;
 mod nacos_v1;
 mod nacos_v2;
@@ -15,10 +19,12 @@ mod render;
 use std::sync::Arc;
 
 use actix::Addr;
-use actix_web::web;
+use actix_web::{web, HttpResponse};
 
+use crate::auth::{Auth, Principal};
 use crate::raft::Node;
 use crate::service::ConfigService;
+use crate::state::Access;
 use crate::watch::WatchHub;
 
 /// What every handler can reach.
@@ -29,6 +35,20 @@ pub struct AppState {
     pub max_listen_keys: usize,
     /// Where the node's files are (for size metrics).
     pub data_dir: std::path::PathBuf,
+    pub auth: Arc<Auth>,
+    /// What each route needs (see [`guard`]).
+    pub policy: guard::Policy,
+}
+
+/// 403 unless `principal` may do `access` in `namespace`.
+pub fn allow(
+    principal: &Principal,
+    namespace: &str,
+    access: Access,
+) -> Result<(), Box<HttpResponse>> {
+    principal
+        .require(namespace, access)
+        .map_err(|e| Box::new(guard::refusal(&e)))
 }
 
 /// Counts every request and times it, labelled by the matched route
@@ -77,14 +97,21 @@ pub async fn read_barrier(
     }
 }
 
+/// Declares every route with what it needs (registering it too when the
+/// [`guard::Routes`] has a service config).
+pub fn declare(routes: &mut guard::Routes) {
+    health::routes(routes);
+    auth::routes(routes);
+    admin::routes(routes);
+    nacos_v1::routes(routes);
+    nacos_v2::routes(routes);
+}
+
 /// Registers every route. `max_body` bounds request bodies.
 pub fn configure(app: Arc<AppState>, max_body: usize) -> impl FnOnce(&mut web::ServiceConfig) {
     move |cfg| {
         cfg.app_data(web::Data::from(app))
             .app_data(web::PayloadConfig::new(max_body));
-        health::routes(cfg);
-        admin::routes(cfg);
-        nacos_v1::routes(cfg);
-        nacos_v2::routes(cfg);
+        declare(&mut guard::Routes::new(cfg));
     }
 }

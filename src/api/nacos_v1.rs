@@ -5,46 +5,50 @@ use std::time::Duration;
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 
+use super::guard::{Need, Routes};
 use super::params::{client_ip, header, url_decode, url_encode, Params};
 use super::render::{
     content_type_for, http_date, v1_error, v1_service_error, ConfigDetail, ConfigInfoWrapper,
     ConfigItem, HistoryItem, Page,
 };
-use super::AppState;
+use super::{allow, AppState};
+use crate::auth::Principal;
 use crate::model::validate::{self, InvalidInput};
 use crate::service::{checked_key, Caller, PublishRequest, ServiceError};
-use crate::state::{canonical_namespace, Config, ConfigKey, State};
+use crate::state::{canonical_namespace, Access, Config, ConfigKey, State};
 use crate::watch::{changed_keys, Cancel, Hold, HoldOutcome, ListenKey, WatchHub};
 
-pub fn routes(cfg: &mut web::ServiceConfig) {
-    cfg.route("/nacos/v1/cs/configs", web::get().to(get_config))
-        .route("/nacos/v1/cs/configs", web::post().to(publish_config))
-        .route("/nacos/v1/cs/configs", web::delete().to(delete_config))
-        .route("/nacos/v1/cs/configs/listener", web::post().to(listener))
-        .route("/nacos/v1/cs/history", web::get().to(history))
-        .route(
+pub fn routes(r: &mut Routes) {
+    r.get("/nacos/v1/cs/configs", Need::OpenApi, get_config)
+        .post("/nacos/v1/cs/configs", Need::OpenApi, publish_config)
+        .delete("/nacos/v1/cs/configs", Need::OpenApi, delete_config)
+        .post("/nacos/v1/cs/configs/listener", Need::OpenApi, listener)
+        .get("/nacos/v1/cs/history", Need::OpenApi, history)
+        .get(
             "/nacos/v1/cs/history/previous",
-            web::get().to(history_previous),
+            Need::OpenApi,
+            history_previous,
         )
-        .route(
+        .get(
             "/nacos/v1/cs/history/configs",
-            web::get().to(history_configs),
+            Need::OpenApi,
+            history_configs,
         )
-        .route(
+        .get("/nacos/v1/console/namespaces", Need::Login, list_namespaces)
+        .post(
             "/nacos/v1/console/namespaces",
-            web::get().to(list_namespaces),
+            Need::Admin,
+            create_namespace,
         )
-        .route(
+        .put(
             "/nacos/v1/console/namespaces",
-            web::post().to(create_namespace),
+            Need::Admin,
+            update_namespace,
         )
-        .route(
+        .delete(
             "/nacos/v1/console/namespaces",
-            web::put().to(update_namespace),
-        )
-        .route(
-            "/nacos/v1/console/namespaces",
-            web::delete().to(delete_namespace),
+            Need::Admin,
+            delete_namespace,
         );
 }
 
@@ -58,11 +62,8 @@ fn ok_true() -> HttpResponse {
         .body("true")
 }
 
-fn caller(req: &HttpRequest, params: &Params) -> Caller {
-    Caller {
-        user: params.str("src_user").to_string(),
-        ip: client_ip(req),
-    }
+fn caller(req: &HttpRequest, params: &Params, principal: &Principal) -> Caller {
+    principal.caller(params.str("src_user"), client_ip(req))
 }
 
 /// The key named by `dataId`, `group` and a namespace parameter.
@@ -92,8 +93,16 @@ fn no_cache(builder: &mut actix_web::HttpResponseBuilder) -> &mut actix_web::Htt
         .insert_header(("Cache-Control", "no-cache,no-store"))
 }
 
-async fn get_config(req: HttpRequest, body: web::Bytes, app: web::Data<AppState>) -> HttpResponse {
+async fn get_config(
+    req: HttpRequest,
+    body: web::Bytes,
+    app: web::Data<AppState>,
+    principal: Principal,
+) -> HttpResponse {
     let params = Params::parse(&req, &body);
+    if let Err(denied) = allow(&principal, params.str("tenant"), Access::Read) {
+        return *denied;
+    }
     if let Err(response) = super::read_barrier(&app, &req, &params).await {
         return response;
     }
@@ -225,8 +234,12 @@ async fn publish_config(
     req: HttpRequest,
     body: web::Bytes,
     app: web::Data<AppState>,
+    principal: Principal,
 ) -> HttpResponse {
     let params = Params::parse(&req, &body);
+    if let Err(denied) = allow(&principal, params.str("tenant"), Access::ReadWrite) {
+        return *denied;
+    }
     let request = match publish_request(
         &params,
         "tenant",
@@ -236,7 +249,11 @@ async fn publish_config(
         Ok(r) => r,
         Err(e) => return bad_request(e),
     };
-    match app.service.publish(request, &caller(&req, &params)).await {
+    match app
+        .service
+        .publish(request, &caller(&req, &params, &principal))
+        .await
+    {
         Ok(()) => ok_true(),
         Err(e) => v1_service_error(&e),
     }
@@ -274,18 +291,23 @@ async fn delete_config(
     req: HttpRequest,
     body: web::Bytes,
     app: web::Data<AppState>,
+    principal: Principal,
 ) -> HttpResponse {
     let params = Params::parse(&req, &body);
+    if let Err(denied) = allow(&principal, params.str("tenant"), Access::ReadWrite) {
+        return *denied;
+    }
+    let caller = caller(&req, &params, &principal);
     let (namespace, group, data_id) = match (params.required("dataId"), params.required("group")) {
         (Ok(d), Ok(g)) => (params.str("tenant"), g, d),
         (Err(e), _) | (_, Err(e)) => return bad_request(e),
     };
     let result = if params.get("beta") == Some("true") {
-        app.service.stop_beta(namespace, group, data_id).await
-    } else {
         app.service
-            .remove(namespace, group, data_id, &caller(&req, &params))
+            .stop_beta(namespace, group, data_id, &caller)
             .await
+    } else {
+        app.service.remove(namespace, group, data_id, &caller).await
     };
     match result {
         Ok(_) => ok_true(),
@@ -378,7 +400,12 @@ impl Drop for HoldGuard {
     }
 }
 
-async fn listener(req: HttpRequest, body: web::Bytes, app: web::Data<AppState>) -> HttpResponse {
+async fn listener(
+    req: HttpRequest,
+    body: web::Bytes,
+    app: web::Data<AppState>,
+    principal: Principal,
+) -> HttpResponse {
     let params = Params::parse(&req, &body);
     let Some(raw) = params.get("Listening-Configs") else {
         return bad_request(InvalidInput::Missing("Listening-Configs"));
@@ -387,6 +414,11 @@ async fn listener(req: HttpRequest, body: web::Bytes, app: web::Data<AppState>) 
         Ok(keys) => keys,
         Err(e) => return bad_request(e),
     };
+    for key in &keys {
+        if let Err(denied) = allow(&principal, &key.key.namespace, Access::Read) {
+            return *denied;
+        }
+    }
     let ip = client_ip(&req);
     let changed = changed_keys(&app.service.state(), &keys, &ip);
     let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok());
@@ -450,7 +482,7 @@ pub(super) fn history_page(
     )
 }
 
-async fn history(req: HttpRequest, app: web::Data<AppState>) -> HttpResponse {
+async fn history(req: HttpRequest, app: web::Data<AppState>, principal: Principal) -> HttpResponse {
     let params = Params::parse(&req, &[]);
     let state = app.service.state();
     if params.get("nid").is_some() {
@@ -458,10 +490,16 @@ async fn history(req: HttpRequest, app: web::Data<AppState>) -> HttpResponse {
             Ok(id) => id,
             Err(e) => return bad_request(e),
         };
-        return match state.history_row(id) {
+        let row = state
+            .history_row(id)
+            .filter(|row| principal.can(&row.key.namespace, Access::Read));
+        return match row {
             Some(row) => HttpResponse::Ok().json(HistoryItem::new(row)),
             None => v1_error(StatusCode::NOT_FOUND, format!("history {id} not exist")),
         };
+    }
+    if let Err(denied) = allow(&principal, params.str("tenant"), Access::Read) {
+        return *denied;
     }
     let result = key_from(&params, "tenant").and_then(|key| Ok((key, paging(&params)?)));
     match result {
@@ -472,13 +510,21 @@ async fn history(req: HttpRequest, app: web::Data<AppState>) -> HttpResponse {
     }
 }
 
-async fn history_previous(req: HttpRequest, app: web::Data<AppState>) -> HttpResponse {
+async fn history_previous(
+    req: HttpRequest,
+    app: web::Data<AppState>,
+    principal: Principal,
+) -> HttpResponse {
     let params = Params::parse(&req, &[]);
     let id = match params.required_number("id") {
         Ok(id) => id,
         Err(e) => return bad_request(e),
     };
-    match app.service.state().previous_history_row(id) {
+    let state = app.service.state();
+    let row = state
+        .previous_history_row(id)
+        .filter(|row| principal.can(&row.key.namespace, Access::Read));
+    match row {
         Some(row) => HttpResponse::Ok().json(HistoryItem::new(row)),
         None => v1_error(StatusCode::NOT_FOUND, format!("no history before {id}")),
     }
@@ -492,9 +538,16 @@ pub(super) fn namespace_configs(state: &State, namespace: &str) -> Vec<ConfigInf
         .collect()
 }
 
-async fn history_configs(req: HttpRequest, app: web::Data<AppState>) -> HttpResponse {
+async fn history_configs(
+    req: HttpRequest,
+    app: web::Data<AppState>,
+    principal: Principal,
+) -> HttpResponse {
     let params = Params::parse(&req, &[]);
     let namespace = params.str("tenant");
+    if let Err(denied) = allow(&principal, namespace, Access::Read) {
+        return *denied;
+    }
     if let Err(e) = validate::namespace(namespace) {
         return bad_request(e);
     }
@@ -515,7 +568,8 @@ struct NamespaceItem {
     kind: u8,
 }
 
-fn namespace_items(state: &State) -> Vec<NamespaceItem> {
+/// The namespaces `principal` may read, public first.
+fn namespace_items(state: &State, principal: &Principal) -> Vec<NamespaceItem> {
     let mut items = vec![NamespaceItem {
         namespace: String::new(),
         namespace_show_name: "public".into(),
@@ -532,13 +586,18 @@ fn namespace_items(state: &State) -> Vec<NamespaceItem> {
         config_count: state.configs_in(&n.id).count(),
         kind: 2,
     }));
+    items.retain(|n| principal.can(&n.namespace, Access::Read));
     items
 }
 
-async fn list_namespaces(req: HttpRequest, app: web::Data<AppState>) -> HttpResponse {
+async fn list_namespaces(
+    req: HttpRequest,
+    app: web::Data<AppState>,
+    principal: Principal,
+) -> HttpResponse {
     let params = Params::parse(&req, &[]);
     let state = app.service.state();
-    let items = namespace_items(&state);
+    let items = namespace_items(&state, &principal);
     if params.get("show") == Some("all") {
         let id = canonical_namespace(params.str("namespaceId"));
         return match items.into_iter().find(|n| n.namespace == id) {
@@ -560,14 +619,17 @@ async fn create_namespace(
     req: HttpRequest,
     body: web::Bytes,
     app: web::Data<AppState>,
+    principal: Principal,
 ) -> HttpResponse {
     let params = Params::parse(&req, &body);
+    let caller = caller(&req, &params, &principal);
     let result = app
         .service
         .create_namespace(
             params.str("customNamespaceId"),
             params.str("namespaceName"),
             params.str("namespaceDesc"),
+            &caller,
         )
         .await;
     namespace_result(result.map(|_| ()))
@@ -577,8 +639,10 @@ async fn update_namespace(
     req: HttpRequest,
     body: web::Bytes,
     app: web::Data<AppState>,
+    principal: Principal,
 ) -> HttpResponse {
     let params = Params::parse(&req, &body);
+    let caller = caller(&req, &params, &principal);
     let id = match params.required("namespace") {
         Ok(id) => id,
         Err(e) => return bad_request(e),
@@ -589,6 +653,7 @@ async fn update_namespace(
             id,
             params.str("namespaceShowName"),
             params.str("namespaceDesc"),
+            &caller,
         )
         .await;
     namespace_result(result)
@@ -598,13 +663,15 @@ async fn delete_namespace(
     req: HttpRequest,
     body: web::Bytes,
     app: web::Data<AppState>,
+    principal: Principal,
 ) -> HttpResponse {
     let params = Params::parse(&req, &body);
+    let caller = caller(&req, &params, &principal);
     let id = match params.required("namespaceId") {
         Ok(id) => id,
         Err(e) => return bad_request(e),
     };
-    namespace_result(app.service.remove_namespace(id).await)
+    namespace_result(app.service.remove_namespace(id, &caller).await)
 }
 
 #[cfg(test)]

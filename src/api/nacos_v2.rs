@@ -4,30 +4,36 @@
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 
+use super::guard::{Need, Routes};
 use super::nacos_v1::{history_page, key_from, namespace_configs, paging, publish_request, search};
 use super::params::{client_ip, header, Params};
 use super::render::{v2_error, v2_ok, v2_service_error, HistoryItem};
-use super::AppState;
+use super::{allow, AppState};
+use crate::auth::Principal;
 use crate::model::validate::{self, InvalidInput};
-use crate::service::{Caller, ServiceError};
+use crate::service::ServiceError;
+use crate::state::Access;
 
-pub fn routes(cfg: &mut web::ServiceConfig) {
-    cfg.route("/nacos/v2/cs/config", web::get().to(get_config))
-        .route("/nacos/v2/cs/config", web::post().to(publish_config))
-        .route("/nacos/v2/cs/config", web::delete().to(delete_config))
-        .route(
+pub fn routes(r: &mut Routes) {
+    r.get("/nacos/v2/cs/config", Need::OpenApi, get_config)
+        .post("/nacos/v2/cs/config", Need::OpenApi, publish_config)
+        .delete("/nacos/v2/cs/config", Need::OpenApi, delete_config)
+        .get(
             "/nacos/v2/cs/config/searchDetail",
-            web::get().to(search_config),
+            Need::OpenApi,
+            search_config,
         )
-        .route("/nacos/v2/cs/history/list", web::get().to(history_list))
-        .route("/nacos/v2/cs/history", web::get().to(history_one))
-        .route(
+        .get("/nacos/v2/cs/history/list", Need::OpenApi, history_list)
+        .get("/nacos/v2/cs/history", Need::OpenApi, history_one)
+        .get(
             "/nacos/v2/cs/history/previous",
-            web::get().to(history_previous),
+            Need::OpenApi,
+            history_previous,
         )
-        .route(
+        .get(
             "/nacos/v2/cs/history/configs",
-            web::get().to(history_configs),
+            Need::OpenApi,
+            history_configs,
         );
 }
 
@@ -39,8 +45,15 @@ fn not_found(detail: impl std::fmt::Display) -> HttpResponse {
     v2_error(StatusCode::NOT_FOUND, 20004, "resource not found", detail)
 }
 
-async fn get_config(req: HttpRequest, app: web::Data<AppState>) -> HttpResponse {
+async fn get_config(
+    req: HttpRequest,
+    app: web::Data<AppState>,
+    principal: Principal,
+) -> HttpResponse {
     let params = Params::parse(&req, &[]);
+    if let Err(denied) = allow(&principal, params.str("namespaceId"), Access::Read) {
+        return *denied;
+    }
     let key = match key_from(&params, "namespaceId") {
         Ok(key) => key,
         Err(e) => return invalid(e),
@@ -59,8 +72,15 @@ async fn get_config(req: HttpRequest, app: web::Data<AppState>) -> HttpResponse 
     }
 }
 
-async fn search_config(req: HttpRequest, app: web::Data<AppState>) -> HttpResponse {
+async fn search_config(
+    req: HttpRequest,
+    app: web::Data<AppState>,
+    principal: Principal,
+) -> HttpResponse {
     let params = Params::parse(&req, &[]);
+    if let Err(denied) = allow(&principal, params.str("namespaceId"), Access::Read) {
+        return *denied;
+    }
     let mode = params.get("search").unwrap_or("blur");
     match search(&app.service.state(), &params, mode, "namespaceId") {
         Ok(page) => v2_ok(page),
@@ -72,18 +92,19 @@ async fn publish_config(
     req: HttpRequest,
     body: web::Bytes,
     app: web::Data<AppState>,
+    principal: Principal,
 ) -> HttpResponse {
     let params = Params::parse(&req, &body);
+    if let Err(denied) = allow(&principal, params.str("namespaceId"), Access::ReadWrite) {
+        return *denied;
+    }
     let beta_ips = header(&req, "betaIps").or_else(|| params.get("betaIps").map(str::to_string));
     let cas_md5 = header(&req, "casMd5").or_else(|| params.get("casMd5").map(str::to_string));
     let request = match publish_request(&params, "namespaceId", beta_ips, cas_md5) {
         Ok(r) => r,
         Err(e) => return invalid(e),
     };
-    let caller = Caller {
-        user: params.any(&["srcUser", "src_user"]).to_string(),
-        ip: client_ip(&req),
-    };
+    let caller = principal.caller(params.any(&["srcUser", "src_user"]), client_ip(&req));
     match app.service.publish(request, &caller).await {
         Ok(()) => v2_ok(true),
         Err(e) => v2_service_error(&e),
@@ -94,16 +115,17 @@ async fn delete_config(
     req: HttpRequest,
     body: web::Bytes,
     app: web::Data<AppState>,
+    principal: Principal,
 ) -> HttpResponse {
     let params = Params::parse(&req, &body);
+    if let Err(denied) = allow(&principal, params.str("namespaceId"), Access::ReadWrite) {
+        return *denied;
+    }
     let (data_id, group) = match (params.required("dataId"), params.required("group")) {
         (Ok(d), Ok(g)) => (d, g),
         (Err(e), _) | (_, Err(e)) => return invalid(e),
     };
-    let caller = Caller {
-        user: params.any(&["srcUser", "src_user"]).to_string(),
-        ip: client_ip(&req),
-    };
+    let caller = principal.caller(params.any(&["srcUser", "src_user"]), client_ip(&req));
     match app
         .service
         .remove(params.str("namespaceId"), group, data_id, &caller)
@@ -114,8 +136,15 @@ async fn delete_config(
     }
 }
 
-async fn history_list(req: HttpRequest, app: web::Data<AppState>) -> HttpResponse {
+async fn history_list(
+    req: HttpRequest,
+    app: web::Data<AppState>,
+    principal: Principal,
+) -> HttpResponse {
     let params = Params::parse(&req, &[]);
+    if let Err(denied) = allow(&principal, params.str("namespaceId"), Access::Read) {
+        return *denied;
+    }
     match key_from(&params, "namespaceId").and_then(|k| Ok((k, paging(&params)?))) {
         Ok((key, (page_no, page_size))) => {
             v2_ok(history_page(&app.service.state(), &key, page_no, page_size))
@@ -124,33 +153,56 @@ async fn history_list(req: HttpRequest, app: web::Data<AppState>) -> HttpRespons
     }
 }
 
-async fn history_one(req: HttpRequest, app: web::Data<AppState>) -> HttpResponse {
+async fn history_one(
+    req: HttpRequest,
+    app: web::Data<AppState>,
+    principal: Principal,
+) -> HttpResponse {
     let params = Params::parse(&req, &[]);
     let id = match params.required_number("nid") {
         Ok(id) => id,
         Err(e) => return invalid(e),
     };
-    match app.service.state().history_row(id) {
+    let state = app.service.state();
+    let row = state
+        .history_row(id)
+        .filter(|row| principal.can(&row.key.namespace, Access::Read));
+    match row {
         Some(row) => v2_ok(HistoryItem::new(row)),
         None => not_found(format!("history {id} not exist")),
     }
 }
 
-async fn history_previous(req: HttpRequest, app: web::Data<AppState>) -> HttpResponse {
+async fn history_previous(
+    req: HttpRequest,
+    app: web::Data<AppState>,
+    principal: Principal,
+) -> HttpResponse {
     let params = Params::parse(&req, &[]);
     let id = match params.required_number("id") {
         Ok(id) => id,
         Err(e) => return invalid(e),
     };
-    match app.service.state().previous_history_row(id) {
+    let state = app.service.state();
+    let row = state
+        .previous_history_row(id)
+        .filter(|row| principal.can(&row.key.namespace, Access::Read));
+    match row {
         Some(row) => v2_ok(HistoryItem::new(row)),
         None => not_found(format!("no history before {id}")),
     }
 }
 
-async fn history_configs(req: HttpRequest, app: web::Data<AppState>) -> HttpResponse {
+async fn history_configs(
+    req: HttpRequest,
+    app: web::Data<AppState>,
+    principal: Principal,
+) -> HttpResponse {
     let params = Params::parse(&req, &[]);
     let namespace = params.str("namespaceId");
+    if let Err(denied) = allow(&principal, namespace, Access::Read) {
+        return *denied;
+    }
     if let Err(e) = validate::namespace(namespace) {
         return invalid(e);
     }

@@ -25,6 +25,10 @@ fn status_of(error: &ServiceError) -> StatusCode {
         ServiceError::Invalid(_) => StatusCode::BAD_REQUEST,
         ServiceError::Rejected(ApplyError::CasMismatch) => StatusCode::INTERNAL_SERVER_ERROR,
         ServiceError::Rejected(ApplyError::UnknownCommand) => StatusCode::INTERNAL_SERVER_ERROR,
+        ServiceError::Rejected(ApplyError::UserNotFound(_)) => StatusCode::NOT_FOUND,
+        ServiceError::Rejected(ApplyError::UserExists(_) | ApplyError::LastAdmin(_)) => {
+            StatusCode::CONFLICT
+        }
         ServiceError::Rejected(_) => StatusCode::BAD_REQUEST,
         ServiceError::Write(
             RouteError::NoLeader
@@ -35,6 +39,7 @@ fn status_of(error: &ServiceError) -> StatusCode {
         ) => StatusCode::SERVICE_UNAVAILABLE,
         ServiceError::Write(RouteError::Stopped(_)) => StatusCode::INTERNAL_SERVER_ERROR,
         ServiceError::Write(RouteError::Membership(_)) => StatusCode::BAD_REQUEST,
+        ServiceError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }
 
@@ -72,7 +77,7 @@ pub fn v2_service_error(error: &ServiceError) -> HttpResponse {
         }
         ServiceError::Rejected(ApplyError::CasMismatch) => (20005, "resource conflict"),
         ServiceError::Rejected(_) => (20002, "parameter validate error"),
-        ServiceError::Write(_) => (30000, "server error"),
+        ServiceError::Write(_) | ServiceError::Internal(_) => (30000, "server error"),
     };
     v2_error(status_of(error), code, message, error)
 }

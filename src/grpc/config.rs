@@ -8,13 +8,14 @@ use serde_json::json;
 
 use super::payload::{self, code, Incoming, Reply};
 use super::GrpcState;
-use crate::service::{checked_key, Caller, PublishRequest, ServiceError};
-use crate::state::ApplyError;
+use crate::auth::Principal;
+use crate::service::{checked_key, PublishRequest, ServiceError};
+use crate::state::{Access, ApplyError};
 use crate::watch::{changed_keys, ListenKey, Subscribe, Unsubscribe};
 
 /// `ConfigQueryRequest{dataId, group, tenant}` → `ConfigQueryResponse`; a
 /// client whose IP is in the beta list gets the beta with `beta: true`.
-pub fn query(app: &GrpcState, req: &Incoming, client_ip: &str) -> Reply {
+pub fn query(app: &GrpcState, req: &Incoming, client_ip: &str, principal: &Principal) -> Reply {
     const KIND: &str = "ConfigQueryResponse";
     let rid = req.request_id();
     // The Rust client requires `lastModified` and `beta` on failures too.
@@ -33,6 +34,9 @@ pub fn query(app: &GrpcState, req: &Incoming, client_ip: &str) -> Reply {
         Ok(key) => key,
         Err(e) => return failed(code::INVALID_PARAM, &e.to_string()),
     };
+    if let Err(e) = principal.require(&key.namespace, Access::Read) {
+        return failed(code::NO_RIGHT, &e.to_string());
+    }
     let state = app.service.state();
     let config = state.config(&key);
     let content_type = config.map_or("text", |c| c.config_type.as_str());
@@ -81,15 +85,23 @@ fn write_failure(error: &ServiceError) -> (i32, String) {
         ServiceError::Invalid(_) => code::INVALID_PARAM,
         ServiceError::Rejected(ApplyError::CasMismatch) => code::SERVER_ERROR,
         ServiceError::Rejected(_) => code::INVALID_PARAM,
-        ServiceError::Write(_) => code::SERVER_ERROR,
+        ServiceError::Write(_) | ServiceError::Internal(_) => code::SERVER_ERROR,
     };
     (code, error.to_string())
 }
 
 /// `ConfigPublishRequest{dataId, group, tenant, content, casMd5, additionMap}`.
-pub async fn publish(app: &GrpcState, req: &Incoming, client_ip: &str) -> Reply {
+pub async fn publish(
+    app: &GrpcState,
+    req: &Incoming,
+    client_ip: &str,
+    principal: &Principal,
+) -> Reply {
     const KIND: &str = "ConfigPublishResponse";
     let rid = req.request_id();
+    if let Err(e) = principal.require(req.str("tenant"), Access::ReadWrite) {
+        return payload::fail(KIND, &rid, code::NO_RIGHT, &e.to_string());
+    }
     let addition: std::collections::HashMap<String, String> = match req.field("additionMap") {
         Ok(map) => map.unwrap_or_default(),
         Err(e) => return payload::fail(KIND, &rid, code::INVALID_PARAM, &e.to_string()),
@@ -112,10 +124,7 @@ pub async fn publish(app: &GrpcState, req: &Incoming, client_ip: &str) -> Reply 
             .map(str::to_string)
             .collect(),
     };
-    let caller = Caller {
-        user: extra("src_user"),
-        ip: client_ip.to_string(),
-    };
+    let caller = principal.caller(&extra("src_user"), client_ip.to_string());
     match app.service.publish(request, &caller).await {
         Ok(()) => payload::ok(KIND, &rid, json!({})),
         Err(e) => {
@@ -126,13 +135,18 @@ pub async fn publish(app: &GrpcState, req: &Incoming, client_ip: &str) -> Reply 
 }
 
 /// `ConfigRemoveRequest{dataId, group, tenant}` (succeeds when absent too).
-pub async fn remove(app: &GrpcState, req: &Incoming, client_ip: &str) -> Reply {
+pub async fn remove(
+    app: &GrpcState,
+    req: &Incoming,
+    client_ip: &str,
+    principal: &Principal,
+) -> Reply {
     const KIND: &str = "ConfigRemoveResponse";
     let rid = req.request_id();
-    let caller = Caller {
-        user: req.str("srcUser").to_string(),
-        ip: client_ip.to_string(),
-    };
+    if let Err(e) = principal.require(req.str("tenant"), Access::ReadWrite) {
+        return payload::fail(KIND, &rid, code::NO_RIGHT, &e.to_string());
+    }
+    let caller = principal.caller(req.str("srcUser"), client_ip.to_string());
     let removed = app
         .service
         .remove(
@@ -171,6 +185,7 @@ pub async fn batch_listen(
     req: &Incoming,
     client_ip: &str,
     peer: Option<SocketAddr>,
+    principal: &Principal,
 ) -> Reply {
     const KIND: &str = "ConfigChangeBatchListenResponse";
     let rid = req.request_id();
@@ -192,6 +207,9 @@ pub async fn batch_listen(
             Ok(key) => key,
             Err(e) => return payload::fail(KIND, &rid, code::INVALID_PARAM, &e.to_string()),
         };
+        if let Err(e) = principal.require(&key.namespace, Access::Read) {
+            return payload::fail(KIND, &rid, code::NO_RIGHT, &e.to_string());
+        }
         keys.push(ListenKey {
             key,
             data_id: c.data_id,

@@ -31,6 +31,7 @@ use tokio::net::TcpListener;
 use tonic::transport::server::TcpIncoming;
 use tonic::{Request, Response, Status, Streaming};
 
+use crate::auth::{Credentials, Principal};
 use crate::service::ConfigService;
 use crate::watch::WatchHub;
 use connection::Connections;
@@ -100,6 +101,34 @@ pub struct GrpcState {
     pub hub: Addr<WatchHub>,
     pub connections: Arc<Connections>,
     pub max_listen_keys: usize,
+    pub auth: Arc<crate::auth::Auth>,
+}
+
+/// Who sent a config request: anyone when open-API auth is off; otherwise
+/// the user its `accessToken` header (or `username`/`password` headers)
+/// proves.
+async fn principal(
+    app: &GrpcState,
+    req: &Incoming,
+    client_ip: &str,
+) -> Result<Principal, crate::auth::AuthError> {
+    if !app.auth.open_api_auth() {
+        return Ok(Principal::Open);
+    }
+    let header = |name| {
+        req.header(name)
+            .filter(|v| !v.is_empty())
+            .map(str::to_string)
+    };
+    let credentials = Credentials {
+        token: header("accessToken"),
+        username: header("username"),
+        password: header("password"),
+    };
+    app.auth
+        .authenticate(&credentials, client_ip)
+        .await
+        .map(Principal::User)
 }
 
 #[derive(Clone)]
@@ -127,7 +156,15 @@ pub async fn handle(
         req.client_ip.clone()
     };
     let rid = req.request_id();
-    tracing::debug!(kind = %req.kind, ?peer, body = ?req.body, "gRPC request");
+    tracing::debug!(kind = %req.kind, ?peer, "gRPC request");
+    let principal = if req.kind.starts_with("Config") {
+        match principal(app, &req, &client_ip).await {
+            Ok(principal) => principal,
+            Err(e) => return payload::error(&rid, code::NO_RIGHT, &e.to_string()),
+        }
+    } else {
+        Principal::Open
+    };
     match req.kind.as_str() {
         "ServerCheckRequest" => {
             let connection_id = peer
@@ -141,10 +178,12 @@ pub async fn handle(
         }
         "HealthCheckRequest" => payload::ok("HealthCheckResponse", &rid, json!({})),
         "ClientDetectionRequest" => payload::ok("ClientDetectionResponse", &rid, json!({})),
-        "ConfigQueryRequest" => config::query(app, &req, &client_ip),
-        "ConfigPublishRequest" => config::publish(app, &req, &client_ip).await,
-        "ConfigRemoveRequest" => config::remove(app, &req, &client_ip).await,
-        "ConfigBatchListenRequest" => config::batch_listen(app, &req, &client_ip, peer).await,
+        "ConfigQueryRequest" => config::query(app, &req, &client_ip, &principal),
+        "ConfigPublishRequest" => config::publish(app, &req, &client_ip, &principal).await,
+        "ConfigRemoveRequest" => config::remove(app, &req, &client_ip, &principal).await,
+        "ConfigBatchListenRequest" => {
+            config::batch_listen(app, &req, &client_ip, peer, &principal).await
+        }
         other => payload::error(
             &rid,
             code::NO_HANDLER,

@@ -27,6 +27,8 @@ pub mod code {
     pub const BAD_REQUEST_PAYLOAD: i32 = 502;
     /// Any other failure.
     pub const SERVER_ERROR: i32 = 500;
+    /// Not logged in, or not allowed (Nacos' `NO_RIGHT`).
+    pub const NO_RIGHT: i32 = 403;
 }
 
 /// A request as it arrived: its type, the client's IP and headers, and the

@@ -29,9 +29,20 @@ impl From<Command> for Batch {
 }
 
 impl Command {
-    /// Wraps one operation.
+    /// Wraps one operation (not audited).
     pub fn of(op: Op) -> Self {
-        Command { op: Some(op) }
+        Command {
+            op: Some(op),
+            actor: None,
+        }
+    }
+
+    /// Wraps one operation done by `actor` (recorded in the audit log).
+    pub fn by(op: Op, actor: command::Actor) -> Self {
+        Command {
+            op: Some(op),
+            actor: Some(actor),
+        }
     }
 }
 

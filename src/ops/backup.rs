@@ -74,6 +74,14 @@ pub struct BackupArgs {
     /// Give up if the download takes longer than this.
     #[arg(long, value_name = "SECONDS", default_value_t = 600)]
     pub timeout: u64,
+
+    /// An admin's name (backups need an admin login).
+    #[arg(long, env = "TACOS_USERNAME", default_value = "nacos")]
+    pub username: String,
+
+    /// That admin's password.
+    #[arg(long, env = "TACOS_PASSWORD", hide_env_values = true)]
+    pub password: crate::settings::Secret,
 }
 
 /// The backup URL of a node given as HOST:PORT or a URL.
@@ -104,6 +112,7 @@ pub fn run(args: &BackupArgs) -> anyhow::Result<()> {
         .context("building the HTTP client")?;
     let response = client
         .get(&url)
+        .basic_auth(&args.username, Some(&args.password.0))
         .send()
         .with_context(|| format!("GET {url}"))?;
     let status = response.status();

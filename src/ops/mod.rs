@@ -12,11 +12,15 @@
 //!   data dir for this node (`--data-dir`, `--node-id`, its addresses), a
 //!   one-voter cluster that other nodes can then `--join`.
 //!
+//! * `tacos routes [--json]` ([`routes`]): every HTTP route and what it
+//!   needs.
+//!
 //! See docs/operations.md, "Backup, restore and inspect".
 
 pub mod backup;
 pub mod inspect;
 pub mod restore;
+pub mod routes;
 
 use std::fs::File;
 use std::io::Write;
@@ -43,6 +47,9 @@ pub enum Command {
     /// Make a fresh data dir (--data-dir) from a backup file, with this node
     /// (--node-id and its addresses) as the only voter.
     Restore(restore::RestoreArgs),
+    /// List every HTTP route and what it needs (public, open API, login,
+    /// admin).
+    Routes(routes::RoutesArgs),
 }
 
 impl Command {
@@ -52,6 +59,7 @@ impl Command {
             Command::Inspect(_) => "inspect",
             Command::Backup(_) => "backup",
             Command::Restore(_) => "restore",
+            Command::Routes(_) => "routes",
         }
     }
 }
@@ -62,6 +70,7 @@ pub fn run(command: &Command, settings: &Settings) -> anyhow::Result<()> {
         Command::Inspect(args) => inspect::run(args, settings),
         Command::Backup(args) => backup::run(args),
         Command::Restore(args) => restore::run(args, settings),
+        Command::Routes(args) => routes::run(args),
     }
 }
 

@@ -55,6 +55,8 @@ pub struct Node {
     /// The commit point found on disk at start: reads wait until it is applied.
     committed_at_open: Option<LogId>,
     stopping: Arc<AtomicBool>,
+    /// Audit rows kept (stamped into the notes this node records).
+    audit_limit: u32,
 }
 
 /// Triggers a snapshot whenever `threshold` bytes of entries were appended
@@ -162,6 +164,7 @@ impl Node {
             peers,
             committed_at_open: recovery.committed,
             stopping: Arc::new(AtomicBool::new(false)),
+            audit_limit: settings.audit_limit,
         })
     }
 
@@ -469,14 +472,40 @@ impl Node {
             None => {
                 tracing::info!(id, %node, "adding a joining node as a learner");
                 self.raft
-                    .add_learner(id, node, true)
+                    .add_learner(id, node.clone(), true)
                     .await
                     .map_err(membership_error)?;
             }
         }
         tracing::info!(id, "promoting a caught-up learner to voter");
-        self.apply_change(ChangeMembers::AddVoterIds([id].into()))
-            .await
+        let reply = self
+            .apply_change(ChangeMembers::AddVoterIds([id].into()))
+            .await?;
+        self.audit_join(id, &node).await;
+        Ok(reply)
+    }
+
+    /// Records a join in the audit log (as done by the joining node).
+    async fn audit_join(&self, id: NodeId, node: &NodeInfo) {
+        let note = crate::model::command::AuditNote {
+            action: "membership.join".into(),
+            target: format!("node {id}"),
+            detail: format!("cluster={} http={}", node.cluster_addr, node.http_addr),
+        };
+        let actor = crate::model::command::Actor {
+            user: format!("node-{id}"),
+            ip: node
+                .cluster_addr
+                .rsplit_once(':')
+                .map_or(String::new(), |(host, _)| host.to_string()),
+            time_ms: crate::service::now_ms(),
+            audit_limit: self.audit_limit,
+        };
+        let command = Command::by(crate::model::Op::AuditNote(note), actor);
+        // This node leads (it just changed the membership): propose here.
+        if let Err(e) = self.proposer.propose(command).await {
+            tracing::warn!(id, "could not record the join in the audit log: {e}");
+        }
     }
 
     async fn add_learner(&self, id: NodeId, node: NodeInfo) -> Result<ForwardReply, RouteError> {

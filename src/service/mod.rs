@@ -24,13 +24,47 @@ pub enum ServiceError {
     Rejected(#[from] ApplyError),
     #[error(transparent)]
     Write(#[from] RouteError),
+    #[error("internal error: {0}")]
+    Internal(String),
 }
 
 /// Who is writing and from where.
 #[derive(Debug, Clone, Default)]
 pub struct Caller {
+    /// The logged-in user, or (open API without auth) the `src_user` the
+    /// client claims.
     pub user: String,
     pub ip: String,
+    /// Whether `user` was authenticated.
+    pub authenticated: bool,
+}
+
+impl Caller {
+    /// The server itself (bootstrap).
+    pub fn system() -> Self {
+        Caller {
+            user: "system".into(),
+            ip: String::new(),
+            authenticated: true,
+        }
+    }
+
+    /// The audit actor for a command accepted now.
+    pub fn actor(&self, audit_limit: u32) -> pb::Actor {
+        let user = if self.authenticated {
+            self.user.clone()
+        } else if self.user.is_empty() {
+            "anonymous".to_string()
+        } else {
+            format!("anonymous:{}", self.user)
+        };
+        pb::Actor {
+            user,
+            ip: self.ip.clone(),
+            time_ms: now_ms(),
+            audit_limit,
+        }
+    }
 }
 
 /// A config publish as a client asks for it.
@@ -55,6 +89,7 @@ pub struct PublishRequest {
 pub struct Limits {
     pub max_content_size: usize,
     pub history_limit: u32,
+    pub audit_limit: u32,
 }
 
 /// Config and namespace writes.
@@ -64,7 +99,7 @@ pub struct ConfigService {
     limits: Limits,
 }
 
-fn now_ms() -> i64 {
+pub fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64)
@@ -76,6 +111,22 @@ pub fn checked_key(namespace: &str, group: &str, data_id: &str) -> Result<Config
     validate::group(group)?;
     validate::namespace(namespace)?;
     Ok(ConfigKey::new(namespace, group, data_id))
+}
+
+/// Proposes `op` on behalf of `caller` (audited) and turns a deterministic
+/// refusal into an error.
+pub async fn propose(
+    node: &Node,
+    op: Op,
+    caller: &Caller,
+    audit_limit: u32,
+) -> Result<Response, ServiceError> {
+    let command = Command::by(op, caller.actor(audit_limit));
+    let (_, response) = node.write(command).await?;
+    match response {
+        Response::Rejected(error) => Err(error.into()),
+        other => Ok(other),
+    }
 }
 
 fn origin(caller: &Caller) -> pb::Origin {
@@ -96,12 +147,8 @@ impl ConfigService {
         self.node.state()
     }
 
-    async fn propose(&self, op: Op) -> Result<Response, ServiceError> {
-        let (_, response) = self.node.write(Command::of(op)).await?;
-        match response {
-            Response::Rejected(error) => Err(error.into()),
-            other => Ok(other),
-        }
+    async fn propose(&self, op: Op, caller: &Caller) -> Result<Response, ServiceError> {
+        propose(&self.node, op, caller, self.limits.audit_limit).await
     }
 
     /// Publishes a config (or its beta, when `beta_ips` is given).
@@ -134,7 +181,7 @@ impl ConfigService {
                 app_name: req.app_name,
             })
         };
-        self.propose(op).await.map(|_| ())
+        self.propose(op, caller).await.map(|_| ())
     }
 
     /// Removes a config; removing an absent one is not an error.
@@ -152,7 +199,7 @@ impl ConfigService {
             history_limit: self.limits.history_limit,
         });
         Ok(matches!(
-            self.propose(op).await?,
+            self.propose(op, caller).await?,
             Response::Removed { existed: true }
         ))
     }
@@ -163,13 +210,14 @@ impl ConfigService {
         namespace: &str,
         group: &str,
         data_id: &str,
+        caller: &Caller,
     ) -> Result<bool, ServiceError> {
         let key = checked_key(namespace, group, data_id)?;
         let op = Op::StopBeta(pb::StopBeta {
             key: Some((&key).into()),
         });
         Ok(matches!(
-            self.propose(op).await?,
+            self.propose(op, caller).await?,
             Response::Removed { existed: true }
         ))
     }
@@ -180,6 +228,7 @@ impl ConfigService {
         id: &str,
         name: &str,
         desc: &str,
+        caller: &Caller,
     ) -> Result<String, ServiceError> {
         let id = if id.trim().is_empty() {
             uuid::Uuid::new_v4().to_string()
@@ -197,7 +246,7 @@ impl ConfigService {
             desc: desc.to_string(),
             time_ms: now_ms(),
         });
-        self.propose(op).await?;
+        self.propose(op, caller).await?;
         Ok(id)
     }
 
@@ -206,6 +255,7 @@ impl ConfigService {
         id: &str,
         name: &str,
         desc: &str,
+        caller: &Caller,
     ) -> Result<(), ServiceError> {
         validate::namespace(id)?;
         check_namespace_name(name)?;
@@ -214,13 +264,13 @@ impl ConfigService {
             name: name.to_string(),
             desc: desc.to_string(),
         });
-        self.propose(op).await.map(|_| ())
+        self.propose(op, caller).await.map(|_| ())
     }
 
-    pub async fn remove_namespace(&self, id: &str) -> Result<(), ServiceError> {
+    pub async fn remove_namespace(&self, id: &str, caller: &Caller) -> Result<(), ServiceError> {
         validate::namespace(id)?;
         let op = Op::RemoveNamespace(pb::RemoveNamespace { id: id.to_string() });
-        self.propose(op).await.map(|_| ())
+        self.propose(op, caller).await.map(|_| ())
     }
 }
 

@@ -11,6 +11,8 @@
 //! the command). Deterministic refusals are returned as
 //! [`Response::Rejected`]; they never stop the node.
 
+mod audit;
+mod auth;
 mod snapshot;
 mod types;
 
@@ -19,6 +21,8 @@ use std::sync::Arc;
 use imbl::{OrdMap, Vector};
 use serde::{Deserialize, Serialize};
 
+pub use audit::AuditRow;
+pub use auth::{Access, AuthKey, User, ALL_NAMESPACES};
 pub use snapshot::DecodeError;
 pub use types::{
     canonical_namespace, Beta, Config, ConfigKey, HistoryRow, Namespace, OpType, PUBLIC_NAMESPACE,
@@ -52,6 +56,14 @@ pub enum ApplyError {
     NamespaceNotEmpty(String, usize),
     #[error("the command is incomplete or carries no operation this node understands")]
     UnknownCommand,
+    #[error("auth is already initialized")]
+    AuthInitialized,
+    #[error("user already exist: {0}")]
+    UserExists(String),
+    #[error("user not exist: {0}")]
+    UserNotFound(String),
+    #[error("{0} is the last enabled admin; make another admin first")]
+    LastAdmin(String),
 }
 
 /// The state at one applied log index.
@@ -67,8 +79,12 @@ pub struct State {
     history: OrdMap<ConfigKey, Vector<Arc<HistoryRow>>>,
     history_keys: OrdMap<u64, ConfigKey>,
     namespaces: OrdMap<String, Arc<Namespace>>,
+    auth: Option<Arc<AuthKey>>,
+    users: OrdMap<String, Arc<User>>,
+    audit: Vector<Arc<AuditRow>>,
     next_config_id: u64,
     next_history_id: u64,
+    next_audit_id: u64,
 }
 
 impl State {
@@ -144,9 +160,18 @@ impl State {
     // ---- apply -----------------------------------------------------------
 
     /// Applies one command; keys whose content (or beta) changed are pushed
-    /// to `changed` so listeners can be told.
+    /// to `changed` so listeners can be told. A command with an actor is
+    /// recorded in the audit log, refused or not.
     pub fn apply(&mut self, command: &Command, changed: &mut Vec<ConfigKey>) -> Response {
-        let result = match &command.op {
+        let response = self.apply_op(command.op.as_ref(), changed);
+        if let Some(actor) = &command.actor {
+            self.record_audit(actor, command.op.as_ref(), &response);
+        }
+        response
+    }
+
+    fn apply_op(&mut self, op: Option<&Op>, changed: &mut Vec<ConfigKey>) -> Response {
+        let result = match op {
             Some(Op::PublishConfig(publish)) => self.publish(publish, changed),
             Some(Op::RemoveConfig(remove)) => self.remove(remove, changed),
             Some(Op::PublishBeta(beta)) => self.publish_beta(beta, changed),
@@ -154,6 +179,12 @@ impl State {
             Some(Op::CreateNamespace(create)) => self.create_namespace(create),
             Some(Op::UpdateNamespace(update)) => self.update_namespace(update),
             Some(Op::RemoveNamespace(remove)) => self.remove_namespace(remove),
+            Some(Op::InitAuth(init)) => self.init_auth(init),
+            Some(Op::CreateUser(create)) => self.create_user(create),
+            Some(Op::UpdateUser(update)) => self.update_user(update),
+            Some(Op::RemoveUser(remove)) => self.remove_user(remove),
+            Some(Op::SetPermission(permission)) => self.set_permission(permission),
+            Some(Op::AuditNote(_)) => Ok(Response::Done),
             None => Err(ApplyError::UnknownCommand),
         };
         result.unwrap_or_else(Response::Rejected)
@@ -351,6 +382,21 @@ impl State {
             return Err(ApplyError::NamespaceNotEmpty(r.id.clone(), count));
         }
         self.namespaces.remove(&r.id);
+        // Permissions in it go too, so a namespace created later under the
+        // same id does not inherit them.
+        let holders: Vec<String> = self
+            .users
+            .values()
+            .filter(|u| u.permissions.contains_key(&r.id))
+            .map(|u| u.username.clone())
+            .collect();
+        for username in holders {
+            if let Some(user) = self.users.get(&username) {
+                let mut user = User::clone(user);
+                user.permissions.remove(&r.id);
+                self.users.insert(username, Arc::new(user));
+            }
+        }
         Ok(Response::Removed { existed: true })
     }
 }

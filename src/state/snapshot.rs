@@ -1,14 +1,17 @@
 //! The state as snapshot records, and back.
 //!
 //! Each record is one byte of kind followed by a protobuf message from
-//! `proto/snapshot.proto`. Order: counters, namespaces, configs, betas, then
-//! history rows (per config, oldest first), so loading can append rows.
+//! `proto/snapshot.proto`. Order: counters, namespaces, configs, betas,
+//! history rows (per config, oldest first), then the auth key, users and
+//! audit rows (oldest first), so loading can append rows.
 
 use std::sync::Arc;
 
 use prost::Message;
 
-use super::{Beta, Config, ConfigKey, HistoryRow, Namespace, OpType, State};
+use super::{
+    Access, AuditRow, AuthKey, Beta, Config, ConfigKey, HistoryRow, Namespace, OpType, State, User,
+};
 use crate::model::snapshot as pb;
 
 const COUNTERS: u8 = 1;
@@ -16,6 +19,9 @@ const NAMESPACE: u8 = 2;
 const CONFIG: u8 = 3;
 const BETA: u8 = 4;
 const HISTORY: u8 = 5;
+const AUTH: u8 = 6;
+const USER: u8 = 7;
+const AUDIT: u8 = 8;
 
 /// Why snapshot records could not be turned back into a state.
 #[derive(Debug, thiserror::Error)]
@@ -30,6 +36,8 @@ pub enum DecodeError {
     MissingKey,
     #[error("unknown history op type {0:?}")]
     BadOpType(String),
+    #[error("user {0:?} has a permission with no access")]
+    BadAccess(String),
 }
 
 fn record(kind: u8, message: &impl Message) -> Vec<u8> {
@@ -62,6 +70,7 @@ impl State {
             &pb::CountersRecord {
                 next_config_id: self.next_config_id,
                 next_history_id: self.next_history_id,
+                next_audit_id: self.next_audit_id,
             },
         ));
         let namespaces = self.namespaces.values().map(|n| {
@@ -126,11 +135,39 @@ impl State {
                 },
             )
         });
+        let auth = self.auth.iter().map(|a| {
+            record(
+                AUTH,
+                &pb::AuthRecord {
+                    token_key: a.token_key.clone(),
+                    init_time: a.init_time,
+                },
+            )
+        });
+        let users = self.users.values().map(|u| record(USER, &user_record(u)));
+        let audit = self.audit.iter().map(|a| {
+            record(
+                AUDIT,
+                &pb::AuditRecord {
+                    id: a.id,
+                    time_ms: a.time_ms,
+                    user: a.user.clone(),
+                    ip: a.ip.clone(),
+                    action: a.action.clone(),
+                    target: a.target.clone(),
+                    detail: a.detail.clone(),
+                    outcome: a.outcome.clone(),
+                },
+            )
+        });
         counters
             .chain(namespaces)
             .chain(configs)
             .chain(betas)
             .chain(history)
+            .chain(auth)
+            .chain(users)
+            .chain(audit)
     }
 
     /// Adds one snapshot record (from [`State::snapshot_records`]) to the tables.
@@ -141,6 +178,7 @@ impl State {
                 let r = pb::CountersRecord::decode(body)?;
                 self.next_config_id = r.next_config_id;
                 self.next_history_id = r.next_history_id;
+                self.next_audit_id = r.next_audit_id;
             }
             NAMESPACE => {
                 let r = pb::NamespaceRecord::decode(body)?;
@@ -206,8 +244,72 @@ impl State {
                     .or_default()
                     .push_back(Arc::new(row));
             }
+            AUTH => {
+                let r = pb::AuthRecord::decode(body)?;
+                self.auth = Some(Arc::new(AuthKey {
+                    token_key: r.token_key,
+                    init_time: r.init_time,
+                }));
+            }
+            USER => {
+                let user = user_from_record(pb::UserRecord::decode(body)?)?;
+                self.users.insert(user.username.clone(), Arc::new(user));
+            }
+            AUDIT => {
+                let r = pb::AuditRecord::decode(body)?;
+                self.audit.push_back(Arc::new(AuditRow {
+                    id: r.id,
+                    time_ms: r.time_ms,
+                    user: r.user,
+                    ip: r.ip,
+                    action: r.action,
+                    target: r.target,
+                    detail: r.detail,
+                    outcome: r.outcome,
+                }));
+            }
             other => return Err(DecodeError::UnknownKind(other)),
         }
         Ok(())
     }
+}
+
+/// A user as a snapshot record (also what `tacos-migrate` writes).
+pub fn user_record(u: &User) -> pb::UserRecord {
+    pb::UserRecord {
+        username: u.username.clone(),
+        password_hash: u.password_hash.clone(),
+        admin: u.admin,
+        disabled: !u.enabled,
+        create_time: u.create_time,
+        modify_time: u.modify_time,
+        generation: u.generation,
+        permissions: u
+            .permissions
+            .iter()
+            .map(|(namespace, access)| pb::PermissionRecord {
+                namespace: namespace.clone(),
+                access: access.to_pb() as i32,
+            })
+            .collect(),
+    }
+}
+
+fn user_from_record(r: pb::UserRecord) -> Result<User, DecodeError> {
+    let mut permissions = std::collections::BTreeMap::new();
+    for p in r.permissions {
+        let access =
+            Access::from_pb(p.access).ok_or_else(|| DecodeError::BadAccess(r.username.clone()))?;
+        permissions.insert(p.namespace, access);
+    }
+    Ok(User {
+        username: r.username,
+        password_hash: r.password_hash,
+        admin: r.admin,
+        enabled: !r.disabled,
+        create_time: r.create_time,
+        modify_time: r.modify_time,
+        generation: r.generation,
+        permissions,
+    })
 }

@@ -168,7 +168,7 @@ fn cas_namespaces_and_betas_are_checked_at_apply() {
     );
     assert_eq!(s.md5_for(&k, "10.0.0.9"), md5_hex("two"));
     assert_eq!(
-        apply(&mut s, Command { op: None }).0,
+        apply(&mut s, Command::default()).0,
         Response::Rejected(ApplyError::UnknownCommand)
     );
 }

@@ -131,6 +131,36 @@ impl Reply {
 /// Java's `URLEncoder.encode(s, "UTF-8")`, as Nacos clients encode form
 /// bodies and `Listening-Configs`: alphanumerics and `.-*_` stay, space
 /// becomes `+`, every other byte is `%XX` (uppercase).
+/// The first admin's name and password in every server the tests start
+/// (unless a test passes its own `--admin-password`).
+pub const ADMIN_USER: &str = "nacos";
+pub const ADMIN_PASSWORD: &str = "test-admin-password";
+
+/// `Basic base64(nacos:password)` for the test admin.
+pub fn admin_basic_auth() -> String {
+    basic_auth(ADMIN_USER, ADMIN_PASSWORD)
+}
+
+/// Default headers that log in as the test admin.
+pub fn admin_headers() -> reqwest::header::HeaderMap {
+    let mut headers = reqwest::header::HeaderMap::new();
+    headers.insert(
+        reqwest::header::AUTHORIZATION,
+        admin_basic_auth().parse().expect("a valid header value"),
+    );
+    headers
+}
+
+/// An HTTP Basic `Authorization` value.
+pub fn basic_auth(user: &str, password: &str) -> String {
+    use base64::Engine;
+    let pair = format!("{user}:{password}");
+    format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(pair)
+    )
+}
+
 pub fn java_encode(s: &str) -> String {
     let mut out = String::with_capacity(s.len() * 3);
     for b in s.bytes() {
@@ -262,11 +292,23 @@ impl NacosApi {
     pub const CONFIGS: &'static str = "/nacos/v1/cs/configs";
     pub const HISTORY: &'static str = "/nacos/v1/cs/history";
 
+    /// A client that sends the test admin's credentials (HTTP Basic) with
+    /// every request, so admin and console routes answer.
     pub fn new(port: u16) -> NacosApi {
+        NacosApi::with_headers(port, admin_headers())
+    }
+
+    /// A client that sends no credentials.
+    pub fn anonymous(port: u16) -> NacosApi {
+        NacosApi::with_headers(port, reqwest::header::HeaderMap::new())
+    }
+
+    fn with_headers(port: u16, headers: reqwest::header::HeaderMap) -> NacosApi {
         let client = reqwest::Client::builder()
             .no_proxy()
             .connect_timeout(Duration::from_secs(2))
             .timeout(REQUEST_TIMEOUT)
+            .default_headers(headers)
             .build()
             .expect("building the HTTP client");
         NacosApi {
@@ -573,6 +615,9 @@ impl Server {
         }
         if !extra.contains(&"--grpc-port") {
             command.arg("--grpc-port").arg(free_port().to_string());
+        }
+        if !extra.contains(&"--admin-password") {
+            command.arg("--admin-password").arg(ADMIN_PASSWORD);
         }
         let child = command
             .arg("--data-dir")

@@ -1,0 +1,369 @@
+//! Login, users, permissions and the audit log.
+//!
+//! | route | needs | what |
+//! |---|---|---|
+//! | `POST /nacos/v1/auth/login`, `/nacos/v1/auth/users/login` | public | `username`, `password` (query or form) → `{accessToken, tokenTtl, globalAdmin, username}`; 403 on failure, 429 when rate-limited |
+//! | `GET /nacos/v1/auth/users` | admin | `pageNo`, `pageSize`, `username`, `search=accurate\|blur` → page of users (never a hash) |
+//! | `POST /nacos/v1/auth/users` | admin | `username`, `password`, `admin=true` (Tacos) |
+//! | `PUT /nacos/v1/auth/users` | login | `username`, `newPassword`: users change their own, admins anyone's; admins may also set `admin`, `enabled` |
+//! | `DELETE /nacos/v1/auth/users` | admin | `username` (the last admin cannot be removed) |
+//! | `GET /tacos/v1/auth/me` | login | who the caller is |
+//! | `GET /tacos/v1/auth/permissions` | admin | `username` → that user's permissions |
+//! | `POST /tacos/v1/auth/permissions` | admin | `username`, `namespace` (`*` = all), `action=r\|rw` |
+//! | `DELETE /tacos/v1/auth/permissions` | admin | `username`, `namespace` |
+//! | `GET /tacos/v1/admin/audit` | admin | `user`, `action` (prefix), `target` (substring), `from`, `to` (epoch ms), `pageNo`, `pageSize` → rows newest first |
+
+use std::collections::BTreeMap;
+
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpRequest, HttpResponse};
+use serde::Serialize;
+
+use super::guard::{refusal, Need, Routes};
+use super::nacos_v1::paging;
+use super::params::{client_ip, Params};
+use super::render::{v1_error, v1_service_error, Page};
+use super::AppState;
+use crate::auth::{AuthError, Principal};
+use crate::model::validate::InvalidInput;
+use crate::service::ServiceError;
+use crate::state::{Access, AuditRow, User};
+
+pub fn routes(r: &mut Routes) {
+    r.post("/nacos/v1/auth/login", Need::Public, login)
+        .post("/nacos/v1/auth/users/login", Need::Public, login)
+        .get("/nacos/v1/auth/users", Need::Admin, list_users)
+        .post("/nacos/v1/auth/users", Need::Admin, create_user)
+        .put("/nacos/v1/auth/users", Need::Login, update_user)
+        .delete("/nacos/v1/auth/users", Need::Admin, delete_user)
+        .get("/tacos/v1/auth/me", Need::Login, me)
+        .get("/tacos/v1/auth/permissions", Need::Admin, list_permissions)
+        .post("/tacos/v1/auth/permissions", Need::Admin, grant)
+        .delete("/tacos/v1/auth/permissions", Need::Admin, revoke)
+        .get("/tacos/v1/admin/audit", Need::Admin, audit);
+}
+
+fn bad_request(error: InvalidInput) -> HttpResponse {
+    v1_error(StatusCode::BAD_REQUEST, error)
+}
+
+/// Nacos' `RestResult` for user writes.
+fn rest_ok(message: &str) -> HttpResponse {
+    HttpResponse::Ok().json(serde_json::json!({"code": 200, "message": message, "data": null}))
+}
+
+fn write_result(result: Result<(), ServiceError>, message: &str) -> HttpResponse {
+    match result {
+        Ok(()) => rest_ok(message),
+        Err(e) => v1_service_error(&e),
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct LoginReply<'a> {
+    access_token: &'a str,
+    token_ttl: u64,
+    global_admin: bool,
+    username: &'a str,
+}
+
+async fn login(req: HttpRequest, body: web::Bytes, app: web::Data<AppState>) -> HttpResponse {
+    let params = Params::parse(&req, &body);
+    let (Some(username), Some(password)) = (params.get("username"), params.get("password")) else {
+        return refusal(&AuthError::WrongCredentials);
+    };
+    match app.auth.login(username, password, &client_ip(&req)).await {
+        Ok(login) => HttpResponse::Ok().json(LoginReply {
+            access_token: &login.token,
+            token_ttl: login.ttl,
+            global_admin: login.user.admin,
+            username: &login.user.username,
+        }),
+        Err(AuthError::WrongCredentials) => HttpResponse::Forbidden()
+            .content_type("text/plain;charset=UTF-8")
+            .body("unknown user!"),
+        Err(e) => refusal(&e),
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct UserView {
+    username: String,
+    admin: bool,
+    enabled: bool,
+    create_time: i64,
+    modify_time: i64,
+    /// Namespace (`*` = all, "" = public) → `r` or `rw`.
+    permissions: BTreeMap<String, &'static str>,
+}
+
+impl UserView {
+    fn of(user: &User) -> Self {
+        UserView {
+            username: user.username.clone(),
+            admin: user.admin,
+            enabled: user.enabled,
+            create_time: user.create_time,
+            modify_time: user.modify_time,
+            permissions: user
+                .permissions
+                .iter()
+                .map(|(ns, access)| (ns.clone(), access.code()))
+                .collect(),
+        }
+    }
+}
+
+async fn list_users(req: HttpRequest, app: web::Data<AppState>) -> HttpResponse {
+    let params = Params::parse(&req, &[]);
+    let (page_no, page_size) = match paging(&params) {
+        Ok(p) => p,
+        Err(e) => return bad_request(e),
+    };
+    let name = params.str("username");
+    let blur = params.get("search") != Some("accurate");
+    let state = app.service.state();
+    let found: Vec<UserView> = state
+        .users()
+        .filter(|u| {
+            name.is_empty()
+                || if blur {
+                    u.username.contains(name)
+                } else {
+                    u.username == name
+                }
+        })
+        .map(|u| UserView::of(u))
+        .collect();
+    let total = found.len();
+    HttpResponse::Ok().json(Page::of(found.into_iter(), total, page_no, page_size))
+}
+
+/// `true`/`false` parameter, absent = `None`.
+fn flag(params: &Params, name: &'static str) -> Result<Option<bool>, InvalidInput> {
+    match params.get(name) {
+        None | Some("") => Ok(None),
+        Some("true") => Ok(Some(true)),
+        Some("false") => Ok(Some(false)),
+        Some(other) => Err(InvalidInput::Other(
+            name,
+            format!("{other:?} (true or false)"),
+        )),
+    }
+}
+
+async fn create_user(
+    req: HttpRequest,
+    body: web::Bytes,
+    app: web::Data<AppState>,
+    principal: Principal,
+) -> HttpResponse {
+    let params = Params::parse(&req, &body);
+    let fields = (|| {
+        Ok::<_, InvalidInput>((
+            params.required("username")?,
+            params.required("password")?,
+            flag(&params, "admin")?.unwrap_or(false),
+        ))
+    })();
+    let (username, password, admin) = match fields {
+        Ok(f) => f,
+        Err(e) => return bad_request(e),
+    };
+    let caller = principal.caller("", client_ip(&req));
+    write_result(
+        app.auth
+            .create_user(username, password, admin, &caller)
+            .await,
+        "create user ok!",
+    )
+}
+
+async fn update_user(
+    req: HttpRequest,
+    body: web::Bytes,
+    app: web::Data<AppState>,
+    principal: Principal,
+) -> HttpResponse {
+    let params = Params::parse(&req, &body);
+    let fields = (|| {
+        Ok::<_, InvalidInput>((
+            params.required("username")?,
+            params.get("newPassword").filter(|p| !p.is_empty()),
+            flag(&params, "admin")?,
+            flag(&params, "enabled")?,
+        ))
+    })();
+    let (username, new_password, admin, enabled) = match fields {
+        Ok(f) => f,
+        Err(e) => return bad_request(e),
+    };
+    let own = principal.name() == username;
+    if !principal.is_admin() && (!own || admin.is_some() || enabled.is_some()) {
+        return refusal(&AuthError::Forbidden(
+            "only admins change other users, admin rights or enabled".into(),
+        ));
+    }
+    let caller = principal.caller("", client_ip(&req));
+    write_result(
+        app.auth
+            .update_user(username, new_password, admin, enabled, &caller)
+            .await,
+        "update user ok!",
+    )
+}
+
+async fn delete_user(
+    req: HttpRequest,
+    body: web::Bytes,
+    app: web::Data<AppState>,
+    principal: Principal,
+) -> HttpResponse {
+    let params = Params::parse(&req, &body);
+    let username = match params.required("username") {
+        Ok(u) => u,
+        Err(e) => return bad_request(e),
+    };
+    let caller = principal.caller("", client_ip(&req));
+    write_result(
+        app.auth.remove_user(username, &caller).await,
+        "delete user ok!",
+    )
+}
+
+async fn me(principal: Principal) -> HttpResponse {
+    match &principal {
+        Principal::User(user) => HttpResponse::Ok().json(UserView::of(user)),
+        Principal::Open => refusal(&AuthError::NoCredentials),
+    }
+}
+
+async fn list_permissions(req: HttpRequest, app: web::Data<AppState>) -> HttpResponse {
+    let params = Params::parse(&req, &[]);
+    let username = match params.required("username") {
+        Ok(u) => u,
+        Err(e) => return bad_request(e),
+    };
+    match app.service.state().user(username) {
+        Some(user) => HttpResponse::Ok().json(UserView::of(user).permissions),
+        None => v1_error(StatusCode::NOT_FOUND, format!("user not exist: {username}")),
+    }
+}
+
+async fn set_permission(
+    req: &HttpRequest,
+    params: &Params,
+    app: &AppState,
+    principal: &Principal,
+    access: Option<Access>,
+) -> HttpResponse {
+    let fields =
+        (|| Ok::<_, InvalidInput>((params.required("username")?, params.required("namespace")?)))();
+    let (username, namespace) = match fields {
+        Ok(f) => f,
+        Err(e) => return bad_request(e),
+    };
+    let caller = principal.caller("", client_ip(req));
+    write_result(
+        app.auth
+            .set_permission(username, namespace, access, &caller)
+            .await,
+        "ok",
+    )
+}
+
+async fn grant(
+    req: HttpRequest,
+    body: web::Bytes,
+    app: web::Data<AppState>,
+    principal: Principal,
+) -> HttpResponse {
+    let params = Params::parse(&req, &body);
+    let action = params.str("action");
+    let Some(access) = Access::parse(action) else {
+        return bad_request(InvalidInput::Other(
+            "action",
+            format!("{action:?} (r or rw)"),
+        ));
+    };
+    set_permission(&req, &params, &app, &principal, Some(access)).await
+}
+
+async fn revoke(
+    req: HttpRequest,
+    body: web::Bytes,
+    app: web::Data<AppState>,
+    principal: Principal,
+) -> HttpResponse {
+    let params = Params::parse(&req, &body);
+    set_permission(&req, &params, &app, &principal, None).await
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct AuditView<'a> {
+    id: u64,
+    time: i64,
+    user: &'a str,
+    ip: &'a str,
+    action: &'a str,
+    target: &'a str,
+    detail: &'a str,
+    outcome: &'a str,
+}
+
+impl<'a> AuditView<'a> {
+    fn of(row: &'a AuditRow) -> Self {
+        AuditView {
+            id: row.id,
+            time: row.time_ms,
+            user: &row.user,
+            ip: &row.ip,
+            action: &row.action,
+            target: &row.target,
+            detail: &row.detail,
+            outcome: &row.outcome,
+        }
+    }
+}
+
+async fn audit(req: HttpRequest, app: web::Data<AppState>) -> HttpResponse {
+    let params = Params::parse(&req, &[]);
+    let filters = (|| {
+        Ok::<_, InvalidInput>((
+            paging(&params)?,
+            params.number("from", 0)? as i64,
+            params.number("to", i64::MAX as u64)? as i64,
+        ))
+    })();
+    let ((page_no, page_size), from, to) = match filters {
+        Ok(f) => f,
+        Err(e) => return bad_request(e),
+    };
+    let (user, action, target) = (
+        params.str("user"),
+        params.str("action"),
+        params.str("target"),
+    );
+    let state = app.service.state();
+    let found: Vec<&AuditRow> = state
+        .audit()
+        .rev()
+        .map(|row| row.as_ref())
+        .filter(|row| {
+            (user.is_empty() || row.user == user)
+                && row.action.starts_with(action)
+                && row.target.contains(target)
+                && (from..=to).contains(&row.time_ms)
+        })
+        .collect();
+    let total = found.len();
+    HttpResponse::Ok().json(Page::of(
+        found.into_iter().map(AuditView::of),
+        total,
+        page_no,
+        page_size,
+    ))
+}

@@ -1,0 +1,327 @@
+//! Route declarations and the access guard.
+//!
+//! Every HTTP route is registered through [`Routes::add`], which takes what
+//! the route needs ([`Need`]) in the same call that registers the handler:
+//! a route cannot exist without a declaration. The [`guard`] middleware runs
+//! before any handler. It looks the request up by method and by the pattern
+//! the router matched (never the raw path, so `/a/`, `//a` or `%2F` tricks
+//! reach either the same declaration or none), and:
+//!
+//! * no declaration (including no route at all): 404, the handler never runs;
+//! * `Public`: passes;
+//! * `OpenApi` with open-API auth off: passes as [`Principal::Open`];
+//! * otherwise: authenticates (token, or username/password), refuses with
+//!   403 (429 when rate-limited), checks `Admin`, and hands the handler a
+//!   [`Principal`]. Namespace checks need the request's namespace, so
+//!   handlers do them with [`Principal::require`].
+//!
+//! No header grants trust: not `User-Agent: Nacos-Server`, not
+//! `serverIdentity`. `tacos routes` prints the table ([`declared`]).
+
+use std::collections::HashMap;
+use std::future::{ready, Ready};
+
+use actix_web::body::{EitherBody, MessageBody};
+use actix_web::dev::{Payload, ServiceRequest, ServiceResponse};
+use actix_web::http::header::{AUTHORIZATION, CONTENT_TYPE};
+use actix_web::http::{Method, StatusCode};
+use actix_web::middleware::Next;
+use actix_web::{web, FromRequest, HttpMessage, HttpRequest, HttpResponse};
+use base64::Engine;
+use serde::Serialize;
+
+use super::params::{client_ip, Params};
+use super::AppState;
+use crate::auth::{AuthError, Credentials, Principal};
+
+/// What a route needs from the caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Need {
+    /// Nothing (health, login, metrics).
+    Public,
+    /// A login when `--open-api-auth` is on; the handler then checks the
+    /// namespace. Anyone when it is off (as in Nacos).
+    OpenApi,
+    /// Any enabled user.
+    Login,
+    /// An admin.
+    Admin,
+}
+
+/// One declared route.
+#[derive(Debug, Clone, Serialize)]
+pub struct RouteSpec {
+    #[serde(serialize_with = "method_name")]
+    pub method: Method,
+    pub path: &'static str,
+    pub need: Need,
+}
+
+fn method_name<S: serde::Serializer>(method: &Method, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(method.as_str())
+}
+
+/// Registers routes and records what each needs.
+pub struct Routes<'a> {
+    cfg: Option<&'a mut web::ServiceConfig>,
+    specs: Vec<RouteSpec>,
+}
+
+impl<'a> Routes<'a> {
+    /// Routes registered into `cfg`.
+    pub fn new(cfg: &'a mut web::ServiceConfig) -> Self {
+        Routes {
+            cfg: Some(cfg),
+            specs: Vec::new(),
+        }
+    }
+
+    /// Only the declarations (for `tacos routes` and tests).
+    pub fn table_only() -> Routes<'static> {
+        Routes {
+            cfg: None,
+            specs: Vec::new(),
+        }
+    }
+
+    /// Registers `handler` for `method path`, needing `need`.
+    pub fn add<F, Args>(
+        &mut self,
+        method: Method,
+        path: &'static str,
+        need: Need,
+        handler: F,
+    ) -> &mut Self
+    where
+        F: actix_web::Handler<Args>,
+        Args: FromRequest + 'static,
+        F::Output: actix_web::Responder + 'static,
+    {
+        if let Some(cfg) = self.cfg.as_deref_mut() {
+            cfg.route(path, web::method(method.clone()).to(handler));
+        }
+        self.specs.push(RouteSpec { method, path, need });
+        self
+    }
+
+    pub fn get<F, Args>(&mut self, path: &'static str, need: Need, handler: F) -> &mut Self
+    where
+        F: actix_web::Handler<Args>,
+        Args: FromRequest + 'static,
+        F::Output: actix_web::Responder + 'static,
+    {
+        self.add(Method::GET, path, need, handler)
+    }
+
+    pub fn post<F, Args>(&mut self, path: &'static str, need: Need, handler: F) -> &mut Self
+    where
+        F: actix_web::Handler<Args>,
+        Args: FromRequest + 'static,
+        F::Output: actix_web::Responder + 'static,
+    {
+        self.add(Method::POST, path, need, handler)
+    }
+
+    pub fn put<F, Args>(&mut self, path: &'static str, need: Need, handler: F) -> &mut Self
+    where
+        F: actix_web::Handler<Args>,
+        Args: FromRequest + 'static,
+        F::Output: actix_web::Responder + 'static,
+    {
+        self.add(Method::PUT, path, need, handler)
+    }
+
+    pub fn delete<F, Args>(&mut self, path: &'static str, need: Need, handler: F) -> &mut Self
+    where
+        F: actix_web::Handler<Args>,
+        Args: FromRequest + 'static,
+        F::Output: actix_web::Responder + 'static,
+    {
+        self.add(Method::DELETE, path, need, handler)
+    }
+
+    pub fn into_specs(self) -> Vec<RouteSpec> {
+        self.specs
+    }
+}
+
+/// The declarations, looked up by method and matched pattern.
+#[derive(Debug, Default)]
+pub struct Policy(HashMap<(Method, String), Need>);
+
+impl Policy {
+    pub fn of(specs: &[RouteSpec]) -> Self {
+        Policy(
+            specs
+                .iter()
+                .map(|s| ((s.method.clone(), s.path.to_string()), s.need))
+                .collect(),
+        )
+    }
+
+    pub fn need(&self, method: &Method, pattern: &str) -> Option<Need> {
+        self.0.get(&(method.clone(), pattern.to_string())).copied()
+    }
+}
+
+/// Every declared route, in registration order.
+pub fn declared() -> Vec<RouteSpec> {
+    let mut routes = Routes::table_only();
+    super::declare(&mut routes);
+    routes.into_specs()
+}
+
+/// The HTTP answer to an auth failure. Nacos answers 403 to every auth
+/// failure (its clients re-login on 403); a rate limit is 429.
+pub fn refusal(error: &AuthError) -> HttpResponse {
+    let status = match error {
+        AuthError::RateLimited(_) => StatusCode::TOO_MANY_REQUESTS,
+        AuthError::NotInitialized => StatusCode::SERVICE_UNAVAILABLE,
+        AuthError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        _ => StatusCode::FORBIDDEN,
+    };
+    let mut response = HttpResponse::build(status);
+    if let AuthError::RateLimited(wait) = error {
+        response.insert_header(("Retry-After", wait.as_secs().max(1).to_string()));
+    }
+    response
+        .content_type("text/plain;charset=UTF-8")
+        .body(error.to_string())
+}
+
+/// Credentials in headers and the query string: `Authorization: Bearer`,
+/// `accessToken` (header or parameter), `Authorization: Basic`, or
+/// `username` + `password` parameters.
+fn credentials_from(req: &HttpRequest, params: &Params) -> Credentials {
+    let header = |name| {
+        req.headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .map(str::to_string)
+    };
+    let authorization = header(AUTHORIZATION.as_str()).unwrap_or_default();
+    let (scheme, value) = authorization.split_once(' ').unwrap_or_default();
+    let bearer = scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| value.trim().to_string());
+    let basic = scheme
+        .eq_ignore_ascii_case("basic")
+        .then(|| {
+            base64::engine::general_purpose::STANDARD
+                .decode(value.trim())
+                .ok()
+        })
+        .flatten()
+        .and_then(|raw| String::from_utf8(raw).ok())
+        .and_then(|pair| {
+            pair.split_once(':')
+                .map(|(u, p)| (u.to_string(), p.to_string()))
+        });
+    let param = |name| {
+        params
+            .get(name)
+            .filter(|v| !v.is_empty())
+            .map(str::to_string)
+    };
+    let (username, password) = match basic {
+        Some((u, p)) => (Some(u), Some(p)),
+        None => (param("username"), param("password")),
+    };
+    Credentials {
+        token: bearer
+            .or_else(|| header("accessToken"))
+            .or_else(|| param("accessToken")),
+        username,
+        password,
+    }
+}
+
+fn is_form(req: &ServiceRequest) -> bool {
+    req.headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/x-www-form-urlencoded"))
+}
+
+/// The credentials of a request, reading a form body when the query and
+/// headers hold none (the body is put back for the handler).
+async fn credentials(req: &mut ServiceRequest) -> Result<Credentials, actix_web::Error> {
+    let found = credentials_from(req.request(), &Params::parse(req.request(), &[]));
+    if !found.is_empty() || !is_form(req) {
+        return Ok(found);
+    }
+    let body = req.extract::<web::Bytes>().await?;
+    let found = credentials_from(req.request(), &Params::parse(req.request(), &body));
+    req.set_payload(Payload::from(body));
+    Ok(found)
+}
+
+/// The middleware; see the module docs.
+pub async fn guard(
+    mut req: ServiceRequest,
+    next: Next<impl MessageBody>,
+) -> Result<ServiceResponse<EitherBody<impl MessageBody>>, actix_web::Error> {
+    let Some(app) = req.app_data::<web::Data<AppState>>().cloned() else {
+        return Err(actix_web::error::ErrorInternalServerError("no app state"));
+    };
+    let need = req
+        .match_pattern()
+        .and_then(|pattern| app.policy.need(req.method(), &pattern));
+    let deny = |req: ServiceRequest, response: HttpResponse| {
+        Ok(req.into_response(response).map_into_right_body())
+    };
+    let principal = match need {
+        None => {
+            return deny(
+                req,
+                HttpResponse::NotFound()
+                    .content_type("text/plain;charset=UTF-8")
+                    .body("no such route\n"),
+            )
+        }
+        Some(Need::Public) => None,
+        Some(Need::OpenApi) if !app.auth.open_api_auth() => Some(Principal::Open),
+        Some(need) => {
+            let found = credentials(&mut req).await?;
+            let ip = client_ip(req.request());
+            match app.auth.authenticate(&found, &ip).await {
+                Ok(user) if need == Need::Admin && !user.admin => {
+                    return deny(
+                        req,
+                        refusal(&AuthError::Forbidden(format!(
+                            "{} is not an admin",
+                            user.username
+                        ))),
+                    )
+                }
+                Ok(user) => Some(Principal::User(user)),
+                Err(error) => return deny(req, refusal(&error)),
+            }
+        }
+    };
+    if let Some(principal) = principal {
+        req.extensions_mut().insert(principal);
+    }
+    next.call(req)
+        .await
+        .map(ServiceResponse::map_into_left_body)
+}
+
+/// Handlers take the [`Principal`] the guard established; a route that
+/// asks for one without having been authenticated gets 403 (fail closed).
+impl FromRequest for Principal {
+    type Error = actix_web::Error;
+    type Future = Ready<Result<Self, Self::Error>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        ready(
+            req.extensions()
+                .get::<Principal>()
+                .cloned()
+                .ok_or_else(|| actix_web::error::ErrorForbidden("not authenticated")),
+        )
+    }
+}

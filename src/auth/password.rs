@@ -1,0 +1,161 @@
+//! Password hashing: argon2id (the `argon2` crate's defaults: 19 MiB, 2
+//! passes, 1 lane), stored as PHC strings. Hashing is deliberately slow, so
+//! [`Hasher`] runs it off the async threads and bounds how many run at once:
+//! a burst of logins queues instead of eating every core.
+
+use std::sync::Arc;
+
+use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
+use argon2::Argon2;
+use base64::Engine;
+use tokio::sync::Semaphore;
+
+use super::AuthError;
+
+/// Shortest password accepted for a new or changed password.
+pub const MIN_LEN: usize = 8;
+/// Longest password accepted (hashing cost grows with it).
+pub const MAX_LEN: usize = 128;
+
+/// Why a new password is not accepted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WeakPassword {
+    #[error("password must be at least {MIN_LEN} characters")]
+    TooShort,
+    #[error("password must be at most {MAX_LEN} characters")]
+    TooLong,
+}
+
+/// Checks a password a user chooses.
+pub fn check_new(password: &str) -> Result<(), WeakPassword> {
+    match password.chars().count() {
+        n if n < MIN_LEN => Err(WeakPassword::TooShort),
+        n if n > MAX_LEN => Err(WeakPassword::TooLong),
+        _ => Ok(()),
+    }
+}
+
+/// `n` random bytes from the OS.
+pub fn random_bytes(n: usize) -> Result<Vec<u8>, AuthError> {
+    let mut bytes = vec![0; n];
+    getrandom::fill(&mut bytes).map_err(|e| AuthError::Internal(format!("no randomness: {e}")))?;
+    Ok(bytes)
+}
+
+/// A random password: 24 URL-safe characters (144 bits).
+pub fn generate() -> Result<String, AuthError> {
+    Ok(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(random_bytes(18)?))
+}
+
+/// Hashes `password` with a fresh random salt (blocking: call off the
+/// async threads, or use [`Hasher`]).
+pub fn hash(password: &str) -> Result<String, AuthError> {
+    let salt = SaltString::encode_b64(&random_bytes(16)?)
+        .map_err(|e| AuthError::Internal(format!("salt: {e}")))?;
+    Argon2::default()
+        .hash_password(password.as_bytes(), &salt)
+        .map(|h| h.to_string())
+        .map_err(|e| AuthError::Internal(format!("hashing failed: {e}")))
+}
+
+/// Whether `password` matches the PHC string `hash` (blocking). The
+/// comparison inside is constant-time; an unparsable hash never matches.
+pub fn verify(password: &str, hash: &str) -> bool {
+    PasswordHash::new(hash).is_ok_and(|parsed| {
+        Argon2::default()
+            .verify_password(password.as_bytes(), &parsed)
+            .is_ok()
+    })
+}
+
+/// A hash no password matches, verified against when the user does not
+/// exist so that "no such user" and "wrong password" take the same time.
+fn decoy() -> &'static str {
+    static DECOY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    DECOY.get_or_init(|| hash("not a password of anyone").unwrap_or_default())
+}
+
+/// Runs hashing on the blocking pool, at most `limit` at a time.
+#[derive(Clone)]
+pub struct Hasher {
+    permits: Arc<Semaphore>,
+}
+
+impl Hasher {
+    pub fn new(limit: usize) -> Self {
+        Hasher {
+            permits: Arc::new(Semaphore::new(limit.max(1))),
+        }
+    }
+
+    async fn run<T: Send + 'static>(
+        &self,
+        job: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, AuthError> {
+        let _permit = self
+            .permits
+            .acquire()
+            .await
+            .map_err(|_| AuthError::Internal("hasher closed".into()))?;
+        tokio::task::spawn_blocking(job)
+            .await
+            .map_err(|e| AuthError::Internal(format!("hashing task failed: {e}")))
+    }
+
+    /// Hashes a new password.
+    pub async fn hash(&self, password: &str) -> Result<String, AuthError> {
+        let password = password.to_string();
+        self.run(move || hash(&password)).await?
+    }
+
+    /// Verifies `password` against `hash`, or against a decoy when there is
+    /// no user (so the answer takes as long either way).
+    pub async fn verify(&self, password: &str, hash: Option<&str>) -> Result<bool, AuthError> {
+        let password = password.to_string();
+        let hash = hash.map(str::to_string);
+        self.run(move || match hash {
+            Some(hash) => verify(&password, &hash),
+            None => {
+                verify(&password, decoy());
+                false
+            }
+        })
+        .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hashes_are_argon2id_salted_and_verify() {
+        let a = hash("correct horse").unwrap();
+        let b = hash("correct horse").unwrap();
+        assert!(a.starts_with("$argon2id$"), "{a}");
+        assert_ne!(a, b, "salts differ");
+        assert!(verify("correct horse", &a));
+        assert!(!verify("correct horsf", &a));
+        assert!(!verify("correct horse", "not a phc string"));
+    }
+
+    #[test]
+    fn new_passwords_have_bounds_and_generated_ones_are_long() {
+        assert_eq!(check_new("short"), Err(WeakPassword::TooShort));
+        assert_eq!(check_new(&"x".repeat(129)), Err(WeakPassword::TooLong));
+        check_new("eight ch").unwrap();
+        let generated = generate().unwrap();
+        assert_eq!(generated.len(), 24);
+        check_new(&generated).unwrap();
+        assert_ne!(generated, generate().unwrap());
+    }
+
+    #[tokio::test]
+    async fn the_hasher_verifies_and_runs_a_decoy_for_unknown_users() {
+        let hasher = Hasher::new(1);
+        let h = hasher.hash("pass-word-1").await.unwrap();
+        assert!(hasher.verify("pass-word-1", Some(&h)).await.unwrap());
+        assert!(!hasher.verify("pass-word-2", Some(&h)).await.unwrap());
+        assert!(!hasher.verify("pass-word-1", None).await.unwrap());
+    }
+}

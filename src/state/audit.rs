@@ -1,0 +1,146 @@
+//! The audit log: one row per command that carries an [`Actor`](pb::Actor),
+//! saying who asked, from where, when, what, and how it ended. Rows are part
+//! of the replicated state (so every node answers the same), oldest first,
+//! at most the stamped limit.
+
+use std::sync::Arc;
+
+use super::{canonical_namespace, Response, State};
+use crate::model::command as pb;
+use crate::model::Op;
+
+/// One audit row. Never holds a password, hash or token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditRow {
+    pub id: u64,
+    pub time_ms: i64,
+    pub user: String,
+    pub ip: String,
+    /// `config.publish`, `user.create`, `membership.add-learner`, ...
+    pub action: String,
+    /// What was acted on: `namespace/group/dataId`, a namespace id, a user.
+    pub target: String,
+    pub detail: String,
+    /// `ok`, or why the command was refused.
+    pub outcome: String,
+}
+
+fn config_target(key: Option<&pb::ConfigKey>) -> String {
+    key.map_or_else(String::new, |k| {
+        let namespace = canonical_namespace(&k.namespace);
+        let namespace = if namespace.is_empty() {
+            "public"
+        } else {
+            namespace
+        };
+        format!("{namespace}/{}/{}", k.group, k.data_id)
+    })
+}
+
+/// The action, target and detail an operation is recorded as.
+fn describe(op: Option<&Op>) -> (&'static str, String, String) {
+    match op {
+        Some(Op::PublishConfig(p)) => (
+            "config.publish",
+            config_target(p.key.as_ref()),
+            match &p.cas_md5 {
+                Some(cas) => format!("md5={} cas={cas}", p.md5),
+                None => format!("md5={}", p.md5),
+            },
+        ),
+        Some(Op::RemoveConfig(r)) => (
+            "config.remove",
+            config_target(r.key.as_ref()),
+            String::new(),
+        ),
+        Some(Op::PublishBeta(b)) => (
+            "config.beta.publish",
+            config_target(b.key.as_ref()),
+            format!("md5={} ips={}", b.md5, b.beta_ips.join(",")),
+        ),
+        Some(Op::StopBeta(s)) => (
+            "config.beta.stop",
+            config_target(s.key.as_ref()),
+            String::new(),
+        ),
+        Some(Op::CreateNamespace(c)) => {
+            ("namespace.create", c.id.clone(), format!("name={}", c.name))
+        }
+        Some(Op::UpdateNamespace(u)) => {
+            ("namespace.update", u.id.clone(), format!("name={}", u.name))
+        }
+        Some(Op::RemoveNamespace(r)) => ("namespace.remove", r.id.clone(), String::new()),
+        Some(Op::InitAuth(i)) => ("auth.init", i.admin_username.clone(), String::new()),
+        Some(Op::CreateUser(c)) => (
+            "user.create",
+            c.username.clone(),
+            format!("admin={}", c.admin),
+        ),
+        Some(Op::UpdateUser(u)) => {
+            let mut changed = Vec::new();
+            if u.password_hash.is_some() {
+                changed.push("password".to_string());
+            }
+            if let Some(admin) = u.admin {
+                changed.push(format!("admin={admin}"));
+            }
+            if let Some(enabled) = u.enabled {
+                changed.push(format!("enabled={enabled}"));
+            }
+            ("user.update", u.username.clone(), changed.join(" "))
+        }
+        Some(Op::RemoveUser(r)) => ("user.remove", r.username.clone(), String::new()),
+        Some(Op::SetPermission(p)) => {
+            let namespace = canonical_namespace(&p.namespace);
+            let access = super::Access::from_pb(p.access).map_or("none", super::Access::code);
+            (
+                "permission.set",
+                p.username.clone(),
+                format!(
+                    "namespace={} access={access}",
+                    if namespace.is_empty() {
+                        "public"
+                    } else {
+                        namespace
+                    }
+                ),
+            )
+        }
+        Some(Op::AuditNote(n)) => ("note", n.target.clone(), n.detail.clone()),
+        None => ("unknown", String::new(), String::new()),
+    }
+}
+
+impl State {
+    /// Audit rows, oldest first.
+    pub fn audit(&self) -> impl DoubleEndedIterator<Item = &Arc<AuditRow>> + ExactSizeIterator {
+        self.audit.iter()
+    }
+
+    /// Records `op` by `actor` with its outcome.
+    pub(super) fn record_audit(&mut self, actor: &pb::Actor, op: Option<&Op>, response: &Response) {
+        let (action, target, detail) = describe(op);
+        let action = match op {
+            Some(Op::AuditNote(note)) => note.action.clone(),
+            _ => action.to_string(),
+        };
+        let outcome = match response {
+            Response::Rejected(error) => format!("refused: {error}"),
+            _ => "ok".to_string(),
+        };
+        self.next_audit_id += 1;
+        self.audit.push_back(Arc::new(AuditRow {
+            id: self.next_audit_id,
+            time_ms: actor.time_ms,
+            user: actor.user.clone(),
+            ip: actor.ip.clone(),
+            action,
+            target,
+            detail,
+            outcome,
+        }));
+        while self.audit.len() > actor.audit_limit.max(1) as usize {
+            self.audit.pop_front();
+        }
+    }
+}
