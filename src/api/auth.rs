@@ -70,8 +70,11 @@ struct LoginReply<'a> {
 
 async fn login(req: HttpRequest, body: web::Bytes, app: web::Data<AppState>) -> HttpResponse {
     let params = Params::parse(&req, &body);
-    let (Some(username), Some(password)) = (params.get("username"), params.get("password")) else {
-        return refusal(&AuthError::WrongCredentials);
+    let fields =
+        (|| Ok::<_, InvalidInput>((params.required("username")?, params.required("password")?)))();
+    let (username, password) = match fields {
+        Ok(f) => f,
+        Err(e) => return bad_request(e),
     };
     match app.auth.login(username, password, &client_ip(&req)).await {
         Ok(login) => HttpResponse::Ok().json(LoginReply {

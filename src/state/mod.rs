@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 
 pub use audit::AuditRow;
 pub use auth::{Access, AuthKey, User, ALL_NAMESPACES};
-pub use snapshot::DecodeError;
+pub use snapshot::{user_record, DecodeError, Record};
 pub use types::{
     canonical_namespace, Beta, Config, ConfigKey, HistoryRow, Namespace, OpType, PUBLIC_NAMESPACE,
 };

@@ -136,6 +136,10 @@ impl Reply {
 pub const ADMIN_USER: &str = "nacos";
 pub const ADMIN_PASSWORD: &str = "test-admin-password";
 
+/// Pass in `extra` to start a server without `--admin-password` (it then
+/// generates one); not passed on to the binary.
+pub const NO_ADMIN_PASSWORD: &str = "<no admin password>";
+
 /// `Basic base64(nacos:password)` for the test admin.
 pub fn admin_basic_auth() -> String {
     basic_auth(ADMIN_USER, ADMIN_PASSWORD)
@@ -616,9 +620,14 @@ impl Server {
         if !extra.contains(&"--grpc-port") {
             command.arg("--grpc-port").arg(free_port().to_string());
         }
-        if !extra.contains(&"--admin-password") {
+        if !extra.contains(&"--admin-password") && !extra.contains(&NO_ADMIN_PASSWORD) {
             command.arg("--admin-password").arg(ADMIN_PASSWORD);
         }
+        let extra: Vec<&str> = extra
+            .iter()
+            .copied()
+            .filter(|a| *a != NO_ADMIN_PASSWORD)
+            .collect();
         let child = command
             .arg("--data-dir")
             .arg(&data_dir)
