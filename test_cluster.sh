@@ -29,6 +29,11 @@
 # are passed through to every node; TACOS_JOIN, TACOS_INIT and
 # TACOS_ADVERTISE are not.
 #
+# Admin routes need a login: node 1 generates the first admin's password
+# (user nacos) at the first start into cluster_example/node1/data/
+# initial-admin-password, which status reads; or set TACOS_ADMIN_PASSWORD
+# before the first start (and keep it set if you change it later).
+#
 # Examples:
 #   ./test_cluster.sh start
 #   curl -XPOST 127.0.0.1:8849/nacos/v1/cs/configs -d 'dataId=a&group=G&content=x'
@@ -98,9 +103,23 @@ running_pid() {
 
 # --- status ----------------------------------------------------------------
 
-# This node's Raft view (JSON), or nothing if it does not answer.
+# The admin password: $TACOS_ADMIN_PASSWORD, else the one node 1 generated
+# at the first start (cluster_example/node1/data/initial-admin-password).
+admin_password() {
+  if [ -n "${TACOS_ADMIN_PASSWORD:-}" ]; then
+    echo "$TACOS_ADMIN_PASSWORD"
+  elif [ -r "$ROOT/node1/data/initial-admin-password" ]; then
+    cat "$ROOT/node1/data/initial-admin-password"
+  fi
+}
+
+# This node's Raft view (JSON), or nothing if it does not answer. The admin
+# route needs a login; the password goes to curl on stdin, not argv.
 raft_json() {
-  curl -sf --max-time 2 "http://127.0.0.1:$(http_port "$1")/tacos/v1/admin/raft" 2>/dev/null || true
+  local password
+  password=$(admin_password)
+  printf 'user = "%s:%s"\n' "${TACOS_ADMIN_USERNAME:-nacos}" "$password" |
+    curl -sf --max-time 2 -K - "http://127.0.0.1:$(http_port "$1")/tacos/v1/admin/raft" 2>/dev/null || true
 }
 
 health_ok() {

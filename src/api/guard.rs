@@ -325,3 +325,26 @@ impl FromRequest for Principal {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_route_is_declared_once_and_admin_routes_need_admin() {
+        let routes = declared();
+        let policy = Policy::of(&routes);
+        assert_eq!(policy.0.len(), routes.len(), "a route declared twice");
+        for route in &routes {
+            if route.path.starts_with("/tacos/v1/admin/") {
+                assert_eq!(route.need, Need::Admin, "{route:?}");
+            }
+            if route.path.starts_with("/nacos/v1/console/namespaces") {
+                assert!(matches!(route.need, Need::Login | Need::Admin), "{route:?}");
+            }
+        }
+        assert_eq!(policy.need(&Method::GET, "/health"), Some(Need::Public));
+        assert_eq!(policy.need(&Method::PATCH, "/health"), None);
+        assert_eq!(policy.need(&Method::GET, "/health/"), None);
+    }
+}

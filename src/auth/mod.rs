@@ -473,3 +473,62 @@ fn enabled(user: Arc<User>) -> Result<Arc<User>, AuthError> {
         Err(AuthError::Disabled)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    fn user(admin: bool, permissions: &[(&str, Access)]) -> Principal {
+        Principal::User(Arc::new(User {
+            username: "u".into(),
+            password_hash: String::new(),
+            admin,
+            enabled: true,
+            create_time: 0,
+            modify_time: 0,
+            generation: 0,
+            permissions: permissions
+                .iter()
+                .map(|(ns, a)| (ns.to_string(), *a))
+                .collect::<BTreeMap<_, _>>(),
+        }))
+    }
+
+    #[test]
+    fn principals_can_what_their_permissions_say() {
+        let reader = user(false, &[("", Access::Read), ("dev", Access::ReadWrite)]);
+        assert!(reader.can("public", Access::Read));
+        assert!(!reader.can("", Access::ReadWrite));
+        assert!(reader.can("dev", Access::ReadWrite));
+        assert!(!reader.can("prod", Access::Read));
+        let error = reader.require("", Access::ReadWrite).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "authorization failed: u may not write namespace public"
+        );
+        assert!(user(true, &[]).can("anything", Access::ReadWrite));
+        assert!(user(false, &[("*", Access::Read)]).can("x", Access::Read));
+        assert!(Principal::Open.can("x", Access::ReadWrite));
+    }
+
+    #[test]
+    fn usernames_are_checked() {
+        check_username("alice.b@corp-1_x").unwrap();
+        for bad in ["", "a b", "a/b", "ä", &"x".repeat(65)] {
+            assert!(check_username(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn credentials_never_show_a_token_or_password() {
+        let c = Credentials {
+            token: Some("secret-token".into()),
+            username: Some("bob".into()),
+            password: Some("secret-pass".into()),
+        };
+        let shown = format!("{c:?}");
+        assert!(!shown.contains("secret"), "{shown}");
+    }
+}

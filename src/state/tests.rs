@@ -172,3 +172,209 @@ fn cas_namespaces_and_betas_are_checked_at_apply() {
         Response::Rejected(ApplyError::UnknownCommand)
     );
 }
+
+// ---- auth tables and the audit log ---------------------------------------------
+
+fn actor(user: &str, time: i64, limit: u32) -> pb::Actor {
+    pb::Actor {
+        user: user.into(),
+        ip: "10.0.0.9".into(),
+        time_ms: time,
+        audit_limit: limit,
+    }
+}
+
+fn init_auth(admin: &str) -> Command {
+    Command::by(
+        Op::InitAuth(pb::InitAuth {
+            token_key: vec![1; 32],
+            admin_username: admin.into(),
+            admin_password_hash: "$argon2id$stand-in".into(),
+            time_ms: 5,
+        }),
+        actor("system", 5, 100),
+    )
+}
+
+fn create_user(name: &str, admin: bool) -> Command {
+    Command::by(
+        Op::CreateUser(pb::CreateUser {
+            username: name.into(),
+            password_hash: format!("hash-of-{name}"),
+            admin,
+            time_ms: 6,
+        }),
+        actor("nacos", 6, 100),
+    )
+}
+
+fn set_permission(name: &str, namespace: &str, access: pb::Access) -> Command {
+    Command::by(
+        Op::SetPermission(pb::SetPermission {
+            username: name.into(),
+            namespace: namespace.into(),
+            access: access as i32,
+        }),
+        actor("nacos", 7, 100),
+    )
+}
+
+#[test]
+fn auth_is_initialized_once_and_the_first_init_wins() {
+    let mut s = State::default();
+    assert!(s.auth_key().is_none());
+    assert_eq!(apply(&mut s, init_auth("nacos")).0, Response::Done);
+    assert_eq!(s.auth_key().unwrap().token_key, vec![1; 32]);
+    let admin = s.user("nacos").unwrap();
+    assert!(admin.admin && admin.enabled);
+    assert_eq!(
+        apply(&mut s, init_auth("other")).0,
+        Response::Rejected(ApplyError::AuthInitialized)
+    );
+    assert!(s.user("other").is_none());
+}
+
+#[test]
+fn an_existing_user_keeps_its_password_at_init() {
+    let mut s = State::default();
+    apply(&mut s, create_user("nacos", false));
+    apply(&mut s, init_auth("nacos"));
+    let user = s.user("nacos").unwrap();
+    assert_eq!(user.password_hash, "hash-of-nacos");
+}
+
+#[test]
+fn permissions_grant_namespaces_and_the_last_admin_stays() {
+    let mut s = State::default();
+    apply(&mut s, init_auth("nacos"));
+    apply(
+        &mut s,
+        Command::of(Op::CreateNamespace(pb::CreateNamespace {
+            id: "dev".into(),
+            name: "dev".into(),
+            ..Default::default()
+        })),
+    );
+    assert_eq!(apply(&mut s, create_user("bob", false)).0, Response::Done);
+    assert_eq!(
+        apply(&mut s, create_user("bob", false)).0,
+        Response::Rejected(ApplyError::UserExists("bob".into()))
+    );
+    apply(&mut s, set_permission("bob", "dev", pb::Access::Read));
+    let bob = s.user("bob").unwrap().clone();
+    assert_eq!(bob.access("dev"), Some(Access::Read));
+    assert_eq!(bob.access(""), None);
+    assert_eq!(bob.access("public"), None);
+    apply(&mut s, set_permission("bob", "*", pb::Access::ReadWrite));
+    assert_eq!(
+        s.user("bob").unwrap().access("prod"),
+        Some(Access::ReadWrite)
+    );
+    assert_eq!(
+        apply(&mut s, set_permission("bob", "nope", pb::Access::Read)).0,
+        Response::Rejected(ApplyError::NamespaceNotFound("nope".into()))
+    );
+    // Revoking, and removing the namespace drops permissions in it.
+    apply(&mut s, set_permission("bob", "*", pb::Access::None));
+    assert_eq!(s.user("bob").unwrap().access("prod"), None);
+    apply(
+        &mut s,
+        Command::of(Op::RemoveNamespace(pb::RemoveNamespace {
+            id: "dev".into(),
+        })),
+    );
+    assert!(s.user("bob").unwrap().permissions.is_empty());
+
+    let remove = |name: &str| {
+        Command::of(Op::RemoveUser(pb::RemoveUser {
+            username: name.into(),
+        }))
+    };
+    assert_eq!(
+        apply(&mut s, remove("nacos")).0,
+        Response::Rejected(ApplyError::LastAdmin("nacos".into()))
+    );
+    let demote = Command::of(Op::UpdateUser(pb::UpdateUser {
+        username: "nacos".into(),
+        admin: Some(false),
+        ..Default::default()
+    }));
+    assert_eq!(
+        apply(&mut s, demote.clone()).0,
+        Response::Rejected(ApplyError::LastAdmin("nacos".into()))
+    );
+    apply(&mut s, create_user("root", true));
+    assert_eq!(apply(&mut s, demote).0, Response::Done);
+    assert_eq!(
+        apply(&mut s, remove("nacos")).0,
+        Response::Removed { existed: true }
+    );
+}
+
+#[test]
+fn a_new_password_bumps_the_generation() {
+    let mut s = State::default();
+    apply(&mut s, create_user("bob", false));
+    let change = Command::of(Op::UpdateUser(pb::UpdateUser {
+        username: "bob".into(),
+        password_hash: Some("new-hash".into()),
+        time_ms: 9,
+        ..Default::default()
+    }));
+    apply(&mut s, change);
+    let bob = s.user("bob").unwrap();
+    assert_eq!(
+        (bob.generation, bob.password_hash.as_str()),
+        (1, "new-hash")
+    );
+    assert_eq!(bob.modify_time, 9);
+}
+
+#[test]
+fn the_audit_log_records_outcomes_and_keeps_its_limit() {
+    let mut s = State::default();
+    let mut published = publish("", "a", "one", 10);
+    published.actor = Some(actor("alice", 10, 3));
+    apply(&mut s, published);
+    apply(&mut s, init_auth("nacos"));
+    apply(&mut s, init_auth("nacos")); // refused, still recorded
+    let rows: Vec<_> = s.audit().collect();
+    assert_eq!(rows.len(), 3);
+    assert_eq!(rows[0].action, "config.publish");
+    assert_eq!(rows[0].target, "public/DEFAULT_GROUP/a");
+    assert_eq!(
+        (rows[0].user.as_str(), rows[0].ip.as_str()),
+        ("alice", "10.0.0.9")
+    );
+    assert_eq!(rows[2].outcome, "refused: auth is already initialized");
+    // Commands without an actor are not audited; a smaller limit trims.
+    apply(&mut s, publish("", "b", "two", 11));
+    assert_eq!(s.audit().len(), 3);
+    let mut trimmed = publish("", "c", "three", 12);
+    trimmed.actor = Some(actor("alice", 12, 2));
+    apply(&mut s, trimmed);
+    let ids: Vec<u64> = s.audit().map(|r| r.id).collect();
+    assert_eq!(ids, [3, 4]);
+}
+
+#[test]
+fn users_and_audit_survive_a_snapshot_round_trip() {
+    let mut s = State::default();
+    apply(&mut s, init_auth("nacos"));
+    apply(&mut s, create_user("bob", false));
+    apply(&mut s, set_permission("bob", "*", pb::Access::Read));
+    let mut loaded = State::default();
+    for record in s.snapshot_records() {
+        loaded.load_snapshot_record(&record).unwrap();
+    }
+    assert_eq!(loaded.digest(), s.digest());
+    assert_eq!(loaded.user("bob"), s.user("bob"));
+    assert_eq!(loaded.auth_key(), s.auth_key());
+    assert_eq!(loaded.audit().len(), 3);
+    // Debug never shows a hash or the key.
+    let shown = format!("{:?} {:?}", loaded.user("bob"), loaded.auth_key());
+    assert!(
+        !shown.contains("hash-of") && !shown.contains("[1, 1"),
+        "{shown}"
+    );
+}
