@@ -17,6 +17,9 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 TACOS_BIN=${TACOS_BIN:-$ROOT/target/release/tacos}
+# The admin routes this script polls need a login; the nodes it starts get
+# this password at cluster init.
+ADMIN_PASSWORD=bench-admin-password
 BIN_DIR=${BIN_DIR:-$ROOT/target/release}
 ROUNDS=${ROUNDS:-2}
 USERS=${USERS:-64}
@@ -63,7 +66,7 @@ start_node() {
     local id=$1 dir=$2
     shift 2
     mkdir -p "$dir"
-    RUST_LOG=warn "$TACOS_BIN" --node-id "$id" --data-dir "$dir/data" \
+    RUST_LOG=warn TACOS_ADMIN_PASSWORD=$ADMIN_PASSWORD "$TACOS_BIN" --node-id "$id" --data-dir "$dir/data" \
         --http-port $((BASE_PORT + id)) --cluster-port $((BASE_PORT + 100 + id)) "$@" \
         >"$dir/tacos.log" 2>&1 &
     PIDS+=($!)
@@ -72,7 +75,7 @@ start_node() {
 # wait_voters PORT N: until the node on PORT sees N voters and a leader.
 wait_voters() {
     for _ in $(seq 300); do
-        if curl -sf -m 2 "http://127.0.0.1:$1/tacos/v1/admin/raft" | python3 -c "
+        if curl -sf -m 2 -u "nacos:$ADMIN_PASSWORD" "http://127.0.0.1:$1/tacos/v1/admin/raft" | python3 -c "
 import json, sys
 m = json.load(sys.stdin)
 sys.exit(0 if m['leader'] and len(m['members']['voters']) == $2 else 1)" 2>/dev/null; then
@@ -85,7 +88,7 @@ sys.exit(0 if m['leader'] and len(m['members']['voters']) == $2 else 1)" 2>/dev/
 }
 
 leader_port() {
-    curl -sf "http://127.0.0.1:$1/tacos/v1/admin/raft" | python3 -c "
+    curl -sf -u "nacos:$ADMIN_PASSWORD" "http://127.0.0.1:$1/tacos/v1/admin/raft" | python3 -c "
 import json, sys
 m = json.load(sys.stdin)
 print([v['httpAddr'] for v in m['members']['voters'] if v['id'] == m['leader']][0].split(':')[1])"

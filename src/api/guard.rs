@@ -146,22 +146,29 @@ impl<'a> Routes<'a> {
     }
 }
 
-/// The declarations, looked up by method and matched pattern.
+/// The declarations, looked up by matched pattern, then method (no
+/// allocation per request).
 #[derive(Debug, Default)]
-pub struct Policy(HashMap<(Method, String), Need>);
+pub struct Policy(HashMap<&'static str, Vec<(Method, Need)>>);
 
 impl Policy {
     pub fn of(specs: &[RouteSpec]) -> Self {
-        Policy(
-            specs
-                .iter()
-                .map(|s| ((s.method.clone(), s.path.to_string()), s.need))
-                .collect(),
-        )
+        let mut table: HashMap<&'static str, Vec<(Method, Need)>> = HashMap::new();
+        for spec in specs {
+            table
+                .entry(spec.path)
+                .or_default()
+                .push((spec.method.clone(), spec.need));
+        }
+        Policy(table)
     }
 
     pub fn need(&self, method: &Method, pattern: &str) -> Option<Need> {
-        self.0.get(&(method.clone(), pattern.to_string())).copied()
+        self.0
+            .get(pattern)?
+            .iter()
+            .find(|(m, _)| m == method)
+            .map(|(_, need)| *need)
     }
 }
 
@@ -334,7 +341,14 @@ mod tests {
     fn every_route_is_declared_once_and_admin_routes_need_admin() {
         let routes = declared();
         let policy = Policy::of(&routes);
-        assert_eq!(policy.0.len(), routes.len(), "a route declared twice");
+        let declared: usize = policy.0.values().map(Vec::len).sum();
+        assert_eq!(declared, routes.len());
+        for (path, methods) in &policy.0 {
+            let mut names: Vec<&str> = methods.iter().map(|(m, _)| m.as_str()).collect();
+            names.sort();
+            names.dedup();
+            assert_eq!(names.len(), methods.len(), "{path} declared twice");
+        }
         for route in &routes {
             if route.path.starts_with("/tacos/v1/admin/") {
                 assert_eq!(route.need, Need::Admin, "{route:?}");
