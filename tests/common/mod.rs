@@ -916,8 +916,13 @@ pub fn run_sdk_script(
     use std::os::unix::process::CommandExt;
     let out_path = work_dir.join(format!("{program}.out"));
     let err_path = work_dir.join(format!("{program}.err"));
+    // The npm `nacos` client shares one "cluster-client" leader per machine
+    // on a TCP port (7777 by default): concurrent test processes would
+    // become each other's followers and see ECONNRESET when the leader
+    // exits. A port of its own per run keeps them apart.
     let mut child = std::process::Command::new(program)
         .args(args)
+        .env("NODE_CLUSTER_CLIENT_PORT", free_port().to_string())
         .stdout(std::fs::File::create(&out_path).expect("stdout file"))
         .stderr(std::fs::File::create(&err_path).expect("stderr file"))
         .process_group(0)

@@ -1,9 +1,12 @@
 // Drives Tacos with the official Node.js SDK (npm `nacos`, HTTP client).
-// Usage: node node_http_client.js 127.0.0.1:PORT ; exits non-zero on the first mismatch.
+// Usage: node node_http_client.js 127.0.0.1:PORT [USERNAME PASSWORD]
+// (with credentials the client sends them on every request, for a server
+// that runs with --open-api-auth); exits non-zero on the first mismatch.
 'use strict';
 const { NacosConfigClient } = require('nacos');
 
 const serverAddr = process.argv[2];
+const [username, password] = process.argv.slice(3);
 const timer = setTimeout(() => { console.log('FAIL timed out'); process.exit(1); }, 60000);
 
 function check(what, got, want) {
@@ -15,7 +18,9 @@ function check(what, got, want) {
 }
 
 async function main() {
-  const client = new NacosConfigClient({ serverAddr, namespace: '', requestTimeout: 10000 });
+  const options = { serverAddr, namespace: '', requestTimeout: 10000 };
+  if (username) Object.assign(options, { username, password });
+  const client = new NacosConfigClient(options);
   await client.ready();
   check('publish', await client.publishSingle('node.json', 'DEFAULT_GROUP', '{"a":1}'), true);
   check('get', await client.getConfig('node.json', 'DEFAULT_GROUP'), '{"a":1}');

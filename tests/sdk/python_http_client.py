@@ -1,6 +1,8 @@
 """Drives Tacos with the official Python SDK's HTTP client (nacos-sdk-python 2.0.x).
 
-Usage: python3 python_http_client.py 127.0.0.1:PORT
+Usage: python3 python_http_client.py 127.0.0.1:PORT [USERNAME PASSWORD]
+With a username and password the clients log in (for a server that runs
+with --open-api-auth).
 Exits non-zero with a message on the first mismatch. Bounded in time.
 """
 import faulthandler
@@ -12,6 +14,9 @@ import nacos
 
 faulthandler.dump_traceback_later(60, exit=True)
 server = sys.argv[1]
+credentials = {}
+if len(sys.argv) > 3:
+    credentials = {"username": sys.argv[2], "password": sys.argv[3]}
 
 
 def check(what, got, want):
@@ -28,7 +33,7 @@ def wait_for(events, count, seconds=10):
     return len(events) >= count
 
 
-public = nacos.NacosClient(server, namespace="")
+public = nacos.NacosClient(server, namespace="", **credentials)
 check("publish", public.publish_config("py.yaml", "DEFAULT_GROUP", "k: 1"), True)
 check("get", public.get_config("py.yaml", "DEFAULT_GROUP", no_snapshot=True), "k: 1")
 unicode = "名字: 配置中心 ✓\nemoji: 🌮\n"
@@ -49,7 +54,7 @@ check("watcher sees remove", wait_for(events, 2), True)
 check("get after remove", public.get_config("py.yaml", "DEFAULT_GROUP", no_snapshot=True), None)
 
 # "public" is the same namespace as "".
-named_public = nacos.NacosClient(server, namespace="public")
+named_public = nacos.NacosClient(server, namespace="public", **credentials)
 check("public alias", named_public.get_config("py-u.yaml", "DEFAULT_GROUP", no_snapshot=True), unicode)
 
 print("all ok", flush=True)
