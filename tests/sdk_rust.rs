@@ -32,21 +32,33 @@ impl ConfigChangeListener for Forward {
 /// A client of the node whose HTTP port is `http` and gRPC port `grpc`; its
 /// cache lives in `cache` so tests never share or reuse one.
 async fn client(http: u16, grpc: u16, cache: &std::path::Path) -> ConfigService {
-    let props = ClientProps::new()
+    build(props(http, grpc, cache), false).await
+}
+
+fn props(http: u16, grpc: u16, cache: &std::path::Path) -> ClientProps {
+    ClientProps::new()
         .server_addr(format!("127.0.0.1:{http}"))
         .remote_grpc_port(grpc)
         .namespace("")
         .app_name("tacos-sdk-test")
         .env_first(false)
         .config_load_cache_at_start(false)
-        .cache_dir(cache.to_path_buf());
-    tokio::time::timeout(
-        Duration::from_secs(30),
-        ConfigServiceBuilder::new(props).build(),
-    )
-    .await
-    .expect("the SDK connects within 30 s")
-    .expect("building the config service")
+        .cache_dir(cache.to_path_buf())
+}
+
+/// Builds the config service; with `auth`, it logs in over HTTP first and
+/// sends the token with every gRPC request.
+async fn build(props: ClientProps, auth: bool) -> ConfigService {
+    let builder = ConfigServiceBuilder::new(props);
+    let builder = if auth {
+        builder.enable_auth_plugin_http()
+    } else {
+        builder
+    };
+    tokio::time::timeout(Duration::from_secs(30), builder.build())
+        .await
+        .expect("the SDK connects within 30 s")
+        .expect("building the config service")
 }
 
 /// Adds a listener, then waits until the node at `http` has the SDK's
@@ -107,6 +119,46 @@ async fn expect_notified(rx: &mut mpsc::UnboundedReceiver<ConfigResponse>, conte
             Err(_) => panic!("no notification with {content:?} within {NOTIFY_TIMEOUT:?}"),
         }
     }
+}
+
+/// With --open-api-auth: the SDK logs in (HTTP) and its gRPC requests carry
+/// the token; without credentials the same requests are refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sdk_with_open_api_auth_logs_in_and_works() {
+    let tmp = temp_dir();
+    let grpc = free_port();
+    let grpc_arg = grpc.to_string();
+    let server =
+        Server::start_with_args(&tmp, &["--grpc-port", &grpc_arg, "--open-api-auth"]).await;
+    let cache = temp_dir();
+    let props = props(server.port(), grpc, cache.path())
+        .auth_username("nacos")
+        .auth_password(common::ADMIN_PASSWORD);
+    let sdk = build(props, true).await;
+    let published = sdk
+        .publish_config("auth.yaml".into(), GROUP.into(), "a: 1".into(), None)
+        .await
+        .expect("publish over gRPC with a token");
+    assert!(published);
+    let mut rx = listen(&sdk, server.port(), "auth.yaml").await;
+    assert_true(
+        server.api().publish("auth.yaml", GROUP, "", "a: 2").await,
+        "publish over HTTP as the admin",
+    )
+    .await;
+    expect_notified(&mut rx, "a: 2").await;
+
+    let anonymous_cache = temp_dir();
+    let anonymous = client(server.port(), grpc, anonymous_cache.path()).await;
+    let refused = anonymous
+        .publish_config("auth.yaml".into(), GROUP.into(), "hacked".into(), None)
+        .await;
+    assert!(refused.is_err(), "{refused:?}");
+    let got = sdk
+        .get_config("auth.yaml".into(), GROUP.into())
+        .await
+        .expect("get");
+    assert_eq!(got.content(), "a: 2");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
