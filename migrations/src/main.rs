@@ -1,136 +1,145 @@
-//! `tacos-migrate`: moves an r-nacos 0.4.x data dir into Tacos.
+//! `tacos-migrate`: moves an r-nacos 0.4.x data dir into a new Tacos data dir.
 //!
-//! `tacos-migrate --from nacos_db --dry-run` reads the r-nacos dir (without modifying it)
-//! and prints what would move. Writing the Tacos data dir is not implemented yet.
+//! `tacos-migrate --from nacos_db --to tacos_data` reads the r-nacos dir (through a
+//! temporary copy, without modifying it), converts it, checks the result and writes the
+//! Tacos data dir the way `tacos restore` does; `--dry-run` stops before writing. See
+//! the library docs and docs/migration.md.
 
-use std::collections::BTreeMap;
+use std::net::IpAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use clap::Parser;
-use tacos_migrate::rnacos::{self, ReadOptions, Source};
+use indicatif::{ProgressBar, ProgressStyle};
+use tacos_migrate::convert::Progress;
+use tacos_migrate::rnacos::ReadOptions;
+use tacos_migrate::write::Target;
+use tacos_migrate::{report, Options};
 
-/// Move the data of an r-nacos 0.4.x server (sled `nacos_db` dir) into Tacos.
+/// Move the data of an r-nacos 0.4.x server (its sled `nacos_db` dir) into a new Tacos
+/// data dir.
+///
+/// Moves namespaces, configs with their history (contents, md5s and timestamps kept) and
+/// users. Passwords, which r-nacos 0.4 keeps in plain text, are re-hashed with argon2id
+/// as Tacos hashes them, so every user logs in with the same password. Roles: 0
+/// (manager) becomes an admin, 1 (developer) read-write and 2 (visitor) read on every
+/// namespace.
+///
+/// The r-nacos dir is only read (through a temporary copy), and may not be in use by a
+/// running r-nacos. The Tacos dir is written like `tacos restore` writes one: the node
+/// (--node-id and its addresses) is the only voter of a new cluster, and a dir that is
+/// not empty is refused unless --force (then it is moved aside, never deleted). At the
+/// end a report lists what moved, what was skipped and why, and an md5 check of every
+/// config.
+///
+/// No login secret is written: the first start of tacos on the new dir creates the token
+/// key and the admin named by its --admin-username (default nacos), with its
+/// --admin-password or a generated one, unless a user of that name was migrated.
 #[derive(Debug, Parser)]
-#[command(name = "tacos-migrate", version)]
+#[command(name = "tacos-migrate", version, about, long_about)]
 struct Args {
     /// The r-nacos data dir (the one holding `conf` and `db`, by default `nacos_db`).
     /// It is only read: the tool opens a temporary copy.
     #[arg(long, value_name = "DIR")]
     from: PathBuf,
-    /// The Tacos data dir to write.
+    /// The Tacos data dir to create (start tacos with --data-dir DIR afterwards).
     #[arg(long, value_name = "DIR", required_unless_present = "dry_run")]
     to: Option<PathBuf>,
-    /// Only print what would move; write nothing.
+    /// Replace a --to dir that is not empty. Its old contents are not deleted: the dir is
+    /// renamed to DIR.before-restore-TIME.
+    #[arg(long)]
+    force: bool,
+    /// Only report what would move (and check it); write nothing.
     #[arg(long)]
     dry_run: bool,
-    /// Leave out entries that cannot be decoded (they are listed) instead of stopping.
+    /// Leave out, and list, entries that cannot be decoded or that Tacos cannot hold
+    /// (keys or usernames it does not accept, unknown roles) instead of stopping.
     #[arg(long)]
     skip_bad: bool,
     /// Where to put the temporary copy of the r-nacos dir (default: the system temp dir).
     #[arg(long, value_name = "DIR")]
     work_dir: Option<PathBuf>,
+    /// Raft id of the node that will serve the new dir (as tacos --node-id).
+    #[arg(long, default_value_t = 1)]
+    node_id: u64,
+    /// The address that node listens on (as tacos --bind). A non-loopback cluster
+    /// address needs TACOS_CLUSTER_TOKEN set, as for tacos.
+    #[arg(long, default_value = "127.0.0.1")]
+    bind: IpAddr,
+    /// That node's HTTP port (as tacos --http-port).
+    #[arg(long, default_value_t = 8848)]
+    http_port: u16,
+    /// That node's gRPC port (as tacos --grpc-port; default HTTP port + 1000).
+    #[arg(long)]
+    grpc_port: Option<u16>,
+    /// That node's cluster port (as tacos --cluster-port; default HTTP port + 1001).
+    #[arg(long)]
+    cluster_port: Option<u16>,
+    /// The host others reach that node at (as tacos --advertise; default the --bind
+    /// address).
+    #[arg(long)]
+    advertise: Option<String>,
+}
+
+/// A progress bar on stderr (hidden when stderr is not a terminal).
+struct Bar(ProgressBar);
+
+impl Progress for Bar {
+    fn begin(&mut self, total: u64) {
+        self.0.set_length(total);
+        self.0.set_position(0);
+        self.0.set_style(
+            ProgressStyle::with_template("{msg:>8} [{bar:40}] {pos}/{len} ({elapsed})")
+                .expect("a valid template")
+                .progress_chars("=> "),
+        );
+    }
+
+    fn phase(&mut self, name: &'static str) {
+        self.0.set_message(name);
+    }
+
+    fn advance(&mut self, n: u64) {
+        self.0.inc(n);
+    }
+
+    fn finish(&mut self) {
+        self.0.finish_and_clear();
+    }
 }
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    let options = ReadOptions {
-        skip_bad: args.skip_bad,
-        work_dir: args.work_dir.clone(),
+    let options = Options {
+        from: args.from.clone(),
+        read: ReadOptions {
+            skip_bad: args.skip_bad,
+            work_dir: args.work_dir.clone(),
+        },
+        target: args.to.as_ref().map(|to| Target {
+            data_dir: to.clone(),
+            force: args.force,
+            node_id: args.node_id,
+            bind: args.bind,
+            http_port: args.http_port,
+            grpc_port: args.grpc_port,
+            cluster_port: args.cluster_port,
+            advertise: args.advertise.clone(),
+        }),
+        dry_run: args.dry_run,
     };
-    let source = rnacos::read(&args.from, &options)
-        .with_context(|| format!("reading r-nacos data dir {}", args.from.display()))?;
-    if args.dry_run {
-        print!("{}", report(&args, &source));
-        return Ok(());
-    }
-    // Placeholder: the writer of the Tacos data dir replaces this.
-    bail!("writing the Tacos data dir is not implemented yet; use --dry-run to see what would move")
-}
-
-/// The dry-run report. Never shows passwords.
-fn report(args: &Args, source: &Source) -> String {
-    use std::fmt::Write;
-    let mut out = String::new();
-    let w = &mut out;
-    let _ = writeln!(
-        w,
-        "Dry run: reading r-nacos 0.4 data dir {} (through a temporary copy; it was not modified)",
-        args.from.display()
-    );
-    let _ = writeln!(w, "Would move:");
-    let _ = writeln!(w, "  namespaces:   {}", source.namespaces.len());
-    let _ = writeln!(w, "  configs:      {}", source.configs.len());
-    let _ = writeln!(
-        w,
-        "  history rows: {} (over {} configs)",
-        source.history_rows(),
-        source
-            .history
-            .values()
-            .filter(|rows| !rows.is_empty())
-            .count()
-    );
-    let _ = writeln!(w, "  users:        {}", source.users.len());
-
-    let _ = writeln!(w, "\nNamespaces (public is implicit):");
-    for ns in &source.namespaces {
-        let _ = writeln!(w, "  {:?}  name {:?}", ns.id, ns.name);
-    }
-
-    let _ = writeln!(w, "\nConfigs per namespace:");
-    let mut per_tenant: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
-    for config in &source.configs {
-        let entry = per_tenant.entry(config.tenant.as_str()).or_default();
-        entry.0 += 1;
-        entry.1 += source.history.get(&config.key()).map_or(0, Vec::len);
-    }
-    let unregistered = source.unregistered_tenants();
-    for (tenant, (configs, rows)) in &per_tenant {
-        let label = if tenant.is_empty() {
-            "public (\"\")".to_string()
-        } else {
-            format!("{tenant:?}")
-        };
-        let note = if unregistered.iter().any(|t| t == tenant) {
-            "  [not a registered namespace]"
-        } else {
-            ""
-        };
-        let _ = writeln!(w, "  {label}: {configs} configs, {rows} history rows{note}");
-    }
-
-    let _ = writeln!(w, "\nUsers (passwords not shown):");
-    for user in &source.users {
-        let roles: Vec<String> = user
-            .roles
-            .iter()
-            .map(|r| match rnacos::role_name(r) {
-                Some(name) => format!("{r} ({name})"),
-                None => format!("{r} (unknown role)"),
-            })
-            .collect();
-        let roles = if roles.is_empty() {
-            "none".to_string()
-        } else {
-            roles.join(", ")
-        };
-        let _ = writeln!(
-            w,
-            "  {:?}  nickname {:?}  roles: {roles}  {}",
-            user.username,
-            user.nickname,
-            if user.enabled { "enabled" } else { "disabled" }
-        );
-    }
-
-    if source.skipped.is_empty() {
-        let _ = writeln!(w, "\nSkipped: nothing");
-    } else {
-        let _ = writeln!(w, "\nSkipped ({}):", source.skipped.len());
-        for s in &source.skipped {
-            let _ = writeln!(w, "  {}: {}", s.what, s.reason);
-        }
-    }
-    out
+    let bar = ProgressBar::new_spinner();
+    bar.enable_steady_tick(Duration::from_millis(120));
+    let mut progress = Bar(bar);
+    let outcome = tacos_migrate::run(&options, &mut progress);
+    progress.0.finish_and_clear();
+    let outcome = outcome.with_context(|| {
+        format!(
+            "migrating the r-nacos data dir {} failed",
+            args.from.display()
+        )
+    })?;
+    print!("{}", report::render(&outcome));
+    Ok(())
 }

@@ -103,21 +103,3 @@ fn dry_run_binary_prints_counts_and_no_passwords() {
         assert!(!stdout.contains(secret), "password shown:\n{stdout}");
     }
 }
-
-#[test]
-fn writing_is_not_implemented_yet() {
-    let out_dir = tempfile::tempdir().expect("tempdir");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tacos-migrate"))
-        .arg("--from")
-        .arg(fixture_db())
-        .arg("--to")
-        .arg(out_dir.path().join("tacos"))
-        .output()
-        .expect("run tacos-migrate");
-    assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("writing the Tacos data dir is not implemented yet"),
-        "{stderr}"
-    );
-}

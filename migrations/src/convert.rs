@@ -1,0 +1,1199 @@
+//! Turns what [`crate::rnacos::read`] found into the records of a Tacos snapshot.
+//!
+//! The records are those `tacos::state::State::snapshot_records` writes, in its order:
+//! counters, namespaces, configs, history (per config, oldest first), users. No auth key
+//! and no audit rows: when Tacos first starts on the migrated data dir its leader
+//! initializes auth itself (draws the token key and creates the first admin, `nacos` by
+//! default, only if no user of that name was migrated).
+//!
+//! # What becomes what
+//!
+//! * Tenant `""` is the public namespace, stored as namespace `""`. Tenant `"public"` is
+//!   the same namespace to Tacos (clients may say either), so its configs move to `""` too.
+//! * Each registered r-nacos namespace becomes a Tacos namespace (name = the r-nacos
+//!   name, or the id when empty; created now). A tenant that holds configs but was never
+//!   registered gets a namespace named after its id, so its configs stay reachable; those
+//!   are listed in [`Report::created_namespaces`].
+//! * Each live config becomes a config with id 1, 2, ... in key order, md5 = lowercase hex
+//!   md5 of the UTF-8 content, type `text` (r-nacos 0.4 has no types), created at its
+//!   oldest history row's time (its last change if it has none), modified at its last
+//!   change.
+//! * Its history rows keep their order, timestamps and contents: each row holds the
+//!   content of that version, as r-nacos shows it (Tacos's own rows for updates hold the
+//!   replaced content instead, as Nacos does). The first row is an insert (`I`), the
+//!   others updates (`U`). r-nacos's history ids are kept when they are unique and not 0
+//!   (they are global and increasing); otherwise all rows are renumbered from 1, keeping
+//!   the order ([`Report::history_renumbered`]).
+//! * Users keep their name, enabled flag and times (seconds → ms). Their plain-text
+//!   passwords are hashed with argon2id, as Tacos hashes them. Roles: `0` (manager) →
+//!   admin; `1` (developer) → read-write on every namespace (`*`); `2` (visitor) → read on
+//!   every namespace. With several roles the strongest wins; no role → a user without
+//!   any access. Nicknames and `extend_info` have no place in Tacos and are dropped.
+//!
+//! # Entries Tacos cannot hold
+//!
+//! A config whose data id, group or tenant breaks Tacos's key rules (clients could not
+//! reach it), a config in tenant `"public"` that collides with the same key in `""`, a
+//! namespace id Tacos does not accept, a username Tacos does not accept and a user with a
+//! role code that is not `0`, `1` or `2` stop the conversion with
+//! [`ConvertError::Unsupported`]. With [`ConvertOptions::skip_bad`] they are left out
+//! (with the config's history) and listed in [`Report::skipped`] instead.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use tacos::model::command as cmd;
+use tacos::model::snapshot as pb;
+use tacos::model::{md5_hex, validate};
+use tacos::state::{Access, ConfigKey, Record, State, ALL_NAMESPACES};
+
+use crate::rnacos::{self, Skipped, Source};
+
+/// The namespace id clients may use for the public namespace.
+const PUBLIC_ALIAS: &str = tacos::state::PUBLIC_NAMESPACE;
+/// Tacos's default `--history-limit` (rows kept per config).
+const TACOS_HISTORY_LIMIT: usize = 100;
+/// The config type given to every config (r-nacos 0.4 has none).
+pub const CONFIG_TYPE: &str = "text";
+
+/// How to convert.
+#[derive(Debug, Clone)]
+pub struct ConvertOptions {
+    /// Leave out what Tacos cannot hold (listed in [`Report::skipped`]) instead of failing
+    /// with [`ConvertError::Unsupported`].
+    pub skip_bad: bool,
+    /// Hash the passwords (slow on purpose: argon2id). A dry run turns it off; the users
+    /// then carry an empty hash and must not be written.
+    pub hash_passwords: bool,
+    /// The creation time given to namespaces (r-nacos keeps none), ms since the epoch.
+    pub now_ms: i64,
+}
+
+impl Default for ConvertOptions {
+    fn default() -> Self {
+        ConvertOptions {
+            skip_bad: false,
+            hash_passwords: true,
+            now_ms: now_ms(),
+        }
+    }
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// Told how the conversion advances: one step per config, per history row and per user
+/// (see [`steps`]). Every method does nothing by default.
+pub trait Progress {
+    /// The conversion starts; it takes `total` steps.
+    fn begin(&mut self, _total: u64) {}
+    /// A new phase starts: `"configs"`, `"history"` or `"users"`.
+    fn phase(&mut self, _name: &'static str) {}
+    /// `n` more steps are done.
+    fn advance(&mut self, _n: u64) {}
+    /// The conversion is over (what follows, writing, prints to stdout).
+    fn finish(&mut self) {}
+}
+
+/// Reports nothing.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoProgress;
+
+impl Progress for NoProgress {}
+
+/// How many steps converting `source` takes (configs + history rows + users).
+pub fn steps(source: &Source) -> u64 {
+    (source.configs.len() + source.history_rows() + source.users.len()) as u64
+}
+
+/// What a user may do in Tacos, from their r-nacos roles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Grant {
+    /// Role `0` (manager).
+    Admin,
+    /// Role `1` (developer, [`Access::ReadWrite`]) or `2` (visitor, [`Access::Read`]) on
+    /// every namespace.
+    Everywhere(Access),
+    /// No role: the user can log in but may do nothing.
+    Nothing,
+}
+
+impl Grant {
+    /// The grant for a list of r-nacos role codes; `Err(code)` names an unknown one.
+    pub fn from_roles(roles: &[String]) -> Result<Grant, String> {
+        let mut grant = Grant::Nothing;
+        for role in roles {
+            let this = match role.as_str() {
+                "0" => Grant::Admin,
+                "1" => Grant::Everywhere(Access::ReadWrite),
+                "2" => Grant::Everywhere(Access::Read),
+                other => return Err(other.to_string()),
+            };
+            grant = grant.max(this);
+        }
+        Ok(grant)
+    }
+
+    fn rank(self) -> u8 {
+        match self {
+            Grant::Nothing => 0,
+            Grant::Everywhere(Access::Read) => 1,
+            Grant::Everywhere(Access::ReadWrite) => 2,
+            Grant::Admin => 3,
+        }
+    }
+
+    fn max(self, other: Grant) -> Grant {
+        if other.rank() > self.rank() {
+            other
+        } else {
+            self
+        }
+    }
+
+    /// For the report: `admin`, `read-write on every namespace`, ...
+    pub fn describe(self) -> &'static str {
+        match self {
+            Grant::Admin => "admin",
+            Grant::Everywhere(Access::ReadWrite) => "read-write on every namespace",
+            Grant::Everywhere(Access::Read) => "read on every namespace",
+            Grant::Nothing => "no access (no role)",
+        }
+    }
+}
+
+/// A namespace the migrated data dir holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NamespaceLine {
+    pub id: String,
+    pub name: String,
+    /// Made for a tenant that held configs but was not registered in r-nacos.
+    pub created: bool,
+}
+
+/// A user the migrated data dir holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserLine {
+    pub username: String,
+    /// The r-nacos role codes.
+    pub roles: Vec<String>,
+    pub grant: Grant,
+    pub enabled: bool,
+    /// The password breaks Tacos's rule for new passwords (8 to 128 characters). It still
+    /// works for logging in; it should be changed.
+    pub weak_password: bool,
+}
+
+/// What the conversion carried over, and what not.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Report {
+    /// Every namespace but the public one, by id.
+    pub namespaces: Vec<NamespaceLine>,
+    /// Ids of the namespaces created for unregistered tenants.
+    pub created_namespaces: Vec<String>,
+    pub configs: usize,
+    pub history_rows: usize,
+    /// Per namespace id (`""` = public): (configs, history rows).
+    pub per_namespace: BTreeMap<String, (usize, usize)>,
+    /// The history ids were not usable as they were and were renumbered.
+    pub history_renumbered: bool,
+    /// Users, by name.
+    pub users: Vec<UserLine>,
+    /// What was read but not carried over, and why (the reader's and the conversion's).
+    pub skipped: Vec<Skipped>,
+    /// Things carried over that deserve a look.
+    pub notes: Vec<String>,
+    /// Configs whose md5 was compared (source content vs. the converted state).
+    pub md5_checked: usize,
+    /// Of those, how many matched (all of them, or the conversion fails).
+    pub md5_matched: usize,
+}
+
+/// The result of a conversion.
+#[derive(Debug, Clone)]
+pub struct Converted {
+    /// The snapshot records, in the order `State::snapshot_records` gives.
+    pub records: Vec<Record>,
+    /// The records loaded into a state (what the migrated node will hold).
+    pub state: State,
+    pub report: Report,
+}
+
+/// Why converting failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConvertError {
+    /// An entry Tacos cannot hold (see [`ConvertOptions::skip_bad`]).
+    #[error("{what}: {reason} (--skip-bad leaves such entries out and lists them)")]
+    Unsupported { what: String, reason: String },
+    /// A password could not be hashed.
+    #[error("cannot hash the password of user {username:?}: {reason}")]
+    Hash { username: String, reason: String },
+    /// The converted state does not hold what the source holds (a bug in this tool).
+    #[error("the converted data is not consistent: {0}")]
+    Inconsistent(String),
+    /// Some configs' md5 differ between the source and the converted state.
+    #[error("md5 check failed for {} of {checked} configs: {}", mismatched.len(), mismatched.join(", "))]
+    Md5Mismatch {
+        checked: usize,
+        mismatched: Vec<String>,
+    },
+}
+
+/// Converts `source` (see the module docs).
+pub fn convert(
+    source: &Source,
+    options: &ConvertOptions,
+    progress: &mut dyn Progress,
+) -> Result<Converted, ConvertError> {
+    progress.begin(steps(source));
+    Converter {
+        options,
+        skipped: source.skipped.clone(),
+        notes: Vec::new(),
+    }
+    .run(source, progress)
+}
+
+/// A config on its way: the source config and its history rows (ids still r-nacos's).
+struct Pending<'a> {
+    source: &'a rnacos::Config,
+    rows: &'a [rnacos::HistoryRow],
+}
+
+struct Converter<'o> {
+    options: &'o ConvertOptions,
+    skipped: Vec<Skipped>,
+    notes: Vec<String>,
+}
+
+impl Converter<'_> {
+    /// Leaves an entry out, or fails if bad entries are not to be skipped.
+    fn bad(&mut self, what: String, reason: String) -> Result<(), ConvertError> {
+        if self.options.skip_bad {
+            self.skipped.push(Skipped { what, reason });
+            Ok(())
+        } else {
+            Err(ConvertError::Unsupported { what, reason })
+        }
+    }
+
+    fn run(
+        mut self,
+        source: &Source,
+        progress: &mut dyn Progress,
+    ) -> Result<Converted, ConvertError> {
+        let mut namespaces = self.namespaces(source)?;
+        progress.phase("configs");
+        let configs = self.configs(source, &mut namespaces, progress)?;
+        let created_namespaces: Vec<String> = namespaces
+            .values()
+            .filter(|n| n.created)
+            .map(|n| n.id.clone())
+            .collect();
+
+        progress.phase("history");
+        let ids = self.history_ids(&configs);
+        let history_renumbered = ids.renumbered;
+
+        let mut records = Vec::new();
+        let mut per_namespace: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+        let mut config_records = Vec::new();
+        let mut history_records = Vec::new();
+        let mut max_history_id = 0;
+        for (n, (key, pending)) in configs.iter().enumerate() {
+            let config = pending.source;
+            let pb_key = cmd::ConfigKey::from(key);
+            let create_time = pending
+                .rows
+                .first()
+                .map_or(config.last_time_ms, |r| r.last_time_ms);
+            config_records.push(Record::Config(pb::ConfigRecord {
+                key: Some(pb_key.clone()),
+                id: n as u64 + 1,
+                content: config.content.clone(),
+                md5: md5_hex(&config.content),
+                config_type: CONFIG_TYPE.to_string(),
+                desc: String::new(),
+                app_name: String::new(),
+                tags: String::new(),
+                create_time,
+                modify_time: config.last_time_ms,
+                src_user: String::new(),
+                src_ip: String::new(),
+            }));
+            let mut last_id = 0;
+            for (i, row) in pending.rows.iter().enumerate() {
+                let id = ids.ids[n][i];
+                history_records.push(Record::History(pb::HistoryRecord {
+                    id,
+                    key: Some(pb_key.clone()),
+                    content: row.content.clone(),
+                    md5: md5_hex(&row.content),
+                    app_name: String::new(),
+                    src_user: String::new(),
+                    src_ip: String::new(),
+                    op_type: if i == 0 { "I" } else { "U" }.to_string(),
+                    created_time: row.last_time_ms,
+                    last_modified_time: row.last_time_ms,
+                    last_id,
+                }));
+                last_id = id;
+                max_history_id = max_history_id.max(id);
+            }
+            progress.advance(pending.rows.len() as u64);
+            let entry = per_namespace.entry(key.namespace.clone()).or_default();
+            entry.0 += 1;
+            entry.1 += pending.rows.len();
+            self.config_notes(key, pending);
+        }
+
+        let long = configs
+            .values()
+            .filter(|p| p.rows.len() > TACOS_HISTORY_LIMIT)
+            .count();
+        if long > 0 {
+            self.notes.push(format!(
+                "{long} config(s) have more than {TACOS_HISTORY_LIMIT} history rows (Tacos's \
+                 default --history-limit): all are kept; Tacos drops the oldest rows beyond \
+                 its limit at the config's next change"
+            ));
+        }
+
+        progress.phase("users");
+        let (user_records, users) = self.users(source, progress)?;
+
+        records.push(Record::Counters(pb::CountersRecord {
+            next_config_id: configs.len() as u64,
+            next_history_id: max_history_id,
+            next_audit_id: 0,
+        }));
+        records.extend(namespaces.values().map(|n| {
+            Record::Namespace(pb::NamespaceRecord {
+                id: n.id.clone(),
+                name: n.name.clone(),
+                desc: String::new(),
+                create_time: self.options.now_ms,
+            })
+        }));
+        let history_rows = history_records.len();
+        records.extend(config_records);
+        records.extend(history_records);
+        records.extend(user_records);
+
+        let state = load(&records)?;
+        let (md5_checked, md5_matched) = check(&state, &configs, &namespaces, &users)?;
+
+        let report = Report {
+            namespaces: namespaces
+                .values()
+                .map(|n| NamespaceLine {
+                    id: n.id.clone(),
+                    name: n.name.clone(),
+                    created: n.created,
+                })
+                .collect(),
+            created_namespaces,
+            configs: configs.len(),
+            history_rows,
+            per_namespace,
+            history_renumbered,
+            users,
+            skipped: self.skipped,
+            notes: self.notes,
+            md5_checked,
+            md5_matched,
+        };
+        Ok(Converted {
+            records,
+            state,
+            report,
+        })
+    }
+
+    /// The registered namespaces Tacos can hold, by id.
+    fn namespaces(
+        &mut self,
+        source: &Source,
+    ) -> Result<BTreeMap<String, NewNamespace>, ConvertError> {
+        let mut out = BTreeMap::new();
+        for ns in &source.namespaces {
+            if ns.id == PUBLIC_ALIAS {
+                self.skipped.push(Skipped {
+                    what: format!("namespace {:?} ({:?})", ns.id, ns.name),
+                    reason: "Tacos's public namespace is implicit; configs of tenant \
+                             \"public\" move to it"
+                        .to_string(),
+                });
+                continue;
+            }
+            if let Err(e) = validate::namespace(&ns.id) {
+                self.bad(
+                    format!("namespace {:?} ({:?})", ns.id, ns.name),
+                    format!("Tacos does not accept this namespace id ({e}); its configs are left out too"),
+                )?;
+                continue;
+            }
+            let name = if ns.name.is_empty() {
+                ns.id.clone()
+            } else {
+                ns.name.clone()
+            };
+            out.insert(
+                ns.id.clone(),
+                NewNamespace {
+                    id: ns.id.clone(),
+                    name,
+                    created: false,
+                },
+            );
+        }
+        Ok(out)
+    }
+
+    /// The configs Tacos can hold, by their Tacos key; creates namespaces for
+    /// unregistered tenants.
+    fn configs<'s>(
+        &mut self,
+        source: &'s Source,
+        namespaces: &mut BTreeMap<String, NewNamespace>,
+        progress: &mut dyn Progress,
+    ) -> Result<BTreeMap<ConfigKey, Pending<'s>>, ConvertError> {
+        let registered: BTreeSet<&str> = source.namespaces.iter().map(|n| n.id.as_str()).collect();
+        let mut out: BTreeMap<ConfigKey, Pending<'s>> = BTreeMap::new();
+        for config in &source.configs {
+            progress.advance(1);
+            let source_key = config.key();
+            let rows = source
+                .history
+                .get(&source_key)
+                .map_or(&[][..], Vec::as_slice);
+            let what = || {
+                format!(
+                    "config {source_key} (and its {} history row{})",
+                    rows.len(),
+                    if rows.len() == 1 { "" } else { "s" }
+                )
+            };
+            let checked = validate::data_id(&config.data_id)
+                .and_then(|()| validate::group(&config.group))
+                .and_then(|()| validate::namespace(&config.tenant));
+            if let Err(e) = checked {
+                self.bad(
+                    what(),
+                    format!("Tacos does not accept this key ({e}); clients could not reach it"),
+                )?;
+                continue;
+            }
+            let key = ConfigKey::new(&config.tenant, &config.group, &config.data_id);
+            if out.contains_key(&key) {
+                self.bad(
+                    what(),
+                    format!(
+                        "tenant \"public\" is the public namespace in Tacos, which already \
+                         holds {}/{}",
+                        key.group, key.data_id
+                    ),
+                )?;
+                continue;
+            }
+            if !key.namespace.is_empty() && !namespaces.contains_key(&key.namespace) {
+                if registered.contains(key.namespace.as_str()) {
+                    // Its namespace entry was left out (skipped above): so is the config.
+                    self.skipped.push(Skipped {
+                        what: what(),
+                        reason: format!("its namespace {:?} was left out", key.namespace),
+                    });
+                    continue;
+                }
+                namespaces.insert(
+                    key.namespace.clone(),
+                    NewNamespace {
+                        id: key.namespace.clone(),
+                        name: key.namespace.clone(),
+                        created: true,
+                    },
+                );
+            }
+            out.insert(
+                key,
+                Pending {
+                    source: config,
+                    rows,
+                },
+            );
+        }
+        Ok(out)
+    }
+
+    /// History ids per config (in the order of `configs`): r-nacos's if usable.
+    fn history_ids(&mut self, configs: &BTreeMap<ConfigKey, Pending<'_>>) -> HistoryIds {
+        let original: Vec<Vec<u64>> = configs
+            .values()
+            .map(|p| p.rows.iter().map(|r| r.id).collect())
+            .collect();
+        let mut seen = BTreeSet::new();
+        let usable = original.iter().all(|ids| {
+            ids.windows(2).all(|w| w[0] < w[1]) && ids.iter().all(|&id| id != 0 && seen.insert(id))
+        });
+        if usable {
+            return HistoryIds {
+                ids: original,
+                renumbered: false,
+            };
+        }
+        // Renumber from 1 in (old id, config, row) order: each config's rows keep their
+        // order, since the reader sorted them by id.
+        let mut all: Vec<(u64, usize, usize)> = original
+            .iter()
+            .enumerate()
+            .flat_map(|(c, ids)| ids.iter().enumerate().map(move |(r, &id)| (id, c, r)))
+            .collect();
+        all.sort();
+        let mut ids: Vec<Vec<u64>> = original.iter().map(|r| vec![0; r.len()]).collect();
+        for (new, (_, c, r)) in all.into_iter().enumerate() {
+            ids[c][r] = new as u64 + 1;
+        }
+        self.notes.push(
+            "r-nacos's history ids were not unique (or 0); all history rows were renumbered \
+             from 1, keeping their order"
+                .to_string(),
+        );
+        HistoryIds {
+            ids,
+            renumbered: true,
+        }
+    }
+
+    fn config_notes(&mut self, key: &ConfigKey, pending: &Pending<'_>) {
+        let name = || {
+            rnacos::ConfigKey {
+                tenant: key.namespace.clone(),
+                group: key.group.clone(),
+                data_id: key.data_id.clone(),
+            }
+            .to_string()
+        };
+        if pending.source.tenant == PUBLIC_ALIAS {
+            self.notes.push(format!(
+                "config {} was in tenant \"public\": it is in Tacos's public namespace (\"\")",
+                name()
+            ));
+        }
+        match pending.rows.last() {
+            None => self.notes.push(format!(
+                "config {} has no history in r-nacos (none is made up)",
+                name()
+            )),
+            Some(newest) if newest.content != pending.source.content => self.notes.push(format!(
+                "config {}: its newest history row differs from its current content \
+                     (both carried over as they are)",
+                name()
+            )),
+            Some(_) => {}
+        }
+    }
+
+    fn users(
+        &mut self,
+        source: &Source,
+        progress: &mut dyn Progress,
+    ) -> Result<(Vec<Record>, Vec<UserLine>), ConvertError> {
+        let mut records = Vec::new();
+        let mut lines = Vec::new();
+        // In name order, as the state writes them.
+        let mut users: Vec<&rnacos::User> = source.users.iter().collect();
+        users.sort_by(|a, b| a.username.cmp(&b.username));
+        for user in users {
+            progress.advance(1);
+            let what = || format!("user {:?}", user.username);
+            if let Err(e) = tacos::auth::check_username(&user.username) {
+                self.bad(what(), format!("Tacos does not accept this username: {e}"))?;
+                continue;
+            }
+            let grant = match Grant::from_roles(&user.roles) {
+                Ok(grant) => grant,
+                Err(code) => {
+                    self.bad(
+                        what(),
+                        format!(
+                            "unknown r-nacos role {code:?} (known: 0 manager, 1 developer, \
+                             2 visitor)"
+                        ),
+                    )?;
+                    continue;
+                }
+            };
+            let password_hash = if self.options.hash_passwords {
+                tacos::auth::password::hash(&user.password).map_err(|e| ConvertError::Hash {
+                    username: user.username.clone(),
+                    reason: e.to_string(),
+                })?
+            } else {
+                String::new()
+            };
+            let permissions = match grant {
+                Grant::Everywhere(access) => vec![pb::PermissionRecord {
+                    namespace: ALL_NAMESPACES.to_string(),
+                    access: access.to_pb() as i32,
+                }],
+                Grant::Admin | Grant::Nothing => Vec::new(),
+            };
+            records.push(Record::User(pb::UserRecord {
+                username: user.username.clone(),
+                password_hash,
+                admin: grant == Grant::Admin,
+                disabled: !user.enabled,
+                create_time: user.gmt_create.saturating_mul(1000),
+                modify_time: user.gmt_modified.saturating_mul(1000),
+                generation: 0,
+                permissions,
+            }));
+            lines.push(UserLine {
+                username: user.username.clone(),
+                roles: user.roles.clone(),
+                grant,
+                enabled: user.enabled,
+                weak_password: tacos::auth::password::check_new(&user.password).is_err(),
+            });
+        }
+        Ok((records, lines))
+    }
+}
+
+struct NewNamespace {
+    id: String,
+    name: String,
+    created: bool,
+}
+
+struct HistoryIds {
+    /// Per config (in key order), per row.
+    ids: Vec<Vec<u64>>,
+    renumbered: bool,
+}
+
+/// Loads the records into a fresh state, as a node loads a snapshot.
+fn load(records: &[Record]) -> Result<State, ConvertError> {
+    let mut state = State::default();
+    for record in records {
+        state
+            .load_snapshot_record(&record.encode())
+            .map_err(|e| ConvertError::Inconsistent(format!("a record does not load: {e}")))?;
+    }
+    Ok(state)
+}
+
+/// Checks the loaded state against the source and Tacos's invariants; returns the md5
+/// check's (checked, matched).
+fn check(
+    state: &State,
+    configs: &BTreeMap<ConfigKey, Pending<'_>>,
+    namespaces: &BTreeMap<String, NewNamespace>,
+    users: &[UserLine],
+) -> Result<(usize, usize), ConvertError> {
+    let bad = |what: String| Err(ConvertError::Inconsistent(what));
+    if state.config_count() != configs.len() {
+        return bad(format!(
+            "{} configs converted, the state holds {}",
+            configs.len(),
+            state.config_count()
+        ));
+    }
+    let state_namespaces: BTreeSet<&str> = state.namespaces().map(|n| n.id.as_str()).collect();
+    let wanted: BTreeSet<&str> = namespaces.keys().map(String::as_str).collect();
+    if state_namespaces != wanted {
+        return bad(format!(
+            "namespaces {wanted:?} converted, the state holds {state_namespaces:?}"
+        ));
+    }
+    let mut mismatched = Vec::new();
+    let mut config_ids = BTreeSet::new();
+    let mut history_ids = BTreeSet::new();
+    for (key, pending) in configs {
+        let Some(config) = state.config(key) else {
+            return bad(format!("config {key} is missing"));
+        };
+        if !state.has_namespace(&key.namespace) {
+            return bad(format!(
+                "config {key} is in a namespace that does not exist"
+            ));
+        }
+        if !config_ids.insert(config.id) || config.id == 0 {
+            return bad(format!("config {key} has a duplicate id {}", config.id));
+        }
+        let want = md5_hex(&pending.source.content);
+        if config.md5 != want || md5_hex(&config.content) != want {
+            mismatched.push(key.to_string());
+        }
+        let rows: Vec<_> = state.history(key).collect();
+        if rows.len() != pending.rows.len() {
+            return bad(format!(
+                "config {key}: {} history rows converted, the state holds {}",
+                pending.rows.len(),
+                rows.len()
+            ));
+        }
+        let mut last_id = 0;
+        for (row, source_row) in rows.iter().zip(pending.rows) {
+            if row.id <= last_id || row.last_id != last_id || !history_ids.insert(row.id) {
+                return bad(format!(
+                    "config {key}: history row {} is out of order",
+                    row.id
+                ));
+            }
+            if row.md5 != md5_hex(&source_row.content) || state.history_row(row.id).is_none() {
+                return bad(format!("config {key}: history row {} differs", row.id));
+            }
+            last_id = row.id;
+        }
+    }
+    if !mismatched.is_empty() {
+        return Err(ConvertError::Md5Mismatch {
+            checked: configs.len(),
+            mismatched,
+        });
+    }
+    let state_users = state.users().count();
+    if state_users != users.len() {
+        return bad(format!(
+            "{} users converted, the state holds {state_users}",
+            users.len()
+        ));
+    }
+    for line in users {
+        let Some(user) = state.user(&line.username) else {
+            return bad(format!("user {:?} is missing", line.username));
+        };
+        let access = match line.grant {
+            Grant::Admin => Some(Access::ReadWrite),
+            Grant::Everywhere(access) => Some(access),
+            Grant::Nothing => None,
+        };
+        if user.admin != (line.grant == Grant::Admin)
+            || user.access("any-namespace") != access
+            || user.enabled != line.enabled
+        {
+            return bad(format!(
+                "user {:?} does not have the rights its roles give",
+                line.username
+            ));
+        }
+    }
+    if state.auth_key().is_some() {
+        return bad("the state holds an auth key".to_string());
+    }
+    Ok((configs.len(), configs.len()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rnacos::{Config, HistoryRow, Namespace, User};
+
+    fn config(tenant: &str, group: &str, data_id: &str, content: &str, t: i64) -> Config {
+        Config {
+            tenant: tenant.into(),
+            group: group.into(),
+            data_id: data_id.into(),
+            content: content.into(),
+            last_time_ms: t,
+        }
+    }
+
+    fn row(id: u64, content: &str, t: i64) -> HistoryRow {
+        HistoryRow {
+            id,
+            content: content.into(),
+            last_time_ms: t,
+        }
+    }
+
+    fn user(name: &str, password: &str, roles: &[&str], enabled: bool) -> User {
+        User {
+            username: name.into(),
+            password: password.into(),
+            nickname: String::new(),
+            gmt_create: 1_700_000_000,
+            gmt_modified: 1_700_000_100,
+            enabled,
+            roles: roles.iter().map(|r| r.to_string()).collect(),
+            extend_info: BTreeMap::new(),
+        }
+    }
+
+    /// Builds a source; `history` pairs each config (by index) with its rows.
+    fn source(configs: Vec<(Config, Vec<HistoryRow>)>, users: Vec<User>) -> Source {
+        let mut s = Source {
+            namespaces: vec![Namespace {
+                id: "dev".into(),
+                name: "Development".into(),
+            }],
+            users,
+            ..Source::default()
+        };
+        for (c, rows) in configs {
+            s.history.insert(c.key(), rows);
+            s.configs.push(c);
+        }
+        s.configs.sort_by_key(|c| c.key());
+        s
+    }
+
+    fn options(skip_bad: bool) -> ConvertOptions {
+        ConvertOptions {
+            skip_bad,
+            hash_passwords: false,
+            now_ms: 1_800_000_000_000,
+        }
+    }
+
+    fn sample() -> Source {
+        source(
+            vec![
+                (
+                    config("", "DEFAULT_GROUP", "a.yaml", "v: 3", 300),
+                    vec![
+                        row(5, "v: 1", 100),
+                        row(40, "v: 2", 200),
+                        row(41, "v: 3", 300),
+                    ],
+                ),
+                (
+                    config("dev", "APP_GROUP", "b.txt", "dev b", 150),
+                    vec![row(7, "dev b", 150)],
+                ),
+                (config("ghost", "G", "c.json", "{}", 50), vec![]),
+            ],
+            vec![
+                user("alice", "alice-pass-1", &["1"], true),
+                user("bob", "bob-pass-2", &["2"], true),
+                user("root", "admin", &["0", "2"], true),
+                user("nobody", "nobody-pass", &[], false),
+            ],
+        )
+    }
+
+    #[test]
+    fn records_come_in_snapshot_order_and_keep_history() {
+        let converted = convert(&sample(), &options(false), &mut NoProgress).unwrap();
+        let kinds: Vec<&str> = converted
+            .records
+            .iter()
+            .map(|r| match r {
+                Record::Counters(_) => "counters",
+                Record::Namespace(_) => "namespace",
+                Record::Config(_) => "config",
+                Record::History(_) => "history",
+                Record::User(_) => "user",
+                Record::Audit(_) => "audit",
+            })
+            .collect();
+        let mut expected = vec!["counters", "namespace", "namespace"];
+        expected.extend(["config"; 3]);
+        expected.extend(["history"; 4]);
+        expected.extend(["user"; 4]);
+        assert_eq!(kinds, expected);
+
+        // Records re-encode exactly as the loaded state writes them.
+        let ours: Vec<Vec<u8>> = converted.records.iter().map(Record::encode).collect();
+        let state: Vec<Vec<u8>> = converted.state.snapshot_records().collect();
+        assert_eq!(ours, state);
+
+        let Record::Counters(counters) = &converted.records[0] else {
+            panic!("counters first")
+        };
+        assert_eq!(counters.next_config_id, 3);
+        assert_eq!(counters.next_history_id, 41);
+        assert_eq!(counters.next_audit_id, 0);
+
+        let key = ConfigKey::new("", "DEFAULT_GROUP", "a.yaml");
+        let c = converted.state.config(&key).unwrap();
+        assert_eq!(c.md5, md5_hex("v: 3"));
+        assert_eq!(c.config_type, "text");
+        assert_eq!((c.create_time, c.modify_time), (100, 300));
+        let rows: Vec<_> = converted.state.history(&key).collect();
+        let got: Vec<(u64, u64, &str, &str, i64)> = rows
+            .iter()
+            .map(|r| {
+                (
+                    r.id,
+                    r.last_id,
+                    r.op.code(),
+                    r.content.as_str(),
+                    r.created_time,
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (5, 0, "I", "v: 1", 100),
+                (40, 5, "U", "v: 2", 200),
+                (41, 40, "U", "v: 3", 300)
+            ]
+        );
+        assert!(rows.iter().all(|r| r.md5 == md5_hex(&r.content)));
+
+        // A config without history: created at its last change, noted.
+        let ghost = converted
+            .state
+            .config(&ConfigKey::new("ghost", "G", "c.json"))
+            .unwrap();
+        assert_eq!((ghost.create_time, ghost.modify_time), (50, 50));
+        let r = &converted.report;
+        assert!(r
+            .notes
+            .iter()
+            .any(|n| n.contains("ghost/G/c.json has no history")));
+        assert_eq!((r.configs, r.history_rows), (3, 4));
+        assert_eq!((r.md5_checked, r.md5_matched), (3, 3));
+        assert!(!r.history_renumbered);
+        assert!(r.skipped.is_empty());
+    }
+
+    #[test]
+    fn unregistered_tenants_get_a_namespace() {
+        let converted = convert(&sample(), &options(false), &mut NoProgress).unwrap();
+        let r = &converted.report;
+        assert_eq!(r.created_namespaces, ["ghost"]);
+        let ns: Vec<(&str, &str, bool)> = r
+            .namespaces
+            .iter()
+            .map(|n| (n.id.as_str(), n.name.as_str(), n.created))
+            .collect();
+        assert_eq!(
+            ns,
+            [("dev", "Development", false), ("ghost", "ghost", true)]
+        );
+        assert!(converted.state.has_namespace("ghost"));
+        assert_eq!(
+            r.per_namespace.get("ghost"),
+            Some(&(1, 0)),
+            "{:?}",
+            r.per_namespace
+        );
+        let created = converted
+            .state
+            .namespaces()
+            .find(|n| n.id == "ghost")
+            .unwrap();
+        assert_eq!(created.create_time, 1_800_000_000_000);
+    }
+
+    #[test]
+    fn roles_map_to_rights_and_disabled_users_stay_disabled() {
+        let converted = convert(&sample(), &options(false), &mut NoProgress).unwrap();
+        let state = &converted.state;
+        let alice = state.user("alice").unwrap();
+        assert!(!alice.admin && alice.enabled);
+        assert_eq!(alice.access("dev"), Some(Access::ReadWrite));
+        assert_eq!(alice.access(""), Some(Access::ReadWrite));
+        let bob = state.user("bob").unwrap();
+        assert_eq!(bob.access("anything"), Some(Access::Read));
+        let root = state.user("root").unwrap();
+        assert!(root.admin, "role 0 wins over 2");
+        assert!(root.permissions.is_empty());
+        let nobody = state.user("nobody").unwrap();
+        assert!(!nobody.enabled);
+        assert_eq!(nobody.access("dev"), None);
+        assert_eq!(
+            (nobody.create_time, nobody.modify_time),
+            (1_700_000_000_000, 1_700_000_100_000)
+        );
+        let weak: Vec<&str> = converted
+            .report
+            .users
+            .iter()
+            .filter(|u| u.weak_password)
+            .map(|u| u.username.as_str())
+            .collect();
+        assert_eq!(weak, ["root"]);
+        assert!(state.auth_key().is_none());
+    }
+
+    #[test]
+    fn passwords_are_hashed_so_they_verify() {
+        let s = source(vec![], vec![user("alice", "alice-pass-1", &["1"], true)]);
+        let converted = convert(
+            &s,
+            &ConvertOptions {
+                hash_passwords: true,
+                ..options(false)
+            },
+            &mut NoProgress,
+        )
+        .unwrap();
+        let hash = &converted.state.user("alice").unwrap().password_hash;
+        assert!(hash.starts_with("$argon2id$"), "{hash}");
+        assert!(!hash.contains("alice-pass-1"));
+        assert!(tacos::auth::password::verify("alice-pass-1", hash));
+        assert!(!tacos::auth::password::verify("alice-pass-2", hash));
+    }
+
+    #[test]
+    fn grant_takes_the_strongest_role_and_names_an_unknown_one() {
+        let roles = |r: &[&str]| r.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(Grant::from_roles(&roles(&[])), Ok(Grant::Nothing));
+        assert_eq!(
+            Grant::from_roles(&roles(&["2", "1"])),
+            Ok(Grant::Everywhere(Access::ReadWrite))
+        );
+        assert_eq!(Grant::from_roles(&roles(&["1", "0"])), Ok(Grant::Admin));
+        assert_eq!(Grant::from_roles(&roles(&["1", "9"])), Err("9".to_string()));
+    }
+
+    #[test]
+    fn unusable_history_ids_are_renumbered_in_order() {
+        let s = source(
+            vec![
+                (
+                    config("", "G", "a", "a2", 20),
+                    vec![row(3, "a1", 10), row(8, "a2", 20)],
+                ),
+                (
+                    config("", "G", "b", "b2", 25),
+                    vec![row(3, "b1", 12), row(5, "b2", 25)],
+                ),
+            ],
+            vec![],
+        );
+        let converted = convert(&s, &options(false), &mut NoProgress).unwrap();
+        assert!(converted.report.history_renumbered);
+        let ids = |k: &str| -> Vec<(u64, u64, String)> {
+            converted
+                .state
+                .history(&ConfigKey::new("", "G", k))
+                .map(|r| (r.id, r.last_id, r.content.clone()))
+                .collect()
+        };
+        // Old (id, config, row) order: a/3, b/3, b/5, a/8.
+        assert_eq!(ids("a"), [(1, 0, "a1".into()), (4, 1, "a2".into())]);
+        assert_eq!(ids("b"), [(2, 0, "b1".into()), (3, 2, "b2".into())]);
+        let Record::Counters(c) = &converted.records[0] else {
+            panic!()
+        };
+        assert_eq!(c.next_history_id, 4);
+    }
+
+    #[test]
+    fn keys_tacos_refuses_stop_or_are_skipped_with_their_history() {
+        let s = source(
+            vec![
+                (config("", "G", "ok", "x", 1), vec![row(1, "x", 1)]),
+                (config("", "G", "bad id", "y", 2), vec![row(2, "y", 2)]),
+            ],
+            vec![],
+        );
+        let err = convert(&s, &options(false), &mut NoProgress).unwrap_err();
+        assert!(
+            matches!(&err, ConvertError::Unsupported { what, .. } if what.contains("bad id")),
+            "{err}"
+        );
+        assert!(err.to_string().contains("--skip-bad"), "{err}");
+        let converted = convert(&s, &options(true), &mut NoProgress).unwrap();
+        assert_eq!(converted.report.configs, 1);
+        assert_eq!(converted.report.history_rows, 1);
+        assert_eq!(converted.report.skipped.len(), 1);
+        assert!(converted.report.skipped[0].what.contains("1 history row"));
+        assert_eq!(converted.report.md5_checked, 1);
+    }
+
+    #[test]
+    fn unknown_roles_and_bad_usernames_stop_or_are_skipped() {
+        let s = source(
+            vec![],
+            vec![
+                user("alice", "alice-pass-1", &["1"], true),
+                user("carol", "carol-pass-3", &["7"], true),
+                user("bad name", "x-pass-1234", &["1"], true),
+            ],
+        );
+        let err = convert(&s, &options(false), &mut NoProgress).unwrap_err();
+        assert!(matches!(err, ConvertError::Unsupported { .. }), "{err}");
+        let converted = convert(&s, &options(true), &mut NoProgress).unwrap();
+        let names: Vec<&str> = converted
+            .report
+            .users
+            .iter()
+            .map(|u| u.username.as_str())
+            .collect();
+        assert_eq!(names, ["alice"]);
+        let skipped: Vec<&str> = converted
+            .report
+            .skipped
+            .iter()
+            .map(|s| s.what.as_str())
+            .collect();
+        assert_eq!(skipped, ["user \"bad name\"", "user \"carol\""]);
+        assert!(converted.report.skipped[1]
+            .reason
+            .contains("unknown r-nacos role \"7\""));
+    }
+
+    #[test]
+    fn tenant_public_is_the_public_namespace() {
+        let alone = source(
+            vec![(config("public", "G", "p", "p", 1), vec![row(1, "p", 1)])],
+            vec![],
+        );
+        let converted = convert(&alone, &options(false), &mut NoProgress).unwrap();
+        assert!(converted
+            .state
+            .config(&ConfigKey::new("", "G", "p"))
+            .is_some());
+        assert!(converted.report.created_namespaces.is_empty());
+        assert!(converted
+            .report
+            .notes
+            .iter()
+            .any(|n| n.contains("tenant \"public\"")));
+
+        let clash = source(
+            vec![
+                (config("", "G", "p", "one", 1), vec![row(1, "one", 1)]),
+                (config("public", "G", "p", "two", 2), vec![row(2, "two", 2)]),
+            ],
+            vec![],
+        );
+        let err = convert(&clash, &options(false), &mut NoProgress).unwrap_err();
+        assert!(matches!(err, ConvertError::Unsupported { .. }), "{err}");
+        let converted = convert(&clash, &options(true), &mut NoProgress).unwrap();
+        let kept = converted
+            .state
+            .config(&ConfigKey::new("", "G", "p"))
+            .unwrap();
+        assert_eq!(kept.content, "one");
+        assert_eq!(converted.report.skipped.len(), 1);
+    }
+
+    #[test]
+    fn progress_hears_every_step() {
+        #[derive(Default)]
+        struct Count {
+            total: u64,
+            done: u64,
+            phases: Vec<&'static str>,
+        }
+        impl Progress for Count {
+            fn begin(&mut self, total: u64) {
+                self.total = total;
+            }
+            fn phase(&mut self, name: &'static str) {
+                self.phases.push(name);
+            }
+            fn advance(&mut self, n: u64) {
+                self.done += n;
+            }
+        }
+        let s = sample();
+        let mut count = Count::default();
+        convert(&s, &options(false), &mut count).unwrap();
+        assert_eq!(count.total, 3 + 4 + 4);
+        assert_eq!(count.done, count.total);
+        assert_eq!(count.phases, ["configs", "history", "users"]);
+    }
+}

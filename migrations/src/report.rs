@@ -1,0 +1,235 @@
+//! The text report of a migration (or a dry run). It never shows a password.
+
+use std::fmt::Write as _;
+
+use crate::convert::UserLine;
+use crate::rnacos;
+use crate::write::TargetState;
+use crate::Outcome;
+
+/// Renders what `outcome` moved (or would move), what was skipped and why, and the
+/// checks made.
+pub fn render(outcome: &Outcome) -> String {
+    let mut out = String::new();
+    let w = &mut out;
+    let r = &outcome.report;
+    if outcome.dry_run {
+        let _ = writeln!(w, "Dry run: nothing was written.");
+    } else {
+        let _ = writeln!(w, "\nMigration report");
+    }
+    let _ = writeln!(
+        w,
+        "r-nacos 0.4 data dir: {} (read through a temporary copy; not modified)",
+        outcome.from.display()
+    );
+    match &outcome.target {
+        Some(target) => {
+            let node = target
+                .settings()
+                .map(|s| {
+                    format!(
+                        "node {}, http {}, cluster {}",
+                        s.node_id,
+                        s.http_addr(),
+                        s.cluster_addr()
+                    )
+                })
+                .unwrap_or_default();
+            let _ = writeln!(
+                w,
+                "Tacos data dir:       {} ({node})",
+                target.data_dir.display()
+            );
+            if outcome.dry_run
+                && outcome.target_state == Some(TargetState::NotEmpty)
+                && !target.force
+            {
+                let _ = writeln!(
+                    w,
+                    "  it is not empty: the real run refuses it without --force (which moves \
+                     it aside, never deletes it)"
+                );
+            }
+        }
+        None => {
+            let _ = writeln!(w, "Tacos data dir:       none given (--to)");
+        }
+    }
+
+    let _ = writeln!(
+        w,
+        "\n{}",
+        if outcome.dry_run {
+            "Would move:"
+        } else {
+            "Moved:"
+        }
+    );
+    let _ = writeln!(w, "  namespaces:   {}", r.namespaces.len());
+    let _ = writeln!(w, "  configs:      {}", r.configs);
+    let _ = writeln!(
+        w,
+        "  history rows: {}{}",
+        r.history_rows,
+        if r.history_renumbered {
+            " (renumbered)"
+        } else {
+            ""
+        }
+    );
+    let _ = writeln!(w, "  users:        {}", r.users.len());
+
+    let _ = writeln!(w, "\nNamespaces (public is implicit):");
+    if r.namespaces.is_empty() {
+        let _ = writeln!(w, "  none");
+    }
+    for ns in &r.namespaces {
+        let created = if ns.created {
+            "  [created: not a registered namespace in r-nacos]"
+        } else {
+            ""
+        };
+        let _ = writeln!(w, "  {:?}  name {:?}{created}", ns.id, ns.name);
+    }
+
+    let _ = writeln!(w, "\nConfigs per namespace:");
+    if r.per_namespace.is_empty() {
+        let _ = writeln!(w, "  none");
+    }
+    for (namespace, (configs, rows)) in &r.per_namespace {
+        let label = if namespace.is_empty() {
+            "public (\"\")".to_string()
+        } else {
+            format!("{namespace:?}")
+        };
+        let _ = writeln!(w, "  {label}: {configs} configs, {rows} history rows");
+    }
+
+    let _ = writeln!(
+        w,
+        "\nUsers (passwords {} with argon2id as Tacos does; never shown):",
+        if outcome.dry_run {
+            "would be re-hashed"
+        } else {
+            "re-hashed"
+        }
+    );
+    if r.users.is_empty() {
+        let _ = writeln!(w, "  none");
+    }
+    for user in &r.users {
+        let _ = writeln!(w, "  {}", user_line(user));
+    }
+
+    if r.created_namespaces.is_empty() {
+        let _ = writeln!(w, "\nNamespaces created for unregistered tenants: none");
+    } else {
+        let _ = writeln!(
+            w,
+            "\nNamespaces created for unregistered tenants (r-nacos had configs there but no \
+             namespace entry; each is named after its id): {}",
+            r.created_namespaces
+                .iter()
+                .map(|id| format!("{id:?}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+
+    if r.skipped.is_empty() {
+        let _ = writeln!(w, "\nSkipped: nothing");
+    } else {
+        let _ = writeln!(w, "\nSkipped ({}):", r.skipped.len());
+        for s in &r.skipped {
+            let _ = writeln!(w, "  {}: {}", s.what, s.reason);
+        }
+    }
+
+    let weak: Vec<&str> = r
+        .users
+        .iter()
+        .filter(|u| u.weak_password)
+        .map(|u| u.username.as_str())
+        .collect();
+    if !r.notes.is_empty() || !weak.is_empty() {
+        let _ = writeln!(w, "\nNotes:");
+        for note in &r.notes {
+            let _ = writeln!(w, "  {note}");
+        }
+        if !weak.is_empty() {
+            let _ = writeln!(
+                w,
+                "  {} kept a password Tacos would not accept as a new one (under 8 \
+                 characters); it still works for logging in: change it",
+                weak.iter()
+                    .map(|u| format!("{u:?}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+    }
+
+    let _ = writeln!(
+        w,
+        "\nmd5 check: {} of {} configs match",
+        r.md5_matched, r.md5_checked
+    );
+    if let Some(written) = &outcome.written {
+        let _ = writeln!(
+            w,
+            "Read back: {} holds the converted state (digest {})",
+            written.data_dir.display(),
+            written.digest
+        );
+        if let Some(aside) = &written.moved_aside {
+            let _ = writeln!(
+                w,
+                "The previous contents of {} are in {} (delete it once Tacos runs fine).",
+                written.data_dir.display(),
+                aside.display()
+            );
+        }
+        if let Some(target) = &outcome.target {
+            let _ = writeln!(
+                w,
+                "\nNext: start tacos with --data-dir {} --node-id {} (and the same \
+                 --http-port, --cluster-port, --advertise, --bind). At its first start it \
+                 sets up auth: it creates the admin named by --admin-username (default \
+                 nacos) with --admin-password, or a generated password it writes to \
+                 {}/initial-admin-password, unless a user of that name was migrated.",
+                target.data_dir.display(),
+                target.node_id,
+                target.data_dir.display()
+            );
+        }
+    }
+    out
+}
+
+fn user_line(user: &UserLine) -> String {
+    let roles: Vec<String> = user
+        .roles
+        .iter()
+        .map(|r| match rnacos::role_name(r) {
+            Some(name) => format!("{r} ({name})"),
+            None => format!("{r} (unknown role)"),
+        })
+        .collect();
+    let roles = if roles.is_empty() {
+        "none".to_string()
+    } else {
+        roles.join(", ")
+    };
+    format!(
+        "{:?}  roles: {roles} -> {}  {}{}",
+        user.username,
+        user.grant.describe(),
+        if user.enabled { "enabled" } else { "disabled" },
+        if user.weak_password {
+            "  [weak password]"
+        } else {
+            ""
+        }
+    )
+}

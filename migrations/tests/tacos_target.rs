@@ -1,0 +1,734 @@
+//! End to end: migrate (a copy of) the r-nacos 0.4.3 fixture into a Tacos data dir, start
+//! the real `tacos` server on it and read everything back over HTTP; and the ways a
+//! migration refuses to write (non-empty target, bad source, dry run).
+//!
+//! These tests run the `tacos` server binary of this workspace, found beside this test
+//! binary (`<target dir>/<profile>/tacos`), else under `$CARGO_TARGET_DIR/debug` or
+//! `<workspace>/target/debug`. `cargo test --workspace` (what CI runs) builds it before
+//! running any test; with `cargo test -p tacos-migrate` alone run `cargo build --bin tacos`
+//! first. A missing binary fails the test with a message saying so.
+
+mod common;
+
+use std::fs;
+use std::net::{Ipv4Addr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use common::{copy_fixture, expected, md5_hex, snapshot, ConfigKeyPb, ConfigPb};
+use serde_json::Value;
+use tacos_migrate::convert::NoProgress;
+use tacos_migrate::rnacos::{ReadError, ReadOptions};
+use tacos_migrate::write::{Target, WriteError};
+use tacos_migrate::{MigrateError, Options};
+
+const ADMIN_PASSWORD: &str = "some-long-pass";
+const READY_TIMEOUT: Duration = Duration::from_secs(60);
+
+// ---- harness -------------------------------------------------------------------------
+
+/// The `tacos` server binary (see the module docs).
+fn tacos_bin() -> PathBuf {
+    let mut tried = Vec::new();
+    // <target>/<profile>/deps/<this test> -> <target>/<profile>/tacos
+    if let Ok(exe) = std::env::current_exe() {
+        if let Some(profile_dir) = exe.parent().and_then(Path::parent) {
+            tried.push(profile_dir.join("tacos"));
+        }
+    }
+    if let Some(dir) = std::env::var_os("CARGO_TARGET_DIR") {
+        tried.push(PathBuf::from(dir).join("debug/tacos"));
+    }
+    tried.push(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/debug/tacos"));
+    if let Some(found) = tried.iter().find(|p| p.is_file()) {
+        return found.clone();
+    }
+    panic!(
+        "the tacos server binary is not built (looked at {tried:?}). `cargo test --workspace` \
+         builds it before the tests run; with `cargo test -p tacos-migrate` run \
+         `cargo build --bin tacos` first"
+    );
+}
+
+/// A loopback port that was free a moment ago, never handed out twice in this process.
+fn free_port() -> u16 {
+    static HANDED_OUT: Mutex<Vec<u16>> = Mutex::new(Vec::new());
+    loop {
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind 127.0.0.1:0");
+        let port = listener.local_addr().expect("local addr").port();
+        let mut handed_out = HANDED_OUT.lock().unwrap();
+        if !handed_out.contains(&port) {
+            handed_out.push(port);
+            return port;
+        }
+    }
+}
+
+/// Ports of one node.
+#[derive(Debug, Clone, Copy)]
+struct Ports {
+    http: u16,
+    grpc: u16,
+    cluster: u16,
+}
+
+impl Ports {
+    fn new() -> Ports {
+        Ports {
+            http: free_port(),
+            grpc: free_port(),
+            cluster: free_port(),
+        }
+    }
+
+    fn args(&self) -> Vec<String> {
+        vec![
+            "--http-port".into(),
+            self.http.to_string(),
+            "--grpc-port".into(),
+            self.grpc.to_string(),
+            "--cluster-port".into(),
+            self.cluster.to_string(),
+        ]
+    }
+}
+
+/// A command without the `TACOS_*` variables of the environment running the tests.
+fn clean_command(bin: &Path) -> Command {
+    let mut command = Command::new(bin);
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("TACOS_") {
+            command.env_remove(name);
+        }
+    }
+    command.env("NO_COLOR", "1").stdin(Stdio::null());
+    command
+}
+
+/// Runs `tacos-migrate` with `args`.
+fn migrate(args: &[&str]) -> Output {
+    clean_command(Path::new(env!("CARGO_BIN_EXE_tacos-migrate")))
+        .args(args)
+        .output()
+        .expect("run tacos-migrate")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Runs `tacos-migrate --from FROM --to TO` plus `extra` and the ports; must succeed.
+fn migrate_ok(from: &Path, to: &Path, ports: Ports, extra: &[&str]) -> String {
+    let (from, to) = (from.display().to_string(), to.display().to_string());
+    let port_args = ports.args();
+    let mut args = vec!["--from", &from, "--to", &to];
+    args.extend(port_args.iter().map(String::as_str));
+    args.extend(extra);
+    let out = migrate(&args);
+    let stdout = text(&out.stdout);
+    assert!(
+        out.status.success(),
+        "tacos-migrate failed:\n{stdout}\n{}",
+        text(&out.stderr)
+    );
+    stdout
+}
+
+/// A running `tacos` server; killed (and reaped) when dropped.
+struct Server {
+    child: Child,
+    base: String,
+    log: PathBuf,
+    http: reqwest::blocking::Client,
+    /// Sent as HTTP Basic auth by [`Server::get`].
+    basic: Option<(String, String)>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Server {
+    /// Starts tacos on `data_dir` and waits until it answers `/health` with 200.
+    fn start(data_dir: &Path, ports: Ports) -> Server {
+        Server::start_with(data_dir, ports, &[])
+    }
+
+    /// [`Server::start`] with more flags for tacos.
+    fn start_with(data_dir: &Path, ports: Ports, extra: &[&str]) -> Server {
+        let log = data_dir.with_extension("server.log");
+        let log_file = fs::File::create(&log).expect("create server log");
+        let child = clean_command(&tacos_bin())
+            .arg("--data-dir")
+            .arg(data_dir)
+            .args(ports.args())
+            .args(["--admin-password", ADMIN_PASSWORD])
+            .args(extra)
+            .stdout(log_file.try_clone().expect("clone log file"))
+            .stderr(log_file)
+            .spawn()
+            .expect("start tacos");
+        let mut server = Server {
+            child,
+            base: format!("http://127.0.0.1:{}", ports.http),
+            log,
+            http: reqwest::blocking::Client::builder()
+                .timeout(Duration::from_secs(30))
+                .build()
+                .expect("http client"),
+            basic: None,
+        };
+        let deadline = Instant::now() + READY_TIMEOUT;
+        loop {
+            if let Some(status) = server.child.try_wait().expect("try_wait") {
+                panic!(
+                    "tacos exited ({status}) while starting; log:\n{}",
+                    server.log_text()
+                );
+            }
+            let health = server.http.get(server.url("/health")).send();
+            if matches!(&health, Ok(r) if r.status() == 200) {
+                return server;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "tacos not healthy within {READY_TIMEOUT:?} (last: {health:?}); log:\n{}",
+                server.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    fn log_text(&self) -> String {
+        fs::read(&self.log).map(|b| text(&b)).unwrap_or_default()
+    }
+
+    fn get(&self, path: &str, query: &[(&str, &str)]) -> reqwest::blocking::Response {
+        let mut request = self.http.get(self.url(path)).query(query);
+        if let Some((user, password)) = &self.basic {
+            request = request.basic_auth(user, Some(password));
+        }
+        request.send().unwrap_or_else(|e| panic!("GET {path}: {e}"))
+    }
+
+    /// `POST /nacos/v1/auth/login`: (status, body).
+    fn login(&self, username: &str, password: &str) -> (u16, String) {
+        let reply = self
+            .http
+            .post(self.url("/nacos/v1/auth/login"))
+            .form(&[("username", username), ("password", password)])
+            .send()
+            .expect("login");
+        let status = reply.status().as_u16();
+        (status, reply.text().expect("login body"))
+    }
+}
+
+fn s<'a>(v: &'a Value, field: &str) -> &'a str {
+    v[field]
+        .as_str()
+        .unwrap_or_else(|| panic!("{field} in {v}"))
+}
+
+/// Asserts `server` serves the config with `content` (md5 in the Content-MD5 header).
+fn assert_config(server: &Server, tenant: &str, group: &str, data_id: &str, content: &str) {
+    let reply = server.get(
+        "/nacos/v1/cs/configs",
+        &[("dataId", data_id), ("group", group), ("tenant", tenant)],
+    );
+    let name = format!("{tenant}/{group}/{data_id}");
+    assert_eq!(reply.status(), 200, "GET {name}");
+    let md5 = reply
+        .headers()
+        .get("content-md5")
+        .unwrap_or_else(|| panic!("no Content-MD5 for {name}"))
+        .to_str()
+        .expect("ascii md5")
+        .to_string();
+    let body = reply.text().expect("body");
+    assert_eq!(body, content, "content of {name}");
+    assert_eq!(md5, md5_hex(content), "Content-MD5 of {name}");
+}
+
+/// The history rows' md5s of a config, newest first, as the server lists them.
+fn history_md5s(server: &Server, tenant: &str, group: &str, data_id: &str) -> Vec<String> {
+    let reply = server.get(
+        "/nacos/v1/cs/history",
+        &[
+            ("search", "accurate"),
+            ("dataId", data_id),
+            ("group", group),
+            ("tenant", tenant),
+            ("pageNo", "1"),
+            ("pageSize", "100"),
+        ],
+    );
+    assert_eq!(reply.status(), 200, "history of {tenant}/{group}/{data_id}");
+    let page: Value = reply.json().expect("history JSON");
+    page["pageItems"]
+        .as_array()
+        .expect("pageItems")
+        .iter()
+        .map(|row| {
+            // Each row's md5 is its content's.
+            assert_eq!(s(row, "md5"), md5_hex(s(row, "content")), "{row}");
+            s(row, "md5").to_string()
+        })
+        .collect()
+}
+
+// ---- tests ---------------------------------------------------------------------------
+
+#[test]
+fn migrated_fixture_serves_every_config_history_namespace_and_user() {
+    let (tmp, source) = copy_fixture();
+    let target = tmp.path().join("tacos_data");
+    let ports = Ports::new();
+    let before = snapshot(&source);
+    let report = migrate_ok(&source, &target, ports, &[]);
+    assert_eq!(before, snapshot(&source), "the source was modified");
+    for want in [
+        "configs:      30",
+        "history rows: 42",
+        "users:        3",
+        "namespaces:   2",
+        "Namespaces created for unregistered tenants: none",
+        "Skipped: nothing",
+        "md5 check: 30 of 30 configs match",
+        "\"alice\"  roles: 1 (developer) -> read-write on every namespace",
+        "\"bob\"  roles: 2 (visitor) -> read on every namespace",
+        "\"admin\"  roles: 0 (manager) -> admin",
+    ] {
+        assert!(report.contains(want), "missing {want:?} in:\n{report}");
+    }
+    for secret in ["alice-pass-1", "bob-pass-2"] {
+        assert!(!report.contains(secret), "password shown:\n{report}");
+    }
+    // A restored dir, no leftovers beside it.
+    let beside: Vec<String> = fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    let mut beside_sorted = beside.clone();
+    beside_sorted.sort();
+    assert_eq!(beside_sorted, ["nacos_db", "tacos_data"], "{beside:?}");
+    let inspected = tacos::ops::inspect::inspect(&target).expect("inspect the migrated dir");
+    assert_eq!(inspected.summary.configs, 30);
+    assert_eq!(inspected.summary.history_rows, 42);
+
+    let server = Server::start(&target, ports);
+    let exp = expected();
+
+    // Every config, with its content and md5; its history, newest first.
+    for c in exp["configs"].as_array().expect("configs") {
+        let (tenant, group, data_id) = (s(c, "tenant"), s(c, "group"), s(c, "dataId"));
+        assert_config(&server, tenant, group, data_id, s(c, "content"));
+        let want: Vec<&str> = c["history_md5s"]
+            .as_array()
+            .expect("history_md5s")
+            .iter()
+            .map(|v| v.as_str().expect("md5"))
+            .collect();
+        assert_eq!(
+            history_md5s(&server, tenant, group, data_id),
+            want,
+            "history of {tenant}/{group}/{data_id}"
+        );
+    }
+    // "public" is the public namespace too.
+    let first = &exp["configs"][0];
+    assert_eq!(s(first, "tenant"), "");
+    assert_config(
+        &server,
+        "public",
+        s(first, "group"),
+        s(first, "dataId"),
+        s(first, "content"),
+    );
+
+    // The deleted config stays deleted, and so does its history.
+    for d in exp["deleted"].as_array().expect("deleted") {
+        let query = [
+            ("dataId", s(d, "dataId")),
+            ("group", s(d, "group")),
+            ("tenant", s(d, "tenant")),
+        ];
+        assert_eq!(server.get("/nacos/v1/cs/configs", &query).status(), 404);
+        assert!(history_md5s(&server, s(d, "tenant"), s(d, "group"), s(d, "dataId")).is_empty());
+    }
+    // The namespace list config is not a config.
+    for c in exp["internal_configs"]
+        .as_array()
+        .expect("internal_configs")
+    {
+        let query = [
+            ("dataId", s(c, "dataId")),
+            ("group", s(c, "group")),
+            ("tenant", s(c, "tenant")),
+        ];
+        assert_ne!(server.get("/nacos/v1/cs/configs", &query).status(), 200);
+    }
+
+    // Namespaces, as the console lists them (login needed: the first admin).
+    let reply = server
+        .http
+        .get(server.url("/nacos/v1/console/namespaces"))
+        .basic_auth("nacos", Some(ADMIN_PASSWORD))
+        .send()
+        .expect("namespaces");
+    assert_eq!(reply.status(), 200, "log:\n{}", server.log_text());
+    let listed: Value = reply.json().expect("namespaces JSON");
+    let listed: Vec<(String, String, u64)> = listed["data"]
+        .as_array()
+        .expect("data")
+        .iter()
+        .map(|n| {
+            (
+                s(n, "namespace").to_string(),
+                s(n, "namespaceShowName").to_string(),
+                n["configCount"].as_u64().expect("configCount"),
+            )
+        })
+        .collect();
+    for ns in exp["namespaces"].as_array().expect("namespaces") {
+        let want = (s(ns, "id").to_string(), s(ns, "name").to_string(), 10);
+        assert!(listed.contains(&want), "{want:?} not in {listed:?}");
+    }
+    assert!(listed.iter().any(|(id, _, n)| id.is_empty() && *n == 10));
+
+    // Users log in with their r-nacos passwords; roles became rights.
+    let (status, body) = server.login("alice", "alice-pass-1");
+    assert_eq!(status, 200, "{body}");
+    let alice: Value = serde_json::from_str(&body).expect("login JSON");
+    assert!(!s(&alice, "accessToken").is_empty());
+    assert_eq!(alice["globalAdmin"], false);
+    let (status, body) = server.login("bob", "bob-pass-2");
+    assert_eq!(status, 200, "{body}");
+    let bob: Value = serde_json::from_str(&body).expect("login JSON");
+    assert!(!s(&bob, "accessToken").is_empty());
+    assert_eq!(bob["globalAdmin"], false);
+    let (status, body) = server.login("admin", "admin");
+    assert_eq!(status, 200, "{body}");
+    let admin: Value = serde_json::from_str(&body).expect("login JSON");
+    assert_eq!(admin["globalAdmin"], true);
+    assert_eq!(server.login("alice", "alice-pass-2").0, 403);
+    assert_eq!(server.login("bob", "alice-pass-1").0, 403);
+}
+
+/// Encodes an r-nacos `UserDo` (test-side).
+#[derive(Clone, PartialEq, prost::Message)]
+struct UserPb {
+    #[prost(string, tag = "1")]
+    username: String,
+    #[prost(string, tag = "2")]
+    password: String,
+    #[prost(int64, tag = "4")]
+    gmt_create: i64,
+    #[prost(int64, tag = "5")]
+    gmt_modified: i64,
+    #[prost(bool, tag = "6")]
+    enable: bool,
+    #[prost(string, repeated, tag = "7")]
+    roles: Vec<String>,
+}
+
+/// Adds to a fixture copy: a config (with 2 history rows) in tenant `ghost`, which is not
+/// a registered namespace; `carol` with an unknown role; disabled `dave` (developer).
+fn add_ghost_tenant_and_odd_users(dir: &Path) {
+    let db = sled::open(dir).expect("open the copy with sled");
+    let key = prost::Message::encode_to_vec(&ConfigKeyPb {
+        tenant: "ghost".into(),
+        group: "DEFAULT_GROUP".into(),
+        data_id: "ghost.properties".into(),
+    });
+    let value = |content: &str, t: i64, id: i64| {
+        prost::Message::encode_to_vec(&ConfigPb {
+            tenant: "ghost".into(),
+            group: "DEFAULT_GROUP".into(),
+            data_id: "ghost.properties".into(),
+            content: content.into(),
+            last_time: t,
+            id,
+        })
+    };
+    let t = 1_796_000_000_000;
+    db.open_tree("config")
+        .unwrap()
+        .insert(&key, value("boo=2", t + 1, 0))
+        .unwrap();
+    let mut history = b"config_history_".to_vec();
+    history.extend(&key);
+    let tree = db.open_tree(history).unwrap();
+    tree.insert(9_001u64.to_be_bytes(), value("boo=1", t, 9_001))
+        .unwrap();
+    tree.insert(9_002u64.to_be_bytes(), value("boo=2", t + 1, 9_002))
+        .unwrap();
+    let users = db.open_tree("t_user").unwrap();
+    for (name, roles, enable) in [("carol", "9", true), ("dave", "1", false)] {
+        let user = UserPb {
+            username: name.into(),
+            password: format!("{name}-pass-9"),
+            gmt_create: 1_796_000_000,
+            gmt_modified: 1_796_000_000,
+            enable,
+            roles: vec![roles.into()],
+        };
+        users
+            .insert(name, prost::Message::encode_to_vec(&user))
+            .unwrap();
+    }
+    db.flush().unwrap();
+}
+
+#[test]
+fn unregistered_tenant_gets_a_namespace_and_bad_users_stop_or_are_skipped() {
+    let (tmp, source) = copy_fixture();
+    add_ghost_tenant_and_odd_users(&source);
+    let target = tmp.path().join("tacos_data");
+    let ports = Ports::new();
+
+    // carol's role is unknown: without --skip-bad nothing is written.
+    let (from, to) = (source.display().to_string(), target.display().to_string());
+    let out = migrate(&["--from", &from, "--to", &to]);
+    assert!(!out.status.success());
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("user \"carol\"") && stderr.contains("unknown r-nacos role \"9\""),
+        "{stderr}"
+    );
+    assert!(!target.exists(), "written despite the error");
+
+    let report = migrate_ok(&source, &target, ports, &["--skip-bad"]);
+    for want in [
+        "configs:      31",
+        "history rows: 44",
+        "users:        4",
+        "namespaces:   3",
+        "\"ghost\"  name \"ghost\"  [created: not a registered namespace in r-nacos]",
+        "Namespaces created for unregistered tenants (r-nacos had configs there but no \
+         namespace entry; each is named after its id): \"ghost\"",
+        "Skipped (1):\n  user \"carol\": unknown r-nacos role \"9\"",
+        "\"dave\"  roles: 1 (developer) -> read-write on every namespace  disabled",
+        "md5 check: 31 of 31 configs match",
+    ] {
+        assert!(report.contains(want), "missing {want:?} in:\n{report}");
+    }
+
+    // With open-API auth on, so that the migrated rights are what decides.
+    let mut server = Server::start_with(&target, ports, &["--open-api-auth"]);
+    let query = [
+        ("dataId", "ghost.properties"),
+        ("group", "DEFAULT_GROUP"),
+        ("tenant", "ghost"),
+    ];
+    assert_eq!(server.get("/nacos/v1/cs/configs", &query).status(), 403);
+    server.basic = Some(("bob".into(), "bob-pass-2".into()));
+    assert_config(
+        &server,
+        "ghost",
+        "DEFAULT_GROUP",
+        "ghost.properties",
+        "boo=2",
+    );
+    assert_eq!(
+        history_md5s(&server, "ghost", "DEFAULT_GROUP", "ghost.properties"),
+        [md5_hex("boo=2"), md5_hex("boo=1")]
+    );
+    let reply = server
+        .http
+        .get(server.url("/nacos/v1/console/namespaces"))
+        .basic_auth("nacos", Some(ADMIN_PASSWORD))
+        .send()
+        .expect("namespaces");
+    assert_eq!(reply.status(), 200);
+    let listed: Value = reply.json().expect("JSON");
+    assert!(
+        listed["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n["namespace"] == "ghost" && n["configCount"] == 1),
+        "{listed}"
+    );
+    // A visitor reads but may not write; a developer may.
+    let publish = |user: &str, password: &str, content: &str| {
+        server
+            .http
+            .post(server.url("/nacos/v1/cs/configs"))
+            .basic_auth(user, Some(password))
+            .form(&[
+                ("dataId", "new.txt"),
+                ("group", "DEFAULT_GROUP"),
+                ("tenant", "ghost"),
+                ("content", content),
+            ])
+            .send()
+            .expect("publish")
+            .status()
+            .as_u16()
+    };
+    assert_eq!(publish("bob", "bob-pass-2", "from bob"), 403);
+    assert_eq!(publish("alice", "alice-pass-1", "from alice"), 200);
+    assert_config(&server, "ghost", "DEFAULT_GROUP", "new.txt", "from alice");
+
+    // Disabled stays disabled; the skipped user does not exist.
+    assert_eq!(server.login("dave", "dave-pass-9").0, 403);
+    assert_eq!(server.login("carol", "carol-pass-9").0, 403);
+    assert_eq!(server.login("alice", "alice-pass-1").0, 200);
+}
+
+#[test]
+fn non_empty_target_is_refused_without_force_and_moved_aside_with_it() {
+    let (tmp, source) = copy_fixture();
+    let target = tmp.path().join("tacos_data");
+    fs::create_dir(&target).unwrap();
+    fs::write(target.join("precious.txt"), "keep me").unwrap();
+    let before = snapshot(&target);
+    let (from, to) = (source.display().to_string(), target.display().to_string());
+
+    let out = migrate(&["--from", &from, "--to", &to]);
+    assert!(!out.status.success());
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("is not empty") && stderr.contains("--force"),
+        "{stderr}"
+    );
+    assert_eq!(before, snapshot(&target), "the target was changed");
+    assert_eq!(fs::read_dir(tmp.path()).unwrap().count(), 2, "leftovers");
+
+    // The library says the same, typed.
+    let options = Options {
+        from: source.clone(),
+        read: ReadOptions::default(),
+        target: Some(Target::new(&target)),
+        dry_run: false,
+    };
+    let err = tacos_migrate::run(&options, &mut NoProgress).unwrap_err();
+    assert!(
+        matches!(err, MigrateError::Write(WriteError::TargetNotEmpty { ref path }) if *path == target),
+        "{err}"
+    );
+
+    let report = migrate_ok(&source, &target, Ports::new(), &["--force"]);
+    assert!(
+        report.contains("md5 check: 30 of 30 configs match"),
+        "{report}"
+    );
+    let aside: Vec<PathBuf> = fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("tacos_data.before-restore-")
+        })
+        .collect();
+    assert_eq!(aside.len(), 1, "{aside:?}");
+    assert_eq!(
+        fs::read_to_string(aside[0].join("precious.txt")).unwrap(),
+        "keep me"
+    );
+    assert!(
+        report.contains(&format!(
+            "The previous contents of {} are in {}",
+            target.display(),
+            aside[0].display()
+        )),
+        "{report}"
+    );
+    assert!(!target.join("precious.txt").exists());
+    let inspected = tacos::ops::inspect::inspect(&target).expect("a tacos data dir");
+    assert_eq!(inspected.summary.configs, 30);
+}
+
+#[test]
+fn bad_source_fails_typed_and_writes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let source = tmp.path().join("not_sled");
+    fs::create_dir(&source).unwrap();
+    fs::write(source.join("db.txt"), "just some text").unwrap();
+    let target = tmp.path().join("tacos_data");
+
+    let options = Options {
+        from: source.clone(),
+        read: ReadOptions::default(),
+        target: Some(Target::new(&target)),
+        dry_run: false,
+    };
+    let err = tacos_migrate::run(&options, &mut NoProgress).unwrap_err();
+    assert!(
+        matches!(err, MigrateError::Read(ReadError::NotSled { .. })),
+        "{err:?}"
+    );
+
+    let (from, to) = (source.display().to_string(), target.display().to_string());
+    let out = migrate(&["--from", &from, "--to", &to]);
+    assert!(!out.status.success());
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("not_sled"), "{stderr}");
+    assert!(stderr.contains("no `conf` file"), "{stderr}");
+    assert!(!target.exists());
+    let left: Vec<_> = fs::read_dir(tmp.path()).unwrap().collect();
+    assert_eq!(left.len(), 1, "leftovers: {left:?}");
+
+    // The target must not overlap the source.
+    let (tmp2, fixture) = copy_fixture();
+    let inside = fixture.join("tacos");
+    let options = Options {
+        from: fixture.clone(),
+        read: ReadOptions::default(),
+        target: Some(Target::new(&inside)),
+        dry_run: false,
+    };
+    let err = tacos_migrate::run(&options, &mut NoProgress).unwrap_err();
+    assert!(
+        matches!(err, MigrateError::Write(WriteError::Overlap { .. })),
+        "{err}"
+    );
+    assert!(!inside.exists());
+    drop(tmp2);
+}
+
+#[test]
+fn dry_run_writes_nothing_and_says_what_would_happen() {
+    let (tmp, source) = copy_fixture();
+    let target = tmp.path().join("tacos_data");
+    let (from, to) = (source.display().to_string(), target.display().to_string());
+    let out = migrate(&["--from", &from, "--to", &to, "--dry-run"]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    for want in [
+        "Dry run: nothing was written.",
+        "Would move:",
+        "configs:      30",
+        "passwords would be re-hashed",
+        "md5 check: 30 of 30 configs match",
+    ] {
+        assert!(stdout.contains(want), "missing {want:?} in:\n{stdout}");
+    }
+    assert!(!target.exists());
+
+    // A non-empty target: the dry run says the real run needs --force, and leaves it.
+    fs::create_dir(&target).unwrap();
+    fs::write(target.join("x"), "x").unwrap();
+    let before = snapshot(&target);
+    let out = migrate(&["--from", &from, "--to", &to, "--dry-run"]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    assert!(
+        stdout.contains("it is not empty: the real run refuses it without --force"),
+        "{stdout}"
+    );
+    assert_eq!(before, snapshot(&target));
+    assert_eq!(fs::read_dir(tmp.path()).unwrap().count(), 2);
+}
