@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The project's test command: formatting, lints, then every test in the workspace.
+# The project's test command: formatting, lints, every test in the workspace,
+# then the fault tests (a build with failpoints).
 # README.md and .ci/run both call this script.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,6 +21,12 @@ cargo fmt --all -- --check
 
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets -- -D warnings
+# The fault harness (tests/faults/) and the failpoints exist only with the
+# fault-injection feature.
+cargo clippy -p tacos --all-targets --features fault-injection -- -D warnings
 
 echo "== cargo test"
 cargo test --workspace
+
+echo "== fault tests (short mode: kill, partition, pause the leader; ENOSPC on a follower)"
+cargo test -p tacos --features fault-injection --test faults

@@ -35,6 +35,7 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 #[derive(Clone)]
 pub struct Peers {
     token: Option<Arc<str>>,
+    local: Option<std::net::IpAddr>,
     clients: Arc<Mutex<HashMap<String, Client>>>,
 }
 
@@ -48,9 +49,11 @@ enum Method {
 }
 
 impl Peers {
-    pub fn new(token: Option<String>) -> Self {
+    /// `local`: the address outgoing connections leave from.
+    pub fn new(token: Option<String>, local: Option<std::net::IpAddr>) -> Self {
         Peers {
             token: token.map(Arc::from),
+            local,
             clients: Arc::default(),
         }
     }
@@ -63,6 +66,7 @@ impl Peers {
         let endpoint = Endpoint::from_shared(format!("http://{addr}"))
             .map_err(|e| tonic::Status::invalid_argument(format!("bad peer address {addr}: {e}")))?
             .connect_timeout(CONNECT_TIMEOUT)
+            .local_address(self.local)
             .tcp_nodelay(true);
         let client = Client::new(endpoint.connect_lazy())
             .max_decoding_message_size(MAX_FRAME)

@@ -27,7 +27,7 @@ use super::types::{LogId, NodeId, NodeInfo, Raft, RaftMetrics};
 use crate::model::Command;
 use crate::settings::Settings;
 use crate::state::{Response, State};
-use crate::store::{LogOptions, LogStore, StdFs};
+use crate::store::{LogOptions, LogStore};
 use crate::watch::ChangeSink;
 
 /// How long start-up waits for the state in memory to be complete.
@@ -85,7 +85,10 @@ impl Node {
     /// a one-voter cluster when this is node 1 (or `--init`) and no `--join`
     /// is given. Call [`Node::wait_ready`] before serving reads.
     pub async fn start(settings: &Settings, changes: ChangeSink) -> anyhow::Result<Node> {
-        let fs: Arc<dyn crate::store::Fs> = Arc::new(StdFs);
+        #[cfg(feature = "fault-injection")]
+        let fs = crate::store::failpoint_fs::from_env();
+        #[cfg(not(feature = "fault-injection"))]
+        let fs: Arc<dyn crate::store::Fs> = Arc::new(crate::store::StdFs);
         let options = LogOptions {
             segment_size: settings.segment_size,
         };
@@ -122,7 +125,11 @@ impl Node {
         }
         .validate()
         .context("raft configuration")?;
-        let peers = Peers::new(settings.cluster_token.clone());
+        // Outgoing cluster connections leave from the bind address when it
+        // is a specific one (a multi-homed host; fault tests tell nodes
+        // apart by it), else from whatever the kernel picks.
+        let local = (!settings.bind.is_unspecified()).then_some(settings.bind);
+        let peers = Peers::new(settings.cluster_token.clone(), local);
         let raft = Raft::new(
             settings.node_id,
             Arc::new(config),

@@ -19,6 +19,8 @@
 //! of openraft's traits: the adapters in `crate::raft` sit on top.
 
 pub mod error;
+#[cfg(feature = "fault-injection")]
+pub mod failpoint_fs;
 #[cfg(any(test, feature = "fault-injection"))]
 pub mod faulty_fs;
 pub mod fs;

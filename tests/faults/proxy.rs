@@ -1,0 +1,152 @@
+//! A TCP proxy in front of one node's cluster port, to cut links.
+//!
+//! Each node binds its own loopback address (127.0.0.2, .3, ...) and its
+//! outgoing cluster connections leave from it, while it advertises the
+//! proxy's address (127.0.1.N) to the others. So every connection between
+//! nodes passes one proxy, and the proxy knows which node opened it by the
+//! source address: cutting the link {a, b} blocks a's connections at b's
+//! proxy and b's at a's, in both directions (responses travel on the
+//! connection of the request). Blocking also kills the connections already
+//! open. A delay holds every chunk for a while before passing it on.
+
+use std::collections::{HashMap, HashSet};
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinHandle;
+
+#[derive(Default)]
+struct Control {
+    blocked: HashSet<IpAddr>,
+    delay: Duration,
+    /// Open connections by source, to kill when their source is blocked.
+    open: HashMap<u64, (IpAddr, JoinHandle<()>)>,
+    next_id: u64,
+    /// Connections refused or killed, to prove a partition took effect.
+    cut: u64,
+}
+
+pub struct Proxy {
+    control: Arc<Mutex<Control>>,
+    accept: JoinHandle<()>,
+}
+
+fn lock(control: &Mutex<Control>) -> std::sync::MutexGuard<'_, Control> {
+    control.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+async fn pipe(
+    mut from: tokio::net::tcp::OwnedReadHalf,
+    mut to: tokio::net::tcp::OwnedWriteHalf,
+    control: Arc<Mutex<Control>>,
+) {
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = match from.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        let delay = lock(&control).delay;
+        if !delay.is_zero() {
+            tokio::time::sleep(delay).await;
+        }
+        if to.write_all(&buf[..n]).await.is_err() {
+            break;
+        }
+    }
+    let _ = to.shutdown().await;
+}
+
+impl Proxy {
+    /// Listens on `listen` and forwards to `target`.
+    pub async fn start(listen: SocketAddr, target: SocketAddr) -> Proxy {
+        let listener = TcpListener::bind(listen)
+            .await
+            .unwrap_or_else(|e| panic!("proxy cannot listen on {listen}: {e}"));
+        let control = Arc::new(Mutex::new(Control::default()));
+        let accepting = control.clone();
+        let accept = tokio::spawn(async move {
+            loop {
+                let Ok((client, peer)) = listener.accept().await else {
+                    continue;
+                };
+                let source = peer.ip();
+                let id = {
+                    let mut c = lock(&accepting);
+                    if c.blocked.contains(&source) {
+                        c.cut += 1;
+                        continue; // dropped: the connection is reset
+                    }
+                    c.next_id += 1;
+                    c.next_id
+                };
+                let control = accepting.clone();
+                let handle = tokio::spawn(async move {
+                    let Ok(server) = TcpStream::connect(target).await else {
+                        return;
+                    };
+                    let _ = client.set_nodelay(true);
+                    let _ = server.set_nodelay(true);
+                    let (client_read, client_write) = client.into_split();
+                    let (server_read, server_write) = server.into_split();
+                    // Both directions in this task, so aborting it closes
+                    // both sockets.
+                    tokio::join!(
+                        pipe(client_read, server_write, control.clone()),
+                        pipe(server_read, client_write, control.clone())
+                    );
+                    lock(&control).open.remove(&id);
+                });
+                lock(&accepting).open.insert(id, (source, handle));
+            }
+        });
+        Proxy { control, accept }
+    }
+
+    /// Refuses (and cuts) connections from `source`.
+    pub fn block(&self, source: IpAddr) {
+        let mut c = lock(&self.control);
+        c.blocked.insert(source);
+        let doomed: Vec<u64> = c
+            .open
+            .iter()
+            .filter(|(_, (ip, _))| *ip == source)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in doomed {
+            if let Some((_, handle)) = c.open.remove(&id) {
+                handle.abort();
+                c.cut += 1;
+            }
+        }
+    }
+
+    /// Lets everyone through again, without delay.
+    pub fn heal(&self) {
+        let mut c = lock(&self.control);
+        c.blocked.clear();
+        c.delay = Duration::ZERO;
+    }
+
+    /// Holds every chunk for `delay` before forwarding it.
+    pub fn delay(&self, delay: Duration) {
+        lock(&self.control).delay = delay;
+    }
+
+    /// Connections refused or cut so far.
+    pub fn cut_count(&self) -> u64 {
+        lock(&self.control).cut
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.accept.abort();
+        for (_, (_, handle)) in lock(&self.control).open.drain() {
+            handle.abort();
+        }
+    }
+}
