@@ -700,6 +700,26 @@ mod tests {
         assert_eq!(listener_body(&keys), "d%02g%02public%01\n");
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+
+        /// Any form value: refused or parsed, never a panic, never more
+        /// keys than the limit, and what parses round-trips.
+        #[test]
+        fn listening_configs_never_panic(raw in "[\u{1}\u{2}a-zA-Z0-9_.:%+-]{0,200}", max in 1usize..8) {
+            if let Ok(keys) = parse_listening_configs(&raw, max) {
+                proptest::prop_assert!(keys.len() <= max);
+                let body = listener_body(&keys);
+                proptest::prop_assert!(body.ends_with('\n'));
+            }
+        }
+
+        #[test]
+        fn arbitrary_unicode_never_panics(raw in "\\PC{0,100}") {
+            let _ = parse_listening_configs(&raw, 10_000);
+        }
+    }
+
     #[test]
     fn blur_patterns() {
         assert!(blur_match("app", "my-app.yaml"));
