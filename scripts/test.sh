@@ -16,6 +16,21 @@ if ! [ -d tests/sdk/node_modules/nacos ]; then
   (cd tests/sdk && npm install --no-audit --no-fund --silent)
 fi
 
+# The console's end-to-end test (tests/console.rs) drives Debian's Chromium
+# with npm playwright-core.
+if ! [ -x /usr/bin/chromium ]; then
+  echo "== installing Debian chromium for the console tests"
+  SUDO=""
+  if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium
+fi
+
+if ! [ -d tests/console/node_modules/playwright-core ]; then
+  echo "== installing npm playwright-core for the console tests"
+  (cd tests/console && npm install --no-audit --no-fund --silent)
+fi
+
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 

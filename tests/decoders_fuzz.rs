@@ -85,12 +85,9 @@ proptest! {
 
     #[test]
     fn log_records_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..256), offset in 0usize..300) {
-        match record::decode_at(&bytes, offset) {
-            Decoded::Record { payload, next } => {
-                prop_assert!(next <= bytes.len());
-                prop_assert!(payload.len() < next);
-            }
-            _ => {}
+        if let Decoded::Record { payload, next } = record::decode_at(&bytes, offset) {
+            prop_assert!(next <= bytes.len());
+            prop_assert!(payload.len() < next);
         }
     }
 

@@ -9,6 +9,7 @@
 
 mod admin;
 mod auth;
+mod console;
 pub mod guard;
 mod health;
 mod nacos_v1;
@@ -105,6 +106,7 @@ pub fn declare(routes: &mut guard::Routes) {
     admin::routes(routes);
     nacos_v1::routes(routes);
     nacos_v2::routes(routes);
+    console::routes(routes);
 }
 
 /// Registers every route. `max_body` bounds request bodies.

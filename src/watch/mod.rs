@@ -8,11 +8,18 @@
 //! against the current state (loaded lock-free), so a change that lands
 //! between a request's first check and its registration is still seen: the
 //! hub re-checks every new hold when it registers it.
+//!
+//! The console asks who listens to a config ([`ListenersOf`]). A long poll
+//! is only held between a client's polls, so the hub also remembers, for
+//! [`RECENT_POLL_WINDOW`], the polls that ended (answered or timed out):
+//! that is how a client that was told of a change but has not come back
+//! with the new md5 shows up as out of sync.
 
 mod push;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use tokio::sync::oneshot;
@@ -57,6 +64,23 @@ struct Held {
     keys: Vec<ListenKey>,
     client_ip: String,
     reply: oneshot::Sender<Vec<ListenKey>>,
+    since: Instant,
+}
+
+/// How long a long-poll client stays listed after its last poll ended.
+/// Clients poll again at once (Nacos' default hold is 30 s), so one missing
+/// for longer than this is gone.
+pub const RECENT_POLL_WINDOW: Duration = Duration::from_secs(90);
+
+/// Most ended polls remembered (over all keys); past it expired ones are
+/// dropped, and if none has expired new ones are not remembered.
+const MAX_RECENT_POLLS: usize = 100_000;
+
+/// A long poll that ended: the md5 the client held then.
+struct RecentPoll {
+    client_ip: String,
+    md5: String,
+    ended: Instant,
 }
 
 /// A gRPC connection's listened keys (by canonical key, as last sent).
@@ -74,6 +98,9 @@ pub struct WatchHub {
     by_key: HashMap<ConfigKey, HashSet<u64>>,
     subscribers: HashMap<u64, Subscriber>,
     subscribers_by_key: HashMap<ConfigKey, HashSet<u64>>,
+    /// Ended long polls by key (see [`RECENT_POLL_WINDOW`]).
+    recent: HashMap<ConfigKey, Vec<RecentPoll>>,
+    recent_count: usize,
 }
 
 impl WatchHub {
@@ -86,7 +113,61 @@ impl WatchHub {
             by_key: HashMap::new(),
             subscribers: HashMap::new(),
             subscribers_by_key: HashMap::new(),
+            recent: HashMap::new(),
+            recent_count: 0,
         }
+    }
+
+    /// Remembers that `held` ended now.
+    fn remember_ended(&mut self, held: &Held) {
+        let now = Instant::now();
+        for k in &held.keys {
+            if self.recent_count >= MAX_RECENT_POLLS {
+                self.forget_expired(now);
+                if self.recent_count >= MAX_RECENT_POLLS {
+                    return;
+                }
+            }
+            let polls = self.recent.entry(k.key.clone()).or_default();
+            match polls.iter_mut().find(|p| p.client_ip == held.client_ip) {
+                Some(poll) => {
+                    poll.md5.clone_from(&k.md5);
+                    poll.ended = now;
+                }
+                None => {
+                    polls.push(RecentPoll {
+                        client_ip: held.client_ip.clone(),
+                        md5: k.md5.clone(),
+                        ended: now,
+                    });
+                    self.recent_count += 1;
+                }
+            }
+        }
+    }
+
+    /// A client polls again: its ended polls of `keys` are superseded.
+    fn forget_polls_of(&mut self, client_ip: &str, keys: &[ListenKey]) {
+        for k in keys {
+            if let Some(polls) = self.recent.get_mut(&k.key) {
+                let before = polls.len();
+                polls.retain(|p| p.client_ip != client_ip);
+                self.recent_count -= before - polls.len();
+                if polls.is_empty() {
+                    self.recent.remove(&k.key);
+                }
+            }
+        }
+    }
+
+    fn forget_expired(&mut self, now: Instant) {
+        let mut count = 0;
+        self.recent.retain(|_, polls| {
+            polls.retain(|p| now.duration_since(p.ended) < RECENT_POLL_WINDOW);
+            count += polls.len();
+            !polls.is_empty()
+        });
+        self.recent_count = count;
     }
 
     fn unsubscribe(&mut self, conn: u64, key: &ConfigKey) {
@@ -121,6 +202,7 @@ impl WatchHub {
                 }
             }
         }
+        self.remember_ended(&held);
         Some(held)
     }
 
@@ -187,12 +269,14 @@ impl Handler<Hold> for WatchHub {
         for k in &msg.keys {
             self.by_key.entry(k.key.clone()).or_default().insert(id);
         }
+        self.forget_polls_of(&msg.client_ip, &msg.keys);
         self.holds.insert(
             id,
             Held {
                 keys: msg.keys,
                 client_ip: msg.client_ip,
                 reply: msg.reply,
+                since: Instant::now(),
             },
         );
         HoldOutcome::Held(id)
@@ -362,5 +446,234 @@ impl Handler<ReleaseAll> for WatchHub {
             }
         }
         count
+    }
+}
+
+/// Who listens to one config (the console's listeners page).
+#[derive(Message)]
+#[rtype(result = "Vec<ListenerInfo>")]
+pub struct ListenersOf(pub ConfigKey);
+
+/// How a listener listens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListenProtocol {
+    /// Nacos 1.x long polling over HTTP.
+    Http,
+    /// A Nacos 2.x gRPC connection (server push).
+    Grpc,
+}
+
+/// Where a listener is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListenState {
+    /// A long poll held now.
+    Waiting,
+    /// A long poll that ended (answered or timed out) and has not been
+    /// followed by another from the same client yet.
+    BetweenPolls,
+    /// A gRPC connection listening; `push_pending` while a change to the
+    /// key waits in its push queue.
+    Subscribed { push_pending: bool },
+}
+
+/// One listener of a config, as the hub sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListenerInfo {
+    pub protocol: ListenProtocol,
+    /// HTTP: the client's IP. gRPC: the hub's number for the connection
+    /// (the connection registry knows its address).
+    pub client: String,
+    /// The md5 the client said it holds (gRPC: in its last listen request).
+    pub md5: String,
+    pub state: ListenState,
+    /// Since the poll started (waiting), ended (between polls), or nothing
+    /// (gRPC).
+    pub age: Duration,
+}
+
+impl Handler<ListenersOf> for WatchHub {
+    type Result = Vec<ListenerInfo>;
+
+    fn handle(&mut self, msg: ListenersOf, _: &mut Context<Self>) -> Vec<ListenerInfo> {
+        let now = Instant::now();
+        self.forget_expired(now);
+        let key = &msg.0;
+        let mut found = Vec::new();
+        for id in self.by_key.get(key).into_iter().flatten() {
+            let Some(held) = self.holds.get(id) else {
+                continue;
+            };
+            for k in held.keys.iter().filter(|k| &k.key == key) {
+                found.push(ListenerInfo {
+                    protocol: ListenProtocol::Http,
+                    client: held.client_ip.clone(),
+                    md5: k.md5.clone(),
+                    state: ListenState::Waiting,
+                    age: now.duration_since(held.since),
+                });
+            }
+        }
+        for poll in self.recent.get(key).into_iter().flatten() {
+            found.push(ListenerInfo {
+                protocol: ListenProtocol::Http,
+                client: poll.client_ip.clone(),
+                md5: poll.md5.clone(),
+                state: ListenState::BetweenPolls,
+                age: now.duration_since(poll.ended),
+            });
+        }
+        for conn in self.subscribers_by_key.get(key).into_iter().flatten() {
+            let Some(sub) = self.subscribers.get(conn) else {
+                continue;
+            };
+            if let Some(listen) = sub.keys.get(key) {
+                found.push(ListenerInfo {
+                    protocol: ListenProtocol::Grpc,
+                    client: conn.to_string(),
+                    md5: listen.md5.clone(),
+                    state: ListenState::Subscribed {
+                        push_pending: sub.queue.contains(key),
+                    },
+                    age: Duration::ZERO,
+                });
+            }
+        }
+        found
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::command as pb;
+    use crate::model::{md5_hex, Command, Op};
+    use arc_swap::ArcSwap;
+
+    fn listen(data_id: &str, md5: &str) -> ListenKey {
+        ListenKey {
+            key: ConfigKey::new("", "G", data_id),
+            data_id: data_id.into(),
+            group: "G".into(),
+            tenant: String::new(),
+            md5: md5.into(),
+        }
+    }
+
+    fn publish(state: &StateHandle, data_id: &str, content: &str) -> ConfigKey {
+        let mut next = State::clone(&state.load());
+        let command = Command::of(Op::PublishConfig(pb::PublishConfig {
+            key: Some(pb::ConfigKey {
+                namespace: String::new(),
+                group: "G".into(),
+                data_id: data_id.into(),
+            }),
+            content: content.into(),
+            md5: md5_hex(content),
+            config_type: "text".into(),
+            history_limit: 10,
+            ..Default::default()
+        }));
+        let mut changed = Vec::new();
+        next.apply(&command, &mut changed);
+        state.store(Arc::new(next));
+        ConfigKey::new("", "G", data_id)
+    }
+
+    #[actix::test]
+    async fn listeners_of_a_key_cover_held_ended_and_grpc_listeners() {
+        let state: StateHandle = Arc::new(ArcSwap::from_pointee(State::default()));
+        let key = publish(&state, "a", "one");
+        let hub = WatchHub::new(state.clone(), 10).start();
+
+        // A held poll with the current md5.
+        let (reply, answer) = oneshot::channel();
+        let held = hub
+            .send(Hold {
+                keys: vec![listen("a", &md5_hex("one"))],
+                client_ip: "10.0.0.7".into(),
+                reply,
+            })
+            .await
+            .unwrap();
+        assert!(matches!(held, HoldOutcome::Held(_)));
+        // A gRPC connection that listens with an old md5.
+        let queue = PushQueue::default();
+        hub.send(Subscribe {
+            conn: 42,
+            keys: vec![listen("a", "old")],
+            queue: queue.clone(),
+        })
+        .await
+        .unwrap();
+
+        let now = hub.send(ListenersOf(key.clone())).await.unwrap();
+        assert_eq!(now.len(), 2, "{now:?}");
+        let http = now
+            .iter()
+            .find(|l| l.protocol == ListenProtocol::Http)
+            .unwrap();
+        assert_eq!(
+            (http.client.as_str(), http.md5.as_str(), http.state),
+            ("10.0.0.7", md5_hex("one").as_str(), ListenState::Waiting)
+        );
+        let grpc = now
+            .iter()
+            .find(|l| l.protocol == ListenProtocol::Grpc)
+            .unwrap();
+        assert_eq!((grpc.client.as_str(), grpc.md5.as_str()), ("42", "old"));
+        assert_eq!(
+            grpc.state,
+            ListenState::Subscribed {
+                push_pending: false
+            }
+        );
+
+        // A change answers the poll and queues a push: the poll is now
+        // remembered as ended, with the md5 the client held.
+        publish(&state, "a", "two");
+        hub.send(Changed(Changes::Keys(vec![key.clone()]), Instant::now()))
+            .await
+            .unwrap();
+        assert_eq!(answer.await.unwrap(), vec![listen("a", &md5_hex("one"))]);
+        let after = hub.send(ListenersOf(key.clone())).await.unwrap();
+        let http = after
+            .iter()
+            .find(|l| l.protocol == ListenProtocol::Http)
+            .unwrap();
+        assert_eq!(http.state, ListenState::BetweenPolls);
+        assert_eq!(http.md5, md5_hex("one"));
+        let grpc = after
+            .iter()
+            .find(|l| l.protocol == ListenProtocol::Grpc)
+            .unwrap();
+        assert_eq!(grpc.state, ListenState::Subscribed { push_pending: true });
+
+        // The client polls again with the new md5: one row, waiting.
+        let (reply, _answer) = oneshot::channel();
+        hub.send(Hold {
+            keys: vec![listen("a", &md5_hex("two"))],
+            client_ip: "10.0.0.7".into(),
+            reply,
+        })
+        .await
+        .unwrap();
+        let again = hub.send(ListenersOf(key.clone())).await.unwrap();
+        let http: Vec<_> = again
+            .iter()
+            .filter(|l| l.protocol == ListenProtocol::Http)
+            .collect();
+        assert_eq!(http.len(), 1, "{again:?}");
+        assert_eq!(http[0].state, ListenState::Waiting);
+        assert_eq!(http[0].md5, md5_hex("two"));
+
+        // Other keys have no listeners; a disconnect removes the gRPC one.
+        hub.send(Disconnect(42)).await.unwrap();
+        let gone = hub.send(ListenersOf(key)).await.unwrap();
+        assert!(gone.iter().all(|l| l.protocol == ListenProtocol::Http));
+        assert!(hub
+            .send(ListenersOf(ConfigKey::new("", "G", "b")))
+            .await
+            .unwrap()
+            .is_empty());
     }
 }

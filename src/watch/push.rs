@@ -48,6 +48,15 @@ impl PushQueue {
         }
     }
 
+    /// Whether a change to `key` waits to be pushed.
+    pub fn contains(&self, key: &crate::state::ConfigKey) -> bool {
+        self.0
+            .dirty
+            .lock()
+            .map(|d| d.iter().any(|k| &k.key == key))
+            .unwrap_or(false)
+    }
+
     /// How many keys wait.
     pub fn len(&self) -> usize {
         self.0.dirty.lock().map(|d| d.len()).unwrap_or(0)

@@ -1,0 +1,215 @@
+//! Console routes for a config's history: list, one row, a diff of two
+//! versions, and a rollback.
+//!
+//! Rows keep Nacos' meaning (an insert holds the content it inserted, an
+//! update or delete holds the content as it was before the change), so a
+//! row's content is a version the config had. A rollback publishes that
+//! content again as a new version, with the config's current type,
+//! description and app: it is recorded in history and audited like any
+//! publish, and it is a CAS against the version the user saw.
+
+use actix_web::{web, HttpRequest, HttpResponse};
+use serde::{Deserialize, Serialize};
+
+use super::configs::{key_param, paging, require};
+use super::{diff, json_body, ok_json, ConsoleError};
+use crate::api::params::{client_ip, Params};
+use crate::api::render::Page;
+use crate::api::AppState;
+use crate::auth::Principal;
+use crate::model::validate::InvalidInput;
+use crate::service::PublishRequest;
+use crate::state::{Access, HistoryRow, State};
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct RowView {
+    id: u64,
+    /// `I`, `U` or `D`.
+    op: &'static str,
+    md5: String,
+    size: usize,
+    src_user: String,
+    src_ip: String,
+    time: i64,
+    /// This row's content is what the config holds now.
+    current: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    content: Option<String>,
+    namespace: String,
+    group: String,
+    data_id: String,
+}
+
+impl RowView {
+    fn of(row: &HistoryRow, current_md5: &str, with_content: bool) -> Self {
+        RowView {
+            id: row.id,
+            op: row.op.code(),
+            md5: row.md5.clone(),
+            size: row.content.len(),
+            src_user: row.src_user.clone(),
+            src_ip: row.src_ip.clone(),
+            time: row.created_time,
+            current: row.md5 == current_md5,
+            content: with_content.then(|| row.content.clone()),
+            namespace: row.key.namespace.clone(),
+            group: row.key.group.clone(),
+            data_id: row.key.data_id.clone(),
+        }
+    }
+}
+
+fn current_md5<'a>(state: &'a State, row: &HistoryRow) -> &'a str {
+    state.config(&row.key).map_or("", |c| c.md5.as_str())
+}
+
+pub async fn list(
+    req: HttpRequest,
+    app: web::Data<AppState>,
+    principal: Principal,
+) -> Result<HttpResponse, ConsoleError> {
+    let params = Params::parse(&req, &[]);
+    let key = key_param(&params)?;
+    require(&principal, &key.namespace, Access::Read)?;
+    let (page_no, page_size) = paging(&params)?;
+    let state = app.service.state();
+    let current = state.config(&key).map_or("", |c| c.md5.as_str());
+    let total = state.history(&key).count();
+    Ok(ok_json(Page::of(
+        state
+            .history(&key)
+            .rev()
+            .map(|row| RowView::of(row, current, false)),
+        total,
+        page_no,
+        page_size,
+    )))
+}
+
+/// A history row the caller may read.
+fn readable_row<'a>(
+    state: &'a State,
+    principal: &Principal,
+    id: u64,
+) -> Result<&'a HistoryRow, ConsoleError> {
+    let row = state
+        .history_row(id)
+        .ok_or_else(|| ConsoleError::NotFound(format!("history row {id} does not exist")))?;
+    require(principal, &row.key.namespace, Access::Read)?;
+    Ok(row)
+}
+
+pub async fn item(
+    req: HttpRequest,
+    app: web::Data<AppState>,
+    principal: Principal,
+) -> Result<HttpResponse, ConsoleError> {
+    let params = Params::parse(&req, &[]);
+    let id = params.required_number("id")?;
+    let state = app.service.state();
+    let row = readable_row(&state, &principal, id)?;
+    Ok(ok_json(RowView::of(row, current_md5(&state, row), true)))
+}
+
+/// `left` and `right`: history row ids, or `current` for what the config
+/// holds now (at least one must be a row: it names the config).
+/// `context`: unchanged lines around each change (default 3, `all` for the
+/// whole text).
+pub async fn diff(
+    req: HttpRequest,
+    app: web::Data<AppState>,
+    principal: Principal,
+) -> Result<HttpResponse, ConsoleError> {
+    let params = Params::parse(&req, &[]);
+    let state = app.service.state();
+    let context = match params.get("context") {
+        None | Some("") => 3,
+        Some("all") => usize::MAX,
+        Some(_) => params.number("context", 3)? as usize,
+    };
+    let row_of = |name: &'static str| -> Result<Option<&HistoryRow>, ConsoleError> {
+        match params.required(name)? {
+            "current" => Ok(None),
+            _ => Ok(Some(readable_row(
+                &state,
+                &principal,
+                params.required_number(name)?,
+            )?)),
+        }
+    };
+    let (left, right) = (row_of("left")?, row_of("right")?);
+    let Some(named) = left.or(right) else {
+        return Err(InvalidInput::Other("left", "one side must be a history row".into()).into());
+    };
+    let current = || {
+        state
+            .config(&named.key)
+            .map(|c| c.content.as_str())
+            .ok_or_else(|| {
+                ConsoleError::NotFound("the config was deleted: no current version".into())
+            })
+    };
+    let label = |row: Option<&HistoryRow>| row.map_or("current".to_string(), |r| r.id.to_string());
+    let left_content = match left {
+        Some(row) => row.content.as_str(),
+        None => current()?,
+    };
+    let right_content = match right {
+        Some(row) => row.content.as_str(),
+        None => current()?,
+    };
+    Ok(ok_json(serde_json::json!({
+        "left": label(left),
+        "right": label(right),
+        "diff": diff::diff(left_content, right_content, context),
+    })))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RollbackBody {
+    id: u64,
+    /// The config version the user saw (CAS); "" when it was deleted.
+    #[serde(default)]
+    cas_md5: Option<String>,
+}
+
+pub async fn rollback(
+    req: HttpRequest,
+    body: web::Bytes,
+    app: web::Data<AppState>,
+    principal: Principal,
+) -> Result<HttpResponse, ConsoleError> {
+    let form: RollbackBody = json_body(&body)?;
+    let state = app.service.state();
+    let row = readable_row(&state, &principal, form.id)?.clone();
+    require(&principal, &row.key.namespace, Access::ReadWrite)?;
+    let config = state.config(&row.key).cloned();
+    drop(state);
+    if config.as_ref().is_some_and(|c| c.md5 == row.md5) {
+        return Err(ConsoleError::Invalid(InvalidInput::Other(
+            "id",
+            format!("row {} holds the current content already", row.id),
+        )));
+    }
+    let request = PublishRequest {
+        namespace: row.key.namespace.clone(),
+        group: row.key.group.clone(),
+        data_id: row.key.data_id.clone(),
+        content: row.content.clone(),
+        config_type: config
+            .as_ref()
+            .map_or("text".into(), |c| c.config_type.clone()),
+        desc: config.as_ref().map_or(String::new(), |c| c.desc.clone()),
+        app_name: config
+            .as_ref()
+            .map_or(row.app_name.clone(), |c| c.app_name.clone()),
+        tags: config.as_ref().map_or(String::new(), |c| c.tags.clone()),
+        cas_md5: form.cas_md5.filter(|m| !m.is_empty()),
+        beta_ips: Vec::new(),
+    };
+    let caller = principal.caller("", client_ip(&req));
+    app.service.publish(request, &caller).await?;
+    Ok(ok_json(serde_json::json!({ "md5": row.md5 })))
+}

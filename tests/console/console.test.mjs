@@ -1,0 +1,430 @@
+// End-to-end test of the web console in headless Debian Chromium, driven
+// by playwright-core. tests/console.rs starts the real tacos binary, writes
+// the zip fixtures, runs this script and then compares the exported zip
+// with the imported one.
+//
+//   node console.test.mjs BASE_URL ADMIN_PASSWORD WORK_DIR SCREENSHOT_DIR
+//
+// WORK_DIR holds import.zip and bad-import.zip (written by the Rust test);
+// the script saves export.zip there. Screenshots of the main pages go to
+// SCREENSHOT_DIR (overwritten each run). Every write the UI makes is
+// checked through the API; bad input must show a message and write nothing.
+// Prints "all ok" at the end; any failure exits 1 with the step named.
+
+import { chromium } from 'playwright-core';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, rmSync, mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import assert from 'node:assert/strict';
+
+const [base, password, workDir, shotsDir] = process.argv.slice(2);
+if (!base || !password || !workDir || !shotsDir) {
+  console.error('usage: node console.test.mjs BASE_URL ADMIN_PASSWORD WORK_DIR SCREENSHOT_DIR');
+  process.exit(2);
+}
+const NS = 'e2e';
+const CONSOLE = `${base}/tacos/api/console`;
+const AUTH = `Basic ${Buffer.from(`nacos:${password}`).toString('base64')}`;
+const started = Date.now();
+const md5 = (text) => createHash('md5').update(text, 'utf8').digest('hex');
+
+/** A console API call as the admin (to check what the UI did). */
+async function apiGet(path, query = {}) {
+  const url = new URL(path, base);
+  for (const [k, v] of Object.entries(query)) url.searchParams.set(k, v);
+  const response = await fetch(url, { headers: { Authorization: AUTH } });
+  const text = await response.text();
+  return { status: response.status, body: text ? JSON.parse(text) : null };
+}
+async function apiPost(path, json) {
+  const response = await fetch(new URL(path, base), {
+    method: 'POST',
+    headers: { Authorization: AUTH, 'Content-Type': 'application/json' },
+    body: JSON.stringify(json),
+  });
+  return { status: response.status, body: await response.json() };
+}
+const configCount = async (ns = NS) => (await apiGet(`${CONSOLE}/configs`, { namespace: ns, pageSize: 500 })).body.totalCount;
+const getConfig = async (dataId, group = 'DEFAULT_GROUP') => apiGet(`${CONSOLE}/config`, { namespace: NS, group, dataId });
+
+let step = 'start';
+function log(message) {
+  console.log(`[${((Date.now() - started) / 1000).toFixed(1)}s] ${message}`);
+}
+async function stepDo(name, fn) {
+  step = name;
+  log(name);
+  await fn();
+}
+
+mkdirSync(shotsDir, { recursive: true });
+const userDataDir = mkdtempSync(join(tmpdir(), 'tacos-console-chromium-'));
+const context = await chromium.launchPersistentContext(userDataDir, {
+  executablePath: '/usr/bin/chromium',
+  headless: true,
+  acceptDownloads: true,
+  viewport: { width: 1360, height: 860 },
+  args: [
+    '--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
+    '--disable-quic', '--no-first-run', '--disable-component-update', '--disable-sync',
+  ],
+});
+const page = context.pages()[0] || await context.newPage();
+page.setDefaultTimeout(10000);
+const problems = [];
+page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+page.on('console', (m) => {
+  // A failed request is logged by the browser; the UI shows those itself.
+  if (m.type() === 'error' && !/Failed to load resource/.test(m.text())) problems.push(`console error: ${m.text()}`);
+});
+/** A screenshot of the viewport, without the passing notes in the corner. */
+const shot = async (name) => {
+  await page.evaluate(() => document.getElementById('toasts')?.replaceChildren());
+  await page.screenshot({ path: join(shotsDir, `${name}.png`), fullPage: false });
+};
+const message = () => page.locator('.message.error').first();
+const goto = async (hash) => {
+  await page.evaluate((h) => { location.hash = h; }, hash);
+  await page.waitForLoadState('networkidle');
+};
+
+try {
+  await stepDo('login page refuses a wrong password', async () => {
+    await page.goto(`${base}/`);
+    await page.getByLabel('Username').fill('nacos');
+    await page.getByLabel('Password').fill('wrong-password');
+    await shot('login');
+    await page.getByRole('button', { name: 'Log in' }).click();
+    await message().waitFor();
+    assert.match(await message().innerText(), /Wrong username or password/);
+  });
+
+  await stepDo('log in and see who I am', async () => {
+    await page.getByLabel('Password').fill(password);
+    await page.getByRole('button', { name: 'Log in' }).click();
+    await page.getByTestId('whoami').waitFor();
+    assert.match(await page.getByTestId('whoami').innerText(), /nacos \(admin\)/);
+  });
+
+  await stepDo('create a namespace', async () => {
+    await goto('#/namespaces');
+    await page.getByTestId('ns-id').fill(NS);
+    await page.getByTestId('ns-name').fill('End to end');
+    await page.getByTestId('ns-create').click();
+    await page.locator('td', { hasText: 'End to end' }).waitFor();
+    const namespaces = (await apiGet(`${CONSOLE}/namespaces`)).body;
+    assert.ok(namespaces.some((n) => n.id === NS && n.name === 'End to end'), JSON.stringify(namespaces));
+    await page.getByTestId('namespace-select').selectOption(NS);
+    await goto('#/namespaces');
+    await page.locator('td', { hasText: 'End to end' }).waitFor();
+    await shot('namespaces');
+  });
+
+  const DATA_ID = 'app.json';
+  const v1 = '{\n  "port": 8080,\n  "debug": false,\n  "name": "shop"\n}\n';
+  const v2 = v1.replace('8080', '9090');
+  const other = v1.replace('8080', '7070');
+  const betaContent = v1.replace('false', 'true');
+
+  await stepDo('bad input in the editor shows a message and publishes nothing', async () => {
+    await goto('#/configs');
+    await page.getByTestId('new-config').click();
+    await page.getByTestId('dataId').waitFor();
+    const review = page.getByTestId('review-publish');
+    const editorMessage = page.getByTestId('editor-message');
+
+    await page.getByTestId('dataId').fill('bad id!');
+    await page.getByTestId('type').selectOption('json');
+    await page.getByTestId('content').fill(v1);
+    await review.click();
+    await editorMessage.locator('.message.error').waitFor();
+    assert.match(await editorMessage.innerText(), /Nothing was published[\s\S]*Data ID may only hold letters, digits/);
+
+    await page.getByTestId('dataId').fill(DATA_ID);
+    await page.getByTestId('content').fill('   \n');
+    await review.click();
+    await page.waitForFunction(() => /content is blank/.test(document.querySelector('[data-testid=editor-message]').innerText));
+
+    await page.getByTestId('content').fill('{\n  "port": 8080,\n  "debug": \n}\n');
+    await review.click();
+    await page.waitForFunction(() => /Invalid json at line 4, column 1/.test(document.querySelector('[data-testid=editor-message]').innerText));
+    await shot('editor-invalid-json');
+    assert.equal(await page.locator('[data-testid=review]').count(), 0, 'no review dialog for bad input');
+
+    assert.equal(await configCount(), 0, 'bad input published a config');
+    assert.equal((await getConfig(DATA_ID)).status, 404);
+    // The server refuses the same inputs on its own, writing nothing.
+    const direct = await apiPost(`${CONSOLE}/config`, { namespace: NS, group: 'DEFAULT_GROUP', dataId: DATA_ID, type: 'json', content: '{"a": }', create: true });
+    assert.equal(direct.status, 400);
+    assert.equal(direct.body.kind, 'syntax');
+    const badId = await apiPost(`${CONSOLE}/config`, { namespace: NS, group: 'DEFAULT_GROUP', dataId: 'a b', content: 'x', create: true });
+    assert.equal(badId.status, 400);
+    assert.match(badId.body.error, /invalid dataId/);
+    assert.equal(await configCount(), 0);
+  });
+
+  await stepDo('create a config after reviewing it', async () => {
+    await page.getByTestId('content').fill(v1);
+    await page.getByTestId('check').click();
+    await page.locator('[data-testid=editor-message] .message.ok', { hasText: 'Valid json' }).waitFor();
+    await page.getByTestId('review-publish').click();
+    await page.getByTestId('review').waitFor();
+    assert.match(await page.getByTestId('review').innerText(), /\+5/);
+    await page.locator('[data-action=publish]').click();
+    await page.getByTestId('config-meta').waitFor();
+    const created = (await getConfig(DATA_ID)).body.config;
+    assert.equal(created.content, v1);
+    assert.equal(created.type, 'json');
+    await shot('editor');
+  });
+
+  await stepDo('edit it and see the diff before publishing', async () => {
+    await page.getByTestId('content').fill(v2);
+    await page.getByTestId('review-publish').click();
+    const review = page.getByTestId('review');
+    await review.waitFor();
+    const diffText = await review.getByTestId('diff').innerText();
+    assert.match(diffText, /-\s*"port": 8080,/);
+    assert.match(diffText, /\+\s*"port": 9090,/);
+    assert.match(await review.innerText(), /\+1\s*−1/);
+    await shot('edit-diff');
+    assert.equal((await getConfig(DATA_ID)).body.config.content, v1, 'nothing is published before the review is confirmed');
+    await page.locator('[data-action=publish]').click();
+    await page.waitForFunction((m) => document.querySelector('[data-testid=config-meta]')?.innerText.includes(m), md5(v2));
+    assert.equal((await getConfig(DATA_ID)).body.config.content, v2);
+  });
+
+  await stepDo('a publish over someone else\'s change is refused (CAS)', async () => {
+    // Someone else publishes while the editor holds v2.
+    const meanwhile = await apiPost(`${CONSOLE}/config`, { namespace: NS, group: 'DEFAULT_GROUP', dataId: DATA_ID, type: 'json', content: other, casMd5: md5(v2) });
+    assert.equal(meanwhile.status, 200, JSON.stringify(meanwhile.body));
+    await page.getByTestId('content').fill(v2.replace('"shop"', '"store"'));
+    await page.getByTestId('review-publish').click();
+    await page.getByTestId('review').waitFor();
+    assert.match(await page.getByTestId('review').innerText(), /Someone else published this config after you opened it/);
+    await page.locator('[data-action=publish]').click();
+    await page.waitForFunction(() => /someone else changed this config/.test(document.querySelector('[data-testid=editor-message]').innerText));
+    assert.equal((await getConfig(DATA_ID)).body.config.content, other, 'the CAS refusal must not write');
+  });
+
+  await stepDo('history: compare two versions and roll back', async () => {
+    await goto(`#/history?ns=${NS}&group=DEFAULT_GROUP&dataId=${DATA_ID}`);
+    await page.getByTestId('history-table').waitFor();
+    const rows = (await apiGet(`${CONSOLE}/history`, { namespace: NS, group: 'DEFAULT_GROUP', dataId: DATA_ID })).body.pageItems;
+    assert.equal(rows.length, 3, JSON.stringify(rows));
+    const target = rows.find((r) => r.md5 === md5(v1) && r.op === 'U');
+    assert.ok(target, 'a row holding v1');
+    const checks = page.locator('[data-testid=history-table] input[type=checkbox]');
+    await checks.nth(0).check();
+    await checks.nth(2).check();
+    await page.getByTestId('compare').click();
+    await page.getByTestId('history-diff').waitFor();
+    await shot('history-diff');
+    await page.keyboard.press('Escape');
+    await shot('history');
+    await page.locator(`[data-rollback="${target.id}"]`).click();
+    const review = page.getByTestId('rollback-review');
+    await review.waitFor();
+    assert.match(await review.innerText(), /-\s*"port": 7070,[\s\S]*\+\s*"port": 8080,/);
+    await page.locator('[data-action=rollback]').click();
+    await page.waitForFunction(() => document.querySelectorAll('[data-testid=history-table] tbody tr').length === 4);
+    const now = (await getConfig(DATA_ID)).body.config;
+    assert.equal(now.content, v1, 'the rollback published the old content');
+    const after = (await apiGet(`${CONSOLE}/history`, { namespace: NS, group: 'DEFAULT_GROUP', dataId: DATA_ID })).body.pageItems;
+    assert.equal(after.length, 4);
+    assert.equal(after[0].op, 'U');
+    assert.equal(after[0].md5, md5(other), 'the rollback is recorded as a new version');
+  });
+
+  await stepDo('beta: publish to an IP, stop it; publish again and promote it', async () => {
+    await goto(`#/config?ns=${NS}&group=DEFAULT_GROUP&dataId=${DATA_ID}`);
+    const panel = page.getByTestId('beta-panel');
+    await panel.waitFor();
+    await panel.getByLabel('Beta IPs').fill('10.1.2.3, not-an-ip');
+    await panel.getByRole('button', { name: 'Publish the editor content as beta' }).click();
+    await panel.locator('.message.error', { hasText: 'not an IP' }).waitFor();
+    assert.equal((await getConfig(DATA_ID)).body.beta, null);
+    await page.getByTestId('content').fill(betaContent);
+    await panel.getByLabel('Beta IPs').fill('10.1.2.3');
+    await panel.getByRole('button', { name: 'Publish the editor content as beta' }).click();
+    await page.getByTestId('beta-panel').locator('.badge', { hasText: 'beta out' }).waitFor();
+    const withBeta = (await getConfig(DATA_ID)).body;
+    assert.deepEqual(withBeta.beta.ips, ['10.1.2.3']);
+    assert.equal(withBeta.config.content, v1, 'a beta leaves the current version alone');
+    await page.getByTestId('beta-panel').evaluate((el) => el.scrollIntoView({ block: 'start' }));
+    await shot('beta');
+    await page.getByRole('button', { name: 'Stop the beta' }).click();
+    await page.locator('[data-action=confirm]').click();
+    await page.getByTestId('beta-panel').locator('text=No beta is out').waitFor();
+    assert.equal((await getConfig(DATA_ID)).body.beta, null);
+
+    // Again, and this time promote it: it becomes the current version.
+    await page.getByTestId('content').fill(betaContent);
+    await panel.getByLabel('Beta IPs').fill('10.1.2.3');
+    await panel.getByRole('button', { name: 'Publish the editor content as beta' }).click();
+    await page.getByRole('button', { name: 'Promote to everyone' }).click();
+    await page.locator('[data-action=confirm]').click();
+    await page.getByTestId('beta-panel').locator('text=No beta is out').waitFor();
+    const promoted = (await getConfig(DATA_ID)).body;
+    assert.equal(promoted.beta, null);
+    assert.equal(promoted.config.content, betaContent);
+  });
+
+  await stepDo('listeners: a held long poll shows, in sync', async () => {
+    const abort = new AbortController();
+    const listening = `${DATA_ID}\u0002DEFAULT_GROUP\u0002${md5(betaContent)}\u0002${NS}\u0001`;
+    const poll = fetch(`${base}/nacos/v1/cs/configs/listener`, {
+      method: 'POST',
+      headers: { 'Long-Pulling-Timeout': '30000', 'Content-Type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ 'Listening-Configs': encodeURIComponent(listening) }).toString(),
+      signal: abort.signal,
+    }).catch(() => null);
+    await goto(`#/listeners?ns=${NS}&group=DEFAULT_GROUP&dataId=${DATA_ID}`);
+    await page.getByTestId('listeners').locator('td', { hasText: 'long poll held' }).waitFor();
+    assert.match(await page.getByTestId('listeners').innerText(), /HTTP[\s\S]*in sync/);
+    await shot('listeners');
+    abort.abort();
+    await poll;
+  });
+
+  await stepDo('import a zip, refuse a bad one, export the same again', async () => {
+    await goto('#/transfer');
+    const before = await configCount();
+    await page.getByTestId('import-file').setInputFiles(join(workDir, 'bad-import.zip'));
+    await page.getByTestId('import').click();
+    const result = page.getByTestId('import-result');
+    await result.locator('.message.error').waitFor();
+    const badText = await result.innerText();
+    assert.match(badText, /entries are invalid; nothing was imported/);
+    assert.match(badText, /IMPORTED\/broken\.json: invalid json at line 1/);
+    assert.match(badText, /IMPORTED\/blank\.txt: content is blank/);
+    assert.equal(await configCount(), before, 'a bad zip imported something');
+
+    await page.getByTestId('import-file').setInputFiles(join(workDir, 'import.zip'));
+    await page.getByTestId('import').click();
+    await result.getByTestId('import-summary').waitFor();
+    assert.match(await result.getByTestId('import-summary').innerText(), /Created 3, overwritten 0, skipped 0/);
+    await shot('import');
+    assert.equal(await configCount(), before + 3);
+
+    // The same zip again: abort refuses, skip keeps.
+    await page.getByTestId('import').click();
+    await result.locator('.message.error', { hasText: 'already exist (policy abort)' }).waitFor();
+    await page.getByTestId('import-policy').selectOption('skip');
+    await page.getByTestId('import').click();
+    await result.getByTestId('import-summary').waitFor();
+    assert.match(await result.getByTestId('import-summary').innerText(), /Created 0, overwritten 0, skipped 3/);
+
+    await page.getByLabel('Export group').fill('IMPORTED');
+    const [download] = await Promise.all([
+      page.waitForEvent('download'),
+      page.getByTestId('export').click(),
+    ]);
+    await download.saveAs(join(workDir, 'export.zip'));
+    assert.match(download.suggestedFilename(), /^tacos_config_export_e2e_\d+\.zip$/);
+  });
+
+  await stepDo('configs list: search and paging', async () => {
+    await goto('#/configs');
+    await page.locator('td a', { hasText: DATA_ID }).waitFor();
+    await shot('configs');
+    await page.getByTestId('search-dataid').fill('*.yaml');
+    await page.getByRole('button', { name: 'Search' }).click();
+    await page.waitForFunction(() => /1 in all/.test(document.querySelector('.pager')?.innerText || ''));
+    assert.equal(await page.locator('td a', { hasText: DATA_ID }).count(), 0);
+  });
+
+  await stepDo('a namespace that holds configs cannot be deleted', async () => {
+    await goto('#/namespaces');
+    await page.locator(`[data-delete="${NS}"]`).click();
+    await page.locator('[data-action=confirm]').click();
+    await page.getByTestId('namespaces-message').locator('.message.error', { hasText: 'still holds' }).waitFor();
+    assert.ok((await apiGet(`${CONSOLE}/namespaces`)).body.some((n) => n.id === NS));
+  });
+
+  await stepDo('cluster page', async () => {
+    await goto('#/cluster');
+    await page.getByTestId('leader').waitFor();
+    assert.equal(await page.getByTestId('leader').innerText(), 'node 1');
+    assert.match(await page.getByTestId('cluster').innerText(), /Leader[\s\S]*healthy/);
+    await shot('cluster');
+  });
+
+  await stepDo('users and permissions', async () => {
+    await goto('#/users');
+    await page.getByTestId('new-username').fill('bad name!');
+    await page.getByTestId('new-password').fill('reader-password-1');
+    await page.getByTestId('create-user').click();
+    await page.locator('.message.error', { hasText: 'A username is 1 to 64' }).waitFor();
+    await page.getByTestId('new-username').fill('reader');
+    await page.getByTestId('create-user').click();
+    await page.getByTestId('users').locator('strong', { hasText: 'reader' }).waitFor();
+    const row = page.getByTestId('users').locator('tr', { hasText: 'reader' });
+    await row.getByRole('button', { name: '+ grant' }).click();
+    await page.getByLabel('Namespace', { exact: true }).last().selectOption(NS);
+    await page.getByRole('button', { name: 'Grant', exact: true }).click();
+    await row.locator('.badge', { hasText: `${NS}: r` }).waitFor();
+    const users = await apiGet('/nacos/v1/auth/users', { pageNo: 1, pageSize: 100 });
+    const reader = users.body.pageItems.find((u) => u.username === 'reader');
+    assert.deepEqual(reader.permissions, { [NS]: 'r' });
+    await shot('users');
+  });
+
+  await stepDo('audit log', async () => {
+    await goto('#/audit?action=config.');
+    await page.getByTestId('audit').locator('td', { hasText: 'config.publish' }).first().waitFor();
+    await shot('audit');
+  });
+
+  await stepDo('log out', async () => {
+    await page.getByTestId('logout').click();
+    await page.getByRole('button', { name: 'Log in' }).waitFor();
+  });
+
+  await stepDo('a read-only user sees only its namespace and cannot write', async () => {
+    await page.getByLabel('Username').fill('reader');
+    await page.getByLabel('Password').fill('reader-password-1');
+    await page.getByRole('button', { name: 'Log in' }).click();
+    await page.getByTestId('whoami').waitFor();
+    assert.match(await page.getByTestId('whoami').innerText(), /reader/);
+    const options = await page.getByTestId('namespace-select').locator('option').allInnerTexts();
+    assert.deepEqual(options, ['End to end (e2e)']);
+    assert.equal(await page.locator('[data-nav=users]').count(), 0, 'no admin pages for a reader');
+    await goto('#/configs');
+    await page.locator('td a', { hasText: DATA_ID }).waitFor();
+    assert.equal(await page.getByTestId('new-config').count(), 0);
+    await page.locator('td a', { hasText: DATA_ID }).click();
+    await page.locator('.message.warn', { hasText: 'may read this namespace but not change it' }).waitFor();
+    const refused = await page.evaluate(async (ns) => {
+      const { token } = JSON.parse(sessionStorage.getItem('tacos.session'));
+      const response = await fetch('/tacos/api/console/config', {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ namespace: ns, group: 'DEFAULT_GROUP', dataId: 'sneaky', content: 'x', create: true }),
+      });
+      return { status: response.status, body: await response.json() };
+    }, NS);
+    assert.equal(refused.status, 403);
+    assert.match(refused.body.error, /reader may not write namespace e2e/);
+    assert.equal((await getConfig('sneaky')).status, 404);
+    await page.getByTestId('logout').click();
+    await page.getByRole('button', { name: 'Log in' }).waitFor();
+  });
+
+  assert.deepEqual(problems, [], 'the page logged errors');
+  log('all ok');
+} catch (e) {
+  console.error(`FAILED at step "${step}": ${e.stack || e}`);
+  try {
+    await page.screenshot({ path: join(workDir, 'failure.png'), fullPage: true });
+    console.error(`screenshot of the failure: ${join(workDir, 'failure.png')}`);
+  } catch {
+    // the browser may be gone
+  }
+  if (problems.length) console.error(problems.join('\n'));
+  process.exitCode = 1;
+} finally {
+  await context.close();
+  rmSync(userDataDir, { recursive: true, force: true });
+}
