@@ -250,6 +250,7 @@ pub async fn batch_listen(
             conn: conn.num,
             keys: keys.clone(),
             queue: conn.queue.clone(),
+            client: peer.map(|p| p.to_string()).unwrap_or_default(),
         })
         .await;
     if subscribed.is_err() {

@@ -142,6 +142,11 @@ impl ConfigService {
         ConfigService { node, limits }
     }
 
+    /// The largest content a write may carry (`--max-content-size`).
+    pub fn max_content_size(&self) -> usize {
+        self.limits.max_content_size
+    }
+
     /// The current state (lock-free).
     pub fn state(&self) -> Arc<State> {
         self.node.state()

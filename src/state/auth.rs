@@ -82,6 +82,20 @@ impl std::fmt::Debug for User {
 }
 
 impl User {
+    /// A new, enabled user without permissions.
+    fn new(username: &str, password_hash: &str, admin: bool, time_ms: i64) -> Self {
+        User {
+            username: username.to_string(),
+            password_hash: password_hash.to_string(),
+            admin,
+            enabled: true,
+            create_time: time_ms,
+            modify_time: time_ms,
+            generation: 0,
+            permissions: BTreeMap::new(),
+        }
+    }
+
     /// What this user may do in `namespace` (as a client spells it).
     pub fn access(&self, namespace: &str) -> Option<Access> {
         if self.admin {
@@ -140,19 +154,8 @@ impl State {
         // A user of that name may exist (a migrated data dir): it becomes
         // admin with the given password only when it did not exist.
         if !self.users.contains_key(&c.admin_username) {
-            self.users.insert(
-                c.admin_username.clone(),
-                Arc::new(User {
-                    username: c.admin_username.clone(),
-                    password_hash: c.admin_password_hash.clone(),
-                    admin: true,
-                    enabled: true,
-                    create_time: c.time_ms,
-                    modify_time: c.time_ms,
-                    generation: 0,
-                    permissions: BTreeMap::new(),
-                }),
-            );
+            let admin = User::new(&c.admin_username, &c.admin_password_hash, true, c.time_ms);
+            self.users.insert(c.admin_username.clone(), Arc::new(admin));
         }
         Ok(Response::Done)
     }
@@ -161,19 +164,8 @@ impl State {
         if self.users.contains_key(&c.username) {
             return Err(ApplyError::UserExists(c.username.clone()));
         }
-        self.users.insert(
-            c.username.clone(),
-            Arc::new(User {
-                username: c.username.clone(),
-                password_hash: c.password_hash.clone(),
-                admin: c.admin,
-                enabled: true,
-                create_time: c.time_ms,
-                modify_time: c.time_ms,
-                generation: 0,
-                permissions: BTreeMap::new(),
-            }),
-        );
+        let user = User::new(&c.username, &c.password_hash, c.admin, c.time_ms);
+        self.users.insert(c.username.clone(), Arc::new(user));
         Ok(Response::Done)
     }
 

@@ -87,6 +87,8 @@ struct RecentPoll {
 struct Subscriber {
     keys: HashMap<ConfigKey, ListenKey>,
     queue: PushQueue,
+    /// The client's address (`ip:port`), for the listeners view.
+    client: String,
 }
 
 /// The watch hub actor.
@@ -341,6 +343,8 @@ pub struct Subscribe {
     pub conn: u64,
     pub keys: Vec<ListenKey>,
     pub queue: PushQueue,
+    /// The connection's peer address (`ip:port`), or "" if unknown.
+    pub client: String,
 }
 
 impl Handler<Subscribe> for WatchHub {
@@ -353,6 +357,7 @@ impl Handler<Subscribe> for WatchHub {
             .or_insert_with(|| Subscriber {
                 keys: HashMap::new(),
                 queue: msg.queue,
+                client: msg.client,
             });
         for k in msg.keys {
             self.subscribers_by_key
@@ -480,8 +485,8 @@ pub enum ListenState {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ListenerInfo {
     pub protocol: ListenProtocol,
-    /// HTTP: the client's IP. gRPC: the hub's number for the connection
-    /// (the connection registry knows its address).
+    /// HTTP: the client's IP. gRPC: the connection's peer address
+    /// (`ip:port`).
     pub client: String,
     /// The md5 the client said it holds (gRPC: in its last listen request).
     pub md5: String,
@@ -529,7 +534,11 @@ impl Handler<ListenersOf> for WatchHub {
             if let Some(listen) = sub.keys.get(key) {
                 found.push(ListenerInfo {
                     protocol: ListenProtocol::Grpc,
-                    client: conn.to_string(),
+                    client: if sub.client.is_empty() {
+                        format!("connection {conn}")
+                    } else {
+                        sub.client.clone()
+                    },
                     md5: listen.md5.clone(),
                     state: ListenState::Subscribed {
                         push_pending: sub.queue.contains(key),
@@ -602,6 +611,7 @@ mod tests {
             conn: 42,
             keys: vec![listen("a", "old")],
             queue: queue.clone(),
+            client: "10.0.0.8:50123".into(),
         })
         .await
         .unwrap();
@@ -620,7 +630,10 @@ mod tests {
             .iter()
             .find(|l| l.protocol == ListenProtocol::Grpc)
             .unwrap();
-        assert_eq!((grpc.client.as_str(), grpc.md5.as_str()), ("42", "old"));
+        assert_eq!(
+            (grpc.client.as_str(), grpc.md5.as_str()),
+            ("10.0.0.8:50123", "old")
+        );
         assert_eq!(
             grpc.state,
             ListenState::Subscribed {

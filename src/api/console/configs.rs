@@ -27,11 +27,6 @@ use crate::service::{checked_key, PublishRequest};
 use crate::state::{canonical_namespace, Access, Config, ConfigKey, State};
 use crate::watch::{ListenProtocol, ListenState, ListenersOf};
 
-/// The largest content the console checks for up front: the ceiling of
-/// `--max-content-size`. The config service enforces the configured size
-/// itself before it proposes anything (the handlers cannot see it).
-const MAX_CONTENT: usize = crate::settings::MAX_CONTENT_CEILING;
-
 /// How long the listeners page waits for the watch hub.
 const HUB_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -421,7 +416,7 @@ pub async fn publish(
         &form.data_id,
         &form.content,
         &form.config_type,
-        MAX_CONTENT,
+        app.service.max_content_size(),
     )?;
     let state = app.service.state();
     let current = state.config(&key);
@@ -543,7 +538,7 @@ pub async fn preview(
     let form: PreviewBody = json_body(&body)?;
     let key = checked_key(&form.namespace, &form.group, &form.data_id)?;
     require(&principal, &key.namespace, Access::Read)?;
-    let content_error = validate::content(&form.content, MAX_CONTENT)
+    let content_error = validate::content(&form.content, app.service.max_content_size())
         .err()
         .map(|e| e.to_string());
     let state = app.service.state();
@@ -626,7 +621,7 @@ pub async fn publish_beta(
         &form.data_id,
         &form.content,
         &config.config_type,
-        MAX_CONTENT,
+        app.service.max_content_size(),
     )?;
     let request = PublishRequest {
         namespace: form.namespace,
@@ -952,7 +947,7 @@ pub async fn import(
     if body.is_empty() {
         return Err(ConsoleError::Body("send the zip file as the body".into()));
     }
-    let max = MAX_CONTENT;
+    let max = app.service.max_content_size();
     let unzipped = web::block(move || transfer::read_zip(&body, max))
         .await
         .map_err(|e| ConsoleError::Internal(e.to_string()))??;
