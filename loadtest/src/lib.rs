@@ -16,14 +16,29 @@
 //! | `LOADTEST_TENANT` | namespace sent as `tenant` | `` (public) |
 //! | `LOADTEST_CONTENT_BYTES` | pad each published content to at least this many bytes | `0` |
 //! | `LOADTEST_WAIT_MS` | per-user pause between requests, `N` or `MIN-MAX` ms | none |
+//! | `LOADTEST_RATE_PER_USER` | requests/s each user sends at most (0 = unlimited) | unlimited |
 //! | `LOADTEST_USERNAME`, `LOADTEST_PASSWORD` | log in first and send `accessToken` | none |
+//!
+//! The same settings are also command-line flags next to goose's own (`--keys`,
+//! `--key-prefix`, `--tenant`, `--content-bytes`, `--rate-per-user`; a flag wins over its
+//! variable): [`cli`] parses both, [`start`] turns them into a `GooseAttack`.
+//!
+//! Other modules: [`rate`] (the per-user rate limiter), [`nacos`] (request builders:
+//! form bodies, `Listening-Configs`), [`listen`] (the `http_config_listen` scenario),
+//! [`goose_report`] (reads goose's JSON reports), [`qa`] (the `qa` release report tool).
 //!
 //! The gRPC load tools (`grpc_config`, `grpc_fanout`) speak the Nacos 2.x gRPC API
 //! through [`grpc`] instead, take ordinary command-line options (no goose), and
 //! summarize their latencies with [`latency`].
 
+pub mod cli;
+pub mod goose_report;
 pub mod grpc;
 pub mod latency;
+pub mod listen;
+pub mod nacos;
+pub mod qa;
+pub mod rate;
 
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -47,8 +62,8 @@ const MAX_DATA_ID_LEN: usize = 256;
 /// Longest namespace id Nacos accepts.
 const MAX_TENANT_LEN: usize = 128;
 
-/// Scenario settings that come from the environment.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Scenario settings: command-line flags, else environment variables, else defaults.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
     /// How many distinct dataIds the scenario uses.
     pub keys: usize,
@@ -60,6 +75,8 @@ pub struct Settings {
     pub content_bytes: usize,
     /// Optional per-user pause between transactions (min, max).
     pub wait: Option<(Duration, Duration)>,
+    /// Optional per-user rate limit, requests per second (see [`rate::RateLimiter`]).
+    pub rate_per_user: Option<f64>,
     /// Optional username and password for `/nacos/v1/auth/login`.
     pub credentials: Option<(String, String)>,
 }
@@ -69,6 +86,17 @@ impl Settings {
     pub fn from_env(default_keys: usize, default_prefix: &str) -> Result<Self, GooseError> {
         Self::from_lookup(default_keys, default_prefix, |name| {
             std::env::var(name).ok()
+        })
+    }
+
+    /// Reads the settings from `args` (flags) first and the environment second.
+    pub fn from_args(
+        args: &cli::ScenarioArgs,
+        default_keys: usize,
+        default_prefix: &str,
+    ) -> Result<Self, GooseError> {
+        Self::from_lookup(default_keys, default_prefix, |name| {
+            args.lookup(name).or_else(|| std::env::var(name).ok())
         })
     }
 
@@ -137,6 +165,20 @@ impl Settings {
             })?),
             None => None,
         };
+        let rate_per_user = match lookup("LOADTEST_RATE_PER_USER") {
+            Some(value) => match value.trim().parse::<f64>() {
+                Ok(0.0) => None,
+                Ok(r) if r.is_finite() && r > 0.0 => Some(r),
+                _ => {
+                    return Err(invalid(
+                        "LOADTEST_RATE_PER_USER",
+                        &value,
+                        "requests per second: a positive number, or 0 for unlimited",
+                    ))
+                }
+            },
+            None => None,
+        };
         let credentials = match (lookup("LOADTEST_USERNAME"), lookup("LOADTEST_PASSWORD")) {
             (Some(user), Some(password)) => Some((user, password)),
             (None, None) => None,
@@ -154,6 +196,7 @@ impl Settings {
             tenant,
             content_bytes,
             wait,
+            rate_per_user,
             credentials,
         })
     }
@@ -186,7 +229,8 @@ impl Settings {
         ))
     }
 
-    fn pad(&self, mut content: String) -> String {
+    /// Pads `content` with a space and dots to at least `content_bytes` bytes.
+    pub fn pad(&self, mut content: String) -> String {
         if content.len() < self.content_bytes {
             content.push(' ');
             while content.len() < self.content_bytes {
@@ -224,7 +268,7 @@ static RUN_ID: OnceLock<u128> = OnceLock::new();
 
 /// Milliseconds since the epoch when this process first asked: makes contents unique
 /// across runs against the same server, so every publish really changes the config.
-fn run_id() -> u128 {
+pub fn run_id() -> u128 {
     *RUN_ID.get_or_init(|| {
         SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -240,6 +284,17 @@ pub fn init(default_keys: usize, default_prefix: &str) -> Result<&'static Settin
     Ok(SETTINGS.get_or_init(|| settings))
 }
 
+/// Reads the settings from `args` and the environment once, for the transactions to use.
+pub fn init_with(
+    args: &cli::ScenarioArgs,
+    default_keys: usize,
+    default_prefix: &str,
+) -> Result<&'static Settings, GooseError> {
+    let settings = Settings::from_args(args, default_keys, default_prefix)?;
+    run_id();
+    Ok(SETTINGS.get_or_init(|| settings))
+}
+
 /// The settings [`init`] read.
 pub fn settings() -> &'static Settings {
     SETTINGS
@@ -251,10 +306,43 @@ pub fn settings() -> &'static Settings {
 /// the telnet Controller is off (goose 0.19 keeps the WebSocket Controller off unless
 /// `--websocket` is given), so a run opens no listening port.
 pub fn attack() -> Result<GooseAttack, GooseError> {
-    let attack = GooseAttack::initialize()?
+    with_defaults(GooseAttack::initialize()?)
+}
+
+fn with_defaults(attack: GooseAttack) -> Result<GooseAttack, GooseError> {
+    let attack = attack
         .set_default(GooseDefault::Host, DEFAULT_HOST)?
         .set_default(GooseDefault::NoTelnet, true)?;
     Ok(*attack)
+}
+
+/// What [`start`] gives a scenario binary.
+pub struct Started<E> {
+    /// The attack, with this crate's defaults.
+    pub attack: GooseAttack,
+    /// The scenario's own options.
+    pub args: E,
+    /// Goose's options as given (goose keeps its copy private).
+    pub goose: goose::config::GooseConfiguration,
+}
+
+/// What a scenario binary starts from: parses its command line (goose's options plus
+/// [`cli::ScenarioArgs`] plus the scenario's own `E`; `--help` lists them all and
+/// exits), reads the settings once, and builds the `GooseAttack` with this crate's
+/// defaults. `about` is the first line of `--help`.
+pub fn start<E: clap::Args + clap::FromArgMatches>(
+    about: &str,
+    default_keys: usize,
+    default_prefix: &str,
+) -> Result<Started<E>, GooseError> {
+    let cli = cli::parse::<E>(about);
+    init_with(&cli.scenario, default_keys, default_prefix)?;
+    let attack = with_defaults(GooseAttack::initialize_with_config(cli.goose.clone())?)?;
+    Ok(Started {
+        attack,
+        args: cli.extra,
+        goose: cli.goose,
+    })
 }
 
 /// A scenario with the per-user pause from `LOADTEST_WAIT_MS` and, when credentials
@@ -272,9 +360,41 @@ pub fn scenario(name: &str) -> Result<Scenario, GooseError> {
     Ok(scenario)
 }
 
-/// The access token a user got from [`login`].
-#[derive(Debug, Clone)]
-struct AccessToken(String);
+/// What each goose user keeps between transactions (goose holds one session value per
+/// user): its access token, its rate limiter and, in `http_config_listen`, what it
+/// listens to.
+#[derive(Debug, Clone, Default)]
+pub struct UserState {
+    pub token: Option<String>,
+    pub limiter: Option<rate::RateLimiter>,
+    pub listener: Option<listen::ListenerState>,
+}
+
+/// The user's [`UserState`], created empty on first use.
+pub fn user_state(user: &mut GooseUser) -> &mut UserState {
+    if user.get_session_data::<UserState>().is_none() {
+        user.set_session_data(UserState::default());
+    }
+    user.get_session_data_unchecked_mut::<UserState>()
+}
+
+/// Waits for this user's next slot under `--rate-per-user` (no wait without one).
+pub async fn pace(user: &mut GooseUser) {
+    let Some(rate) = settings().rate_per_user else {
+        return;
+    };
+    let state = user_state(user);
+    if state.limiter.is_none() {
+        // The rate was validated when the settings were read.
+        state.limiter = rate::RateLimiter::new(rate).ok();
+    }
+    if let Some(limiter) = state.limiter.as_mut() {
+        let delay = limiter.reserve(Instant::now());
+        if !delay.is_zero() {
+            tokio::time::sleep(delay).await;
+        }
+    }
+}
 
 /// Logs the user in with `LOADTEST_USERNAME` / `LOADTEST_PASSWORD` and keeps the token.
 pub async fn login(user: &mut GooseUser) -> TransactionResult {
@@ -296,7 +416,7 @@ pub async fn login(user: &mut GooseUser) -> TransactionResult {
         .and_then(|v| v.get("accessToken")?.as_str().map(str::to_string));
     match token {
         Some(token) => {
-            user.set_session_data(AccessToken(token));
+            user_state(user).token = Some(token);
             Ok(())
         }
         None => user.set_failure(
@@ -308,24 +428,39 @@ pub async fn login(user: &mut GooseUser) -> TransactionResult {
     }
 }
 
-fn access_token(user: &GooseUser) -> Option<String> {
-    user.get_session_data::<AccessToken>().map(|t| t.0.clone())
+/// The access token this user got from [`login`], if any.
+pub fn access_token(user: &GooseUser) -> Option<String> {
+    user.get_session_data::<UserState>()
+        .and_then(|s| s.token.clone())
+}
+
+/// A `POST` of the form `body` (already encoded, see [`nacos::form_body`]) to `path`,
+/// recorded under `name`.
+pub async fn post_form_body(
+    user: &mut GooseUser,
+    path: &str,
+    name: &str,
+    body: String,
+) -> Result<GooseResponse, Box<TransactionError>> {
+    let builder = user
+        .get_request_builder(&GooseMethod::Post, path)?
+        .header("Content-Type", nacos::FORM_CONTENT_TYPE)
+        .body(body);
+    let request = GooseRequest::builder()
+        .method(GooseMethod::Post)
+        .path(path)
+        .name(name)
+        .set_request_builder(builder)
+        .build();
+    user.request(request).await
 }
 
 /// Publishes `content` under `data_id`; the request fails unless the reply is `true`.
 pub async fn publish(user: &mut GooseUser, data_id: &str, content: &str) -> TransactionResult {
     let settings = settings();
     let token = access_token(user);
-    let mut params = vec![
-        ("dataId", data_id),
-        ("group", GROUP),
-        ("content", content),
-        ("tenant", settings.tenant.as_str()),
-    ];
-    if let Some(token) = token.as_deref() {
-        params.push(("accessToken", token));
-    }
-    let goose = user.post_form(CONFIGS_PATH, &params).await?;
+    let body = nacos::publish_form(data_id, GROUP, content, &settings.tenant, token.as_deref());
+    let goose = post_form_body(user, CONFIGS_PATH, CONFIGS_PATH, body).await?;
     check_body(user, goose, "publish: reply is not `true`", |body| {
         body.trim() == "true"
     })
@@ -335,14 +470,8 @@ pub async fn publish(user: &mut GooseUser, data_id: &str, content: &str) -> Tran
 /// Reads `data_id`; the request fails unless the reply is 200 with exactly `expected`.
 pub async fn query(user: &mut GooseUser, data_id: &str, expected: &str) -> TransactionResult {
     let settings = settings();
-    let mut path = format!(
-        "{CONFIGS_PATH}?dataId={}&group={GROUP}&tenant={}",
-        encode(data_id),
-        encode(&settings.tenant)
-    );
-    if let Some(token) = access_token(user) {
-        let _ = write!(path, "&accessToken={}", encode(&token));
-    }
+    let token = access_token(user);
+    let path = nacos::query_path(data_id, GROUP, &settings.tenant, token.as_deref());
     let request = GooseRequest::builder()
         .method(GooseMethod::Get)
         .path(path.as_str())
@@ -400,48 +529,48 @@ pub fn encode(value: &str) -> String {
 }
 
 /// Transaction: publish a unique content to a random key (`http_config_set`,
-/// `http_config_set2`).
+/// `http_config_set2`), at most `--rate-per-user` times per second.
 pub async fn publish_random_key(user: &mut GooseUser) -> TransactionResult {
+    pace(user).await;
     let settings = settings();
     let data_id = settings.data_id(settings.random_key());
     let content = settings.unique_content(user.weighted_users_index);
     publish(user, &data_id, &content).await
 }
 
-/// Transaction: read a random key and check it holds its seed (`http_config_query`).
+/// Transaction: read a random key and check it holds its seed (`http_config_query`), at
+/// most `--rate-per-user` times per second.
 pub async fn query_random_key(user: &mut GooseUser) -> TransactionResult {
+    pace(user).await;
     let settings = settings();
     let data_id = settings.data_id(settings.random_key());
     let expected = settings.seed_content(&data_id);
     query(user, &data_id, &expected).await
 }
 
+/// How many seed publishes are in flight at once.
+const SEED_CONCURRENCY: usize = 16;
+
 /// `test_start` transaction: publishes the seed content of every key once, before any
-/// user starts. Goose ignores what a `test_start` transaction returns, so problems are
-/// printed here (and then show as failed queries).
+/// user starts (16 at a time, outside goose's metrics). Goose ignores what a
+/// `test_start` transaction returns, so problems are printed here (and then show as
+/// failed queries).
 pub async fn seed_keys(user: &mut GooseUser) -> TransactionResult {
     let settings = settings();
     let started = Instant::now();
     if let Err(e) = login(user).await {
         eprintln!("seeding: login failed: {e}");
     }
-    let mut failed = 0usize;
-    for i in 0..settings.keys {
-        let data_id = settings.data_id(i);
-        let content = settings.seed_content(&data_id);
-        if let Err(e) = publish(user, &data_id, &content).await {
-            failed += 1;
-            if failed <= 3 {
-                eprintln!("seeding {data_id} failed: {e}");
-            }
-        }
-    }
-    if failed > 0 {
-        eprintln!(
-            "seeding: {failed} of {} keys failed: queries of them will fail",
-            settings.keys
-        );
-    } else {
+    let token = access_token(user);
+    let items: Vec<(String, String)> = (0..settings.keys)
+        .map(|i| {
+            let data_id = settings.data_id(i);
+            let content = settings.seed_content(&data_id);
+            (data_id, content)
+        })
+        .collect();
+    let failed = seed(&user.base_url, &items, &settings.tenant, token.as_deref()).await;
+    if failed.is_empty() {
         eprintln!(
             "seeded {} key(s) ({}0 .. {}{}) in {:.1?}",
             settings.keys,
@@ -450,8 +579,72 @@ pub async fn seed_keys(user: &mut GooseUser) -> TransactionResult {
             settings.keys - 1,
             started.elapsed()
         );
+    } else {
+        for e in failed.iter().take(3) {
+            eprintln!("seeding: {e}");
+        }
+        eprintln!(
+            "seeding: {} of {} keys failed: queries of them will fail",
+            failed.len(),
+            settings.keys
+        );
     }
     Ok(())
+}
+
+/// Publishes each `(dataId, content)` of `items` to the server at `base`,
+/// [`SEED_CONCURRENCY`] at a time; returns what failed.
+pub async fn seed(
+    base: &reqwest::Url,
+    items: &[(String, String)],
+    tenant: &str,
+    token: Option<&str>,
+) -> Vec<String> {
+    let client = match reqwest::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+    {
+        Ok(client) => client,
+        Err(e) => return vec![format!("building an HTTP client: {e}")],
+    };
+    let url = match base.join(CONFIGS_PATH) {
+        Ok(url) => url,
+        Err(e) => return vec![format!("{base}: {e}")],
+    };
+    let mut failed = Vec::new();
+    for chunk in items.chunks(SEED_CONCURRENCY) {
+        let mut tasks = tokio::task::JoinSet::new();
+        for (data_id, content) in chunk {
+            let body = nacos::publish_form(data_id, GROUP, content, tenant, token);
+            let request = client
+                .post(url.clone())
+                .header("Content-Type", nacos::FORM_CONTENT_TYPE)
+                .body(body);
+            let data_id = data_id.clone();
+            tasks.spawn(async move {
+                match request.send().await {
+                    Ok(response) => {
+                        let status = response.status();
+                        let body = response.text().await.unwrap_or_default();
+                        if status.is_success() && body.trim() == "true" {
+                            Ok(())
+                        } else {
+                            Err(format!("{data_id}: {status} {}", body.trim()))
+                        }
+                    }
+                    Err(e) => Err(format!("{data_id}: {e}")),
+                }
+            });
+        }
+        while let Some(result) = tasks.join_next().await {
+            match result {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => failed.push(e),
+                Err(e) => failed.push(format!("seed task: {e}")),
+            }
+        }
+    }
+    failed
 }
 
 #[cfg(test)]
@@ -474,6 +667,7 @@ mod tests {
         assert_eq!(s.key_prefix, "lt-");
         assert_eq!(s.tenant, "");
         assert_eq!(s.wait, None);
+        assert_eq!(s.rate_per_user, None);
         assert_eq!(s.credentials, None);
         assert_eq!(s.data_id(7), "lt-7");
     }
@@ -485,6 +679,7 @@ mod tests {
             ("LOADTEST_KEY_PREFIX", "a.b:c_"),
             ("LOADTEST_TENANT", "ns-1"),
             ("LOADTEST_WAIT_MS", "5-15"),
+            ("LOADTEST_RATE_PER_USER", "2.5"),
             ("LOADTEST_CONTENT_BYTES", "64"),
             ("LOADTEST_USERNAME", "nacos"),
             ("LOADTEST_PASSWORD", "pw"),
@@ -497,6 +692,7 @@ mod tests {
             s.wait,
             Some((Duration::from_millis(5), Duration::from_millis(15)))
         );
+        assert_eq!(s.rate_per_user, Some(2.5));
         assert_eq!(s.credentials, Some(("nacos".into(), "pw".into())));
         assert_eq!(s.unique_content(0).len(), 64);
         assert_eq!(s.seed_content("x").len(), 64);
@@ -514,6 +710,15 @@ mod tests {
         assert!(read(&[("LOADTEST_WAIT_MS", "9-3")]).is_err());
         assert!(read(&[("LOADTEST_USERNAME", "nacos")]).is_err());
         assert!(read(&[("LOADTEST_CONTENT_BYTES", "99999999")]).is_err());
+        assert!(read(&[("LOADTEST_RATE_PER_USER", "-1")]).is_err());
+        assert!(read(&[("LOADTEST_RATE_PER_USER", "fast")]).is_err());
+        assert!(read(&[("LOADTEST_RATE_PER_USER", "inf")]).is_err());
+        assert_eq!(
+            read(&[("LOADTEST_RATE_PER_USER", "0")])
+                .unwrap()
+                .rate_per_user,
+            None
+        );
     }
 
     #[test]
@@ -534,6 +739,30 @@ mod tests {
         let s = read(&[]).unwrap();
         assert_ne!(s.unique_content(1), s.unique_content(1));
         assert_eq!(s.seed_content("lt-0"), "loadtest seed lt-0");
+    }
+
+    #[test]
+    fn flags_win_over_the_environment() {
+        let args = cli::ScenarioArgs {
+            keys: Some(7),
+            rate_per_user: Some(3.0),
+            ..Default::default()
+        };
+        let map: HashMap<String, String> = [("LOADTEST_KEYS", "9"), ("LOADTEST_TENANT", "ns")]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let s = Settings::from_lookup(100, "lt-", |name| {
+            args.lookup(name).or_else(|| map.get(name).cloned())
+        })
+        .unwrap();
+        assert_eq!(s.keys, 7);
+        assert_eq!(s.tenant, "ns");
+        assert_eq!(s.rate_per_user, Some(3.0));
+        // Key naming: prefix + index, 0-based.
+        assert_eq!(s.data_id(0), "lt-0");
+        assert_eq!(s.data_id(6), "lt-6");
+        assert_eq!(s.seed_content(&s.data_id(3)), "loadtest seed lt-3");
     }
 
     #[test]

@@ -27,6 +27,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use clap::{Parser, ValueEnum};
 use loadtest::grpc::{self, Error, Options};
 use loadtest::latency::{ms, parse_duration, round3, Summary};
+use loadtest::rate::RateLimiter;
 use serde_json::json;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -73,8 +74,9 @@ struct Args {
     /// Namespace (`tenant`); "" is the public one.
     #[arg(long, default_value = "")]
     tenant: String,
-    /// Requests/s per connection at most; 0 = unlimited (closed loop).
-    #[arg(long, default_value_t = 0.0)]
+    /// Requests/s per connection at most; 0 = unlimited (closed loop). Paced by
+    /// `loadtest::rate::RateLimiter`, like the HTTP scenarios' `--rate-per-user`.
+    #[arg(long, alias = "rate-per-user", default_value_t = 0.0)]
     rate: f64,
     /// Share of publishes in `--mode mixed`, in percent.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(0..=100))]
@@ -264,18 +266,19 @@ async fn main() -> ExitCode {
         tasks.spawn(async move {
             let mut tally = Tally::default();
             let mut seq = 0u64;
-            let interval = (rate > 0.0).then(|| Duration::from_secs_f64(1.0 / rate));
-            let mut next_send = start;
+            // Validated above: 0 (unlimited) or a positive rate. The first slot is
+            // at the common start, then one per interval, with no catching up after a
+            // slow answer: at most `rate` per second.
+            let mut limiter = RateLimiter::with_phase(rate, 0.0).ok();
             while Instant::now() < deadline {
-                if let Some(interval) = interval {
-                    if next_send > Instant::now() {
-                        tokio::time::sleep_until(next_send.into()).await;
+                if let Some(limiter) = limiter.as_mut() {
+                    let delay = limiter.reserve(Instant::now());
+                    if !delay.is_zero() {
+                        tokio::time::sleep(delay).await;
                         if Instant::now() >= deadline {
                             break;
                         }
                     }
-                    // No catching up after a slow answer: at most `rate` per second.
-                    next_send = next_send.max(Instant::now()) + interval;
                 }
                 let key = rand::random_range(0..keys);
                 let id = format!("{prefix}{key}");

@@ -2,16 +2,23 @@
 //!
 //! `POST /nacos/v1/cs/configs` with the form
 //! `dataId=<loadtest-0..99>&group=DEFAULT_GROUP&content=<unique>&tenant=`; a request
-//! counts as failed unless the reply is 200 with body `true`. `LOADTEST_KEYS` changes
-//! the number of dataIds; see the crate README for the other settings.
+//! counts as failed unless the reply is 200 with body `true`. `--keys` changes the
+//! number of dataIds, `--rate-per-user` caps each user's requests per second; `--help`
+//! lists every option.
 
 use goose::prelude::*;
+use loadtest::cli::NoArgs;
 use loadtest::publish_random_key;
 
 #[tokio::main]
 async fn main() -> Result<(), GooseError> {
-    loadtest::init(100, "loadtest-")?;
-    loadtest::attack()?
+    let started = loadtest::start::<NoArgs>(
+        "http_config_set: publish a unique content to a random one of 100 dataIds (POST /nacos/v1/cs/configs)",
+        100,
+        "loadtest-",
+    )?;
+    started
+        .attack
         .register_scenario(
             loadtest::scenario("ConfigSet")?
                 .register_transaction(transaction!(publish_random_key).set_name("publish")),

@@ -1,0 +1,395 @@
+//! `qa`: a release QA report of a Nacos-compatible config server against a baseline, in
+//! one command. See `qa --help` and loadtest/README.md.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use clap::Parser;
+use loadtest::latency::parse_duration;
+use loadtest::qa::procs;
+use loadtest::qa::report;
+use loadtest::qa::run::{self, Options};
+use loadtest::qa::scenario::{Params, Scenario};
+use loadtest::qa::servers::Flavor;
+
+const ABOUT: &str = "qa: a one-command release QA report of a Nacos-compatible config server \
+(Tacos) against a baseline (r-nacos)";
+
+const LONG_ABOUT: &str = "\
+qa: a one-command release QA report of a Nacos-compatible config server (Tacos) against
+a baseline (e.g. r-nacos), all on 127.0.0.1.
+
+For each topology (--nodes: 1 node, a 3-node cluster, or both) it
+  1. finds the saturation point of each scenario: a matrix of users x per-user rate
+     (--users x --rates, --matrix-time per point) on one fresh server, for the server
+     under test and (unless --no-baseline-saturation) the baseline; the capacity is the
+     highest throughput, the knee the highest load served before throughput stops
+     growing and p99 climbs;
+  2. runs each scenario just below saturation (--load-fraction of the capacity,
+     offered by the fewest users that reached 1.5x that, else the most users) on both
+     servers, alternating server and baseline (ABAB... over --rounds rounds), each run
+     on a fresh server with fresh data dirs, sampling RSS and CPU of every server
+     process (and the load tool, and the rest of the machine) from /proc;
+  3. writes <--out>/<version>.md with SVG plots: per scenario throughput,
+     p50/p90/p99, RSS and CPU of both, the ratios, pass/fail verdicts against the
+     budgets file (--budgets), and a note on noise (machine, load average, alternation,
+     spread between rounds).
+
+Scenarios (--scenarios): set, set2, query, listen (goose scenarios of this crate, run as
+child processes from --bin-dir) and optionally grpc-query, grpc-publish (grpc_config).
+Every server and load tool it starts is stopped at the end, on error and on Ctrl-C;
+its work dir (logs, raw reports) is removed unless --keep-work.
+
+--smoke: a few seconds, no baseline, 1 node, a tiny matrix; what CI runs.
+
+Examples:
+  qa --baseline /work/rnacos/bin/rnacos                      # docs/qa/<version>.md
+  qa --baseline rnacos --nodes 1 --scenarios set,query --rounds 3
+  qa --smoke --server target/debug/tacos --out /tmp/qa";
+
+#[derive(Debug, Parser)]
+#[command(name = "qa", about = ABOUT, long_about = LONG_ABOUT)]
+struct Args {
+    /// The server under test [default: `tacos` next to this binary]
+    #[arg(long, value_name = "PATH")]
+    server: Option<PathBuf>,
+    /// What --server is: tacos or rnacos [default: from the file name]
+    #[arg(long, value_name = "KIND", value_parser = parse_flavor)]
+    server_kind: Option<Flavor>,
+    /// The baseline server, e.g. r-nacos (`cargo install rnacos`); none: no comparison
+    #[arg(long, value_name = "PATH")]
+    baseline: Option<PathBuf>,
+    /// What --baseline is: tacos or rnacos [default: from the file name]
+    #[arg(long, value_name = "KIND", value_parser = parse_flavor)]
+    baseline_kind: Option<Flavor>,
+    /// Topologies: 1, 3 or 1,3
+    #[arg(
+        long,
+        value_name = "LIST",
+        default_value = "1,3",
+        value_delimiter = ','
+    )]
+    nodes: Vec<usize>,
+    /// Scenarios: set, set2, query, listen, grpc-query, grpc-publish
+    #[arg(long, value_name = "LIST", default_value = "set,set2,query,listen", value_delimiter = ',', value_parser = parse_scenario)]
+    scenarios: Vec<Scenario>,
+    /// Users (connections) in the saturation matrix
+    #[arg(
+        long,
+        value_name = "LIST",
+        default_value = "4,16,64",
+        value_delimiter = ','
+    )]
+    users: Vec<usize>,
+    /// Per-user rates (req/s) in the saturation matrix; 0 = unlimited (closed loop)
+    #[arg(
+        long,
+        value_name = "LIST",
+        default_value = "100,250,0",
+        value_delimiter = ','
+    )]
+    rates: Vec<f64>,
+    /// Length of each saturation point
+    #[arg(long, value_name = "DURATION", default_value = "4s", value_parser = parse_duration)]
+    matrix_time: Duration,
+    /// Length of each A/B run
+    #[arg(long, value_name = "DURATION", default_value = "12s", value_parser = parse_duration)]
+    time: Duration,
+    /// A/B rounds (each runs every scenario on both servers)
+    #[arg(long, default_value_t = 2)]
+    rounds: usize,
+    /// The A/B load as a share of the server under test's capacity
+    #[arg(long, default_value_t = 0.8)]
+    load_fraction: f64,
+    /// Run the saturation matrix on the server under test only
+    #[arg(long)]
+    no_baseline_saturation: bool,
+    /// Listeners in the listen scenario
+    #[arg(long, default_value_t = 500)]
+    listeners: usize,
+    /// Keys the listen scenario's listeners spread over (one each)
+    #[arg(long, default_value_t = 10)]
+    listen_keys: usize,
+    /// Publishes per second by the listen scenario's writer
+    #[arg(long, default_value_t = 20.0)]
+    publish_rate: f64,
+    /// Keys the query scenario reads (seeded first)
+    #[arg(long, default_value_t = 100)]
+    query_keys: usize,
+    /// Budgets file [default: qa-budgets.toml of this crate]
+    #[arg(long, value_name = "FILE")]
+    budgets: Option<PathBuf>,
+    /// Where the report goes [default: docs/qa of this workspace]
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// Report name (file <label>.md) [default: the server's version]
+    #[arg(long)]
+    label: Option<String>,
+    /// Work dir for data dirs, logs and raw reports [default: a new dir under /tmp]
+    #[arg(long, value_name = "DIR")]
+    work_dir: Option<PathBuf>,
+    /// Keep the work dir (it is printed)
+    #[arg(long)]
+    keep_work: bool,
+    /// First port to use on 127.0.0.1 (each server start takes the next free slot
+    /// above it)
+    #[arg(long, default_value_t = 31000, value_parser = clap::value_parser!(u16).range(1024..=60000))]
+    base_port: u16,
+    /// Where the scenario binaries are [default: next to this binary]
+    #[arg(long, value_name = "DIR")]
+    bin_dir: Option<PathBuf>,
+    /// Before starting, wait until the 1-minute load average is below this [default:
+    /// half the cores; 0 = do not wait; smoke: 0]
+    #[arg(long, value_name = "LOAD")]
+    wait_load: Option<f64>,
+    /// Wait at most this long for --wait-load
+    #[arg(long, value_name = "DURATION", default_value = "20m", value_parser = parse_duration)]
+    wait_load_max: Duration,
+    /// Start no new run after this long (the report says it is incomplete)
+    #[arg(long, value_name = "DURATION", default_value = "40m", value_parser = parse_duration)]
+    deadline: Duration,
+    /// Exit 1 when a budget fails (the report is written either way)
+    #[arg(long)]
+    strict: bool,
+    /// CI smoke mode: a few seconds, no baseline, 1 node, a tiny matrix
+    #[arg(long)]
+    smoke: bool,
+}
+
+fn parse_flavor(s: &str) -> Result<Flavor, String> {
+    Flavor::parse(s).ok_or_else(|| format!("{s:?}: tacos or rnacos"))
+}
+
+fn parse_scenario(s: &str) -> Result<Scenario, String> {
+    Scenario::parse(s).ok_or_else(|| {
+        let names: Vec<&str> = Scenario::ALL.iter().map(|s| s.name()).collect();
+        format!("{s:?}: one of {}", names.join(", "))
+    })
+}
+
+/// The work dir, for the Ctrl-C handler to remove.
+static WORK_DIR: OnceLock<(PathBuf, bool)> = OnceLock::new();
+static HANDLER: Mutex<()> = Mutex::new(());
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    match run(args) {
+        Ok(code) => code,
+        Err(e) => {
+            procs::kill_registered(Duration::from_secs(5));
+            eprintln!("qa: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: Args) -> Result<ExitCode> {
+    let exe = std::env::current_exe().context("finding this binary")?;
+    let exe_dir = exe
+        .parent()
+        .map(Path::to_path_buf)
+        .context("this binary has no directory")?;
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."));
+    let server = args.server.clone().unwrap_or_else(|| exe_dir.join("tacos"));
+    if !server.is_file() {
+        bail!(
+            "no server binary at {} (build it: `cargo build --release --bin tacos`, or give --server)",
+            server.display()
+        );
+    }
+    let mut opts = Options {
+        server,
+        server_flavor: args.server_kind,
+        baseline: args.baseline.clone(),
+        baseline_flavor: args.baseline_kind,
+        nodes: args.nodes.clone(),
+        scenarios: args.scenarios.clone(),
+        users: args.users.clone(),
+        rates: args.rates.clone(),
+        matrix_seconds: args.matrix_time.as_secs().max(1),
+        run_seconds: args.time.as_secs().max(1),
+        rounds: args.rounds,
+        load_fraction: args.load_fraction,
+        baseline_saturation: !args.no_baseline_saturation,
+        listeners: args.listeners,
+        params: Params {
+            query_keys: args.query_keys,
+            listen_keys: args.listen_keys,
+            listen_publish_rate: args.publish_rate,
+        },
+        budgets: args
+            .budgets
+            .clone()
+            .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("qa-budgets.toml")),
+        out_dir: args
+            .out
+            .clone()
+            .unwrap_or_else(|| workspace.join("docs/qa")),
+        label: args.label.clone(),
+        work_dir: PathBuf::new(),
+        base_port: args.base_port,
+        bin_dir: match &args.bin_dir {
+            Some(d) => {
+                std::fs::canonicalize(d).with_context(|| format!("--bin-dir {}", d.display()))?
+            }
+            None => exe_dir,
+        },
+        wait_load: None,
+        wait_load_max: args.wait_load_max,
+        deadline: args.deadline,
+        smoke: args.smoke,
+        command_line: command_line(),
+    };
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1) as f64;
+    opts.wait_load = match args.wait_load {
+        Some(x) if x <= 0.0 => None,
+        Some(x) => Some(x),
+        None if args.smoke => None,
+        None => Some(cores / 2.0),
+    };
+    if args.smoke {
+        // A few seconds: one node, three scenarios, a two-point matrix, one round.
+        opts.baseline = None;
+        opts.nodes = vec![1];
+        opts.scenarios = vec![Scenario::Set, Scenario::Query, Scenario::Listen];
+        opts.users = vec![2, 8];
+        opts.rates = vec![0.0];
+        opts.matrix_seconds = 1;
+        opts.run_seconds = 2;
+        opts.rounds = 1;
+        opts.listeners = 8;
+        opts.params.query_keys = 10;
+        opts.params.listen_keys = 4;
+        opts.params.listen_publish_rate = 10.0;
+        opts.deadline = opts.deadline.min(Duration::from_secs(120));
+        if args.label.is_none() {
+            opts.label = Some("smoke".into());
+        }
+    }
+    validate(&opts)?;
+    let work = match &args.work_dir {
+        Some(d) => d.clone(),
+        None => std::env::temp_dir().join(format!(
+            "tacos-qa-{}-{}",
+            std::process::id(),
+            chrono::Local::now().format("%Y%m%d-%H%M%S")
+        )),
+    };
+    std::fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
+    opts.work_dir = work.clone();
+    let _ = WORK_DIR.set((work.clone(), args.keep_work || args.work_dir.is_some()));
+    ctrlc::set_handler(|| {
+        // One at a time; a second Ctrl-C while cleaning up waits here.
+        let _guard = HANDLER.lock();
+        eprintln!("\nqa: interrupted; stopping everything it started");
+        procs::kill_registered(Duration::from_secs(3));
+        if let Some((dir, keep)) = WORK_DIR.get() {
+            if !keep {
+                let _ = std::fs::remove_dir_all(dir);
+            }
+        }
+        std::process::exit(130);
+    })
+    .context("installing the Ctrl-C handler")?;
+
+    eprintln!(
+        "qa: {} vs {}; nodes {:?}; scenarios {}; work dir {}",
+        opts.server.display(),
+        opts.baseline
+            .as_ref()
+            .map_or("no baseline".into(), |b| b.display().to_string()),
+        opts.nodes,
+        opts.scenarios
+            .iter()
+            .map(|s| s.name())
+            .collect::<Vec<_>>()
+            .join(","),
+        work.display()
+    );
+    let results = run::run(&opts).context("qa run")?;
+    let written = report::write(&results, &opts.out_dir).context("writing the report")?;
+    procs::kill_registered(Duration::from_secs(5));
+    let keep = args.keep_work || args.work_dir.is_some();
+    if !keep {
+        let _ = std::fs::remove_dir_all(&work);
+    } else {
+        eprintln!("work dir kept: {}", work.display());
+    }
+    println!("report: {}", written.markdown.display());
+    for p in &written.plots {
+        println!("plot:   {}", p.display());
+    }
+    println!(
+        "budgets: {} passed, {} failed{}",
+        written.passed_budgets,
+        written.failed_budgets,
+        results
+            .incomplete
+            .as_ref()
+            .map_or(String::new(), |w| format!(" (incomplete: {w})"))
+    );
+    if args.strict && (written.failed_budgets > 0 || results.incomplete.is_some()) {
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn validate(opts: &Options) -> Result<()> {
+    if opts.nodes.is_empty() || opts.nodes.iter().any(|&n| n != 1 && n != 3) {
+        bail!("--nodes takes 1, 3 or 1,3");
+    }
+    if opts.scenarios.is_empty() {
+        bail!("--scenarios is empty");
+    }
+    if opts.users.is_empty() || opts.users.contains(&0) {
+        bail!("--users needs at least one count, each above 0");
+    }
+    if opts.rates.is_empty() || opts.rates.iter().any(|r| !(r.is_finite() && *r >= 0.0)) {
+        bail!("--rates needs at least one rate, each 0 (unlimited) or positive");
+    }
+    if opts.rounds == 0 {
+        bail!("--rounds must be at least 1");
+    }
+    if !(opts.load_fraction > 0.0 && opts.load_fraction <= 1.0) {
+        bail!("--load-fraction must be in (0, 1]");
+    }
+    if opts.listeners == 0 || opts.params.listen_keys == 0 || opts.params.query_keys == 0 {
+        bail!("--listeners, --listen-keys and --query-keys must be at least 1");
+    }
+    if !(opts.params.listen_publish_rate.is_finite() && opts.params.listen_publish_rate > 0.0) {
+        bail!("--publish-rate must be positive");
+    }
+    Ok(())
+}
+
+/// This invocation as a shell line, for the report.
+fn command_line() -> String {
+    let mut args = std::env::args();
+    let mut line = args
+        .next()
+        .and_then(|p| {
+            Path::new(&p)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+        })
+        .unwrap_or_else(|| "qa".into());
+    for a in args {
+        line.push(' ');
+        if a.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=,:".contains(c))
+        {
+            line.push_str(&a);
+        } else {
+            line.push_str(&format!("'{}'", a.replace('\'', "'\\''")));
+        }
+    }
+    line
+}

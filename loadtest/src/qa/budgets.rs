@@ -1,0 +1,335 @@
+//! Budgets: the limits a qa run is judged against, read from a TOML file
+//! (`loadtest/qa-budgets.toml`).
+//!
+//! ```toml
+//! [default]                  # every scenario, any number of nodes
+//! max_error_rate = 0.001
+//! min_throughput_ratio = 0.95
+//!
+//! [scenario.listen]          # one scenario (set, set2, query, listen, grpc-query, ...)
+//! max_p99_ms = 200.0
+//!
+//! [cluster.default]          # 3-node runs: on top of the above
+//! max_p99_ms = 150.0
+//!
+//! [cluster.scenario.set]     # 3-node runs of one scenario
+//! min_throughput_ratio = 0.8
+//! ```
+//!
+//! For a run the most specific value wins: `cluster.scenario.X` > `cluster.default` >
+//! `scenario.X` > `default`. Ratios are server under test / baseline; they are not
+//! checked (n/a) without a baseline.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Deserialize;
+
+use super::QaError;
+
+/// Limits for one scenario; every field is optional (unset = not checked).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Budget {
+    /// Throughput at the operating point, server / baseline, at least.
+    pub min_throughput_ratio: Option<f64>,
+    /// Capacity (highest throughput in the saturation matrix), server / baseline, at least.
+    pub min_capacity_ratio: Option<f64>,
+    /// p99 at the operating point, server / baseline, at most.
+    pub max_p99_ratio: Option<f64>,
+    /// p99 at the operating point, milliseconds, at most.
+    pub max_p99_ms: Option<f64>,
+    /// p50 at the operating point, milliseconds, at most.
+    pub max_p50_ms: Option<f64>,
+    /// Failed requests (or missed notifications) / all, at most.
+    pub max_error_rate: Option<f64>,
+    /// Server RSS (all nodes) at the end of a run, MiB, at most.
+    pub max_rss_mib: Option<f64>,
+    /// Server CPU per request, server / baseline, at most.
+    pub max_cpu_per_request_ratio: Option<f64>,
+}
+
+impl Budget {
+    /// `self`, with the fields it leaves unset taken from `base`.
+    pub fn over(&self, base: &Budget) -> Budget {
+        Budget {
+            min_throughput_ratio: self.min_throughput_ratio.or(base.min_throughput_ratio),
+            min_capacity_ratio: self.min_capacity_ratio.or(base.min_capacity_ratio),
+            max_p99_ratio: self.max_p99_ratio.or(base.max_p99_ratio),
+            max_p99_ms: self.max_p99_ms.or(base.max_p99_ms),
+            max_p50_ms: self.max_p50_ms.or(base.max_p50_ms),
+            max_error_rate: self.max_error_rate.or(base.max_error_rate),
+            max_rss_mib: self.max_rss_mib.or(base.max_rss_mib),
+            max_cpu_per_request_ratio: self
+                .max_cpu_per_request_ratio
+                .or(base.max_cpu_per_request_ratio),
+        }
+    }
+}
+
+/// Budgets for one topology.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Layer {
+    #[serde(default)]
+    pub default: Budget,
+    #[serde(default)]
+    pub scenario: BTreeMap<String, Budget>,
+}
+
+/// The whole file.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Budgets {
+    #[serde(default)]
+    pub default: Budget,
+    #[serde(default)]
+    pub scenario: BTreeMap<String, Budget>,
+    #[serde(default)]
+    pub cluster: Layer,
+}
+
+impl Budgets {
+    pub fn parse(text: &str, origin: &str) -> Result<Budgets, QaError> {
+        toml::from_str(text).map_err(|e| QaError::Budgets(format!("{origin}: {e}")))
+    }
+
+    pub fn load(path: &Path) -> Result<Budgets, QaError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| QaError::io(format!("reading {}", path.display()), e))?;
+        Self::parse(&text, &path.display().to_string())
+    }
+
+    /// The budget of `scenario` on `nodes` nodes.
+    pub fn resolve(&self, scenario: &str, nodes: usize) -> Budget {
+        let empty = Budget::default();
+        let mut b = self
+            .scenario
+            .get(scenario)
+            .unwrap_or(&empty)
+            .over(&self.default);
+        if nodes > 1 {
+            b = self
+                .cluster
+                .scenario
+                .get(scenario)
+                .unwrap_or(&empty)
+                .over(&self.cluster.default.over(&b));
+        }
+        b
+    }
+}
+
+/// What a scenario measured, for the verdicts (ratios need a baseline).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Measured {
+    pub throughput: f64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub error_rate: f64,
+    pub rss_mib: f64,
+    pub cpu_per_request_us: f64,
+    pub capacity: Option<f64>,
+    /// What the p99 ratio compares, when not `p99_ms` (the listen scenario: its latency
+    /// from before the publish was sent, which is always positive).
+    pub p99_ratio_basis_ms: Option<f64>,
+    pub baseline: Option<Box<Measured>>,
+}
+
+/// One budget checked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verdict {
+    pub budget: String,
+    pub limit: String,
+    pub value: String,
+    /// `None`: could not be checked (no baseline, nothing measured).
+    pub pass: Option<bool>,
+}
+
+impl Verdict {
+    pub fn label(&self) -> &'static str {
+        match self.pass {
+            Some(true) => "pass",
+            Some(false) => "**FAIL**",
+            None => "n/a",
+        }
+    }
+}
+
+fn ratio(a: f64, b: f64) -> Option<f64> {
+    (a > 0.0 && b > 0.0 && a.is_finite() && b.is_finite()).then(|| a / b)
+}
+
+/// Checks `m` against `b`.
+pub fn check(b: &Budget, m: &Measured) -> Vec<Verdict> {
+    let mut out = Vec::new();
+    let base = m.baseline.as_deref();
+    let mut push_ratio = |name: &str, limit: Option<f64>, value: Option<f64>, min: bool| {
+        if let Some(limit) = limit {
+            out.push(Verdict {
+                budget: name.into(),
+                limit: format!("{} {limit}", if min { "≥" } else { "≤" }),
+                value: value.map_or("n/a".into(), |v| format!("{v:.2}")),
+                pass: value.map(|v| if min { v >= limit } else { v <= limit }),
+            });
+        }
+    };
+    push_ratio(
+        "throughput ratio",
+        b.min_throughput_ratio,
+        base.and_then(|x| ratio(m.throughput, x.throughput)),
+        true,
+    );
+    push_ratio(
+        "capacity ratio",
+        b.min_capacity_ratio,
+        base.and_then(|x| ratio(m.capacity?, x.capacity?)),
+        true,
+    );
+    let basis = |x: &Measured| x.p99_ratio_basis_ms.unwrap_or(x.p99_ms);
+    push_ratio(
+        if m.p99_ratio_basis_ms.is_some() {
+            "p99 ratio (from send)"
+        } else {
+            "p99 ratio"
+        },
+        b.max_p99_ratio,
+        base.and_then(|x| ratio(basis(m), basis(x))),
+        false,
+    );
+    push_ratio(
+        "CPU per request ratio",
+        b.max_cpu_per_request_ratio,
+        base.and_then(|x| ratio(m.cpu_per_request_us, x.cpu_per_request_us)),
+        false,
+    );
+    let mut push_abs = |name: &str, limit: Option<f64>, value: f64, unit: &str| {
+        if let Some(limit) = limit {
+            out.push(Verdict {
+                budget: name.into(),
+                limit: format!("≤ {limit}{unit}"),
+                value: if value.is_finite() {
+                    format!("{value:.3}{unit}")
+                } else {
+                    "n/a".into()
+                },
+                pass: value.is_finite().then_some(value <= limit),
+            });
+        }
+    };
+    push_abs("p99", b.max_p99_ms, m.p99_ms, " ms");
+    push_abs("p50", b.max_p50_ms, m.p50_ms, " ms");
+    push_abs("error rate", b.max_error_rate, m.error_rate, "");
+    push_abs("RSS", b.max_rss_mib, m.rss_mib, " MiB");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FILE: &str = r#"
+        [default]
+        max_error_rate = 0.001
+        min_throughput_ratio = 0.9
+        max_p99_ms = 100.0
+
+        [scenario.listen]
+        max_p99_ms = 200.0
+
+        [cluster.default]
+        max_p99_ms = 150.0
+
+        [cluster.scenario.set]
+        min_throughput_ratio = 0.5
+    "#;
+
+    #[test]
+    fn most_specific_wins() {
+        let b = Budgets::parse(FILE, "test").unwrap();
+        let one = b.resolve("set", 1);
+        assert_eq!(one.max_p99_ms, Some(100.0));
+        assert_eq!(one.min_throughput_ratio, Some(0.9));
+        assert_eq!(b.resolve("listen", 1).max_p99_ms, Some(200.0));
+        let three = b.resolve("set", 3);
+        assert_eq!(three.max_p99_ms, Some(150.0));
+        assert_eq!(three.min_throughput_ratio, Some(0.5));
+        assert_eq!(three.max_error_rate, Some(0.001));
+        // cluster.default is more specific than scenario.listen.
+        assert_eq!(b.resolve("listen", 3).max_p99_ms, Some(150.0));
+        assert_eq!(b.resolve("query", 3).min_throughput_ratio, Some(0.9));
+    }
+
+    #[test]
+    fn unknown_keys_are_refused() {
+        assert!(Budgets::parse("[default]\nmax_p99 = 3\n", "t").is_err());
+        assert!(Budgets::parse("[nodes3]\n", "t").is_err());
+        assert!(Budgets::parse("", "t").is_ok());
+    }
+
+    #[test]
+    fn the_shipped_file_parses() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("qa-budgets.toml");
+        let b = Budgets::load(&path).unwrap();
+        assert!(b.resolve("set", 1).max_error_rate.is_some());
+    }
+
+    #[test]
+    fn verdicts() {
+        let b = Budgets::parse(FILE, "t").unwrap().resolve("set", 1);
+        let base = Measured {
+            throughput: 1000.0,
+            p99_ms: 10.0,
+            ..Default::default()
+        };
+        let m = Measured {
+            throughput: 950.0,
+            p99_ms: 120.0,
+            error_rate: 0.0,
+            baseline: Some(Box::new(base)),
+            ..Default::default()
+        };
+        let v = check(&b, &m);
+        let get = |name: &str| v.iter().find(|x| x.budget == name).unwrap().clone();
+        assert_eq!(get("throughput ratio").pass, Some(true));
+        assert_eq!(get("throughput ratio").value, "0.95");
+        assert_eq!(get("p99").pass, Some(false));
+        assert_eq!(get("p99").label(), "**FAIL**");
+        assert_eq!(get("error rate").pass, Some(true));
+        // A ratio basis replaces p99 in the ratio only.
+        let listen = Measured {
+            p99_ms: -2.0,
+            p99_ratio_basis_ms: Some(12.0),
+            baseline: Some(Box::new(Measured {
+                p99_ms: 3.0,
+                p99_ratio_basis_ms: Some(10.0),
+                ..Default::default()
+            })),
+            ..Default::default()
+        };
+        let ratio_budget = Budget {
+            max_p99_ratio: Some(1.5),
+            ..Default::default()
+        };
+        let v = check(&ratio_budget, &listen);
+        let r = v
+            .iter()
+            .find(|x| x.budget == "p99 ratio (from send)")
+            .unwrap();
+        assert_eq!(r.value, "1.20");
+        assert_eq!(r.pass, Some(true));
+        // Without a baseline, ratios are n/a.
+        let alone = Measured {
+            baseline: None,
+            ..m
+        };
+        assert_eq!(
+            check(&b, &alone)
+                .iter()
+                .find(|x| x.budget == "throughput ratio")
+                .unwrap()
+                .pass,
+            None
+        );
+    }
+}

@@ -1,0 +1,392 @@
+//! The scenarios the qa tool runs: which binary, with which arguments, and how to read
+//! what it measured.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::QaError;
+use crate::goose_report;
+
+/// A scenario of the qa run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Scenario {
+    Set,
+    Set2,
+    Query,
+    Listen,
+    GrpcQuery,
+    GrpcPublish,
+}
+
+impl Scenario {
+    pub const ALL: [Scenario; 6] = [
+        Scenario::Set,
+        Scenario::Set2,
+        Scenario::Query,
+        Scenario::Listen,
+        Scenario::GrpcQuery,
+        Scenario::GrpcPublish,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Scenario::Set => "set",
+            Scenario::Set2 => "set2",
+            Scenario::Query => "query",
+            Scenario::Listen => "listen",
+            Scenario::GrpcQuery => "grpc-query",
+            Scenario::GrpcPublish => "grpc-publish",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Scenario> {
+        Scenario::ALL.into_iter().find(|s| s.name() == text.trim())
+    }
+
+    /// The binary (next to `qa`) that runs it.
+    pub fn binary(self) -> &'static str {
+        match self {
+            Scenario::Set => "http_config_set",
+            Scenario::Set2 => "http_config_set2",
+            Scenario::Query => "http_config_query",
+            Scenario::Listen => "http_config_listen",
+            Scenario::GrpcQuery | Scenario::GrpcPublish => "grpc_config",
+        }
+    }
+
+    /// Whether the saturation matrix applies (the listen scenario is sized by its
+    /// listeners and publish rate instead).
+    pub fn saturates(self) -> bool {
+        self != Scenario::Listen
+    }
+
+    /// One line on what a request is.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Scenario::Set => "HTTP publish (unique content) to a random one of 100 keys",
+            Scenario::Set2 => "HTTP publish (unique content) to a random one of 10,000 keys",
+            Scenario::Query => "HTTP read of a random one of the seeded keys, content checked",
+            Scenario::Listen => {
+                "HTTP long-poll listeners while a writer publishes; latency = publish answered -> listener answered"
+            }
+            Scenario::GrpcQuery => "gRPC ConfigQueryRequest of a random one of 100 seeded keys",
+            Scenario::GrpcPublish => "gRPC ConfigPublishRequest (unique content), 100 keys",
+        }
+    }
+
+    /// What its throughput counts.
+    pub fn unit(self) -> &'static str {
+        match self {
+            Scenario::Listen => "notifications/s",
+            _ => "req/s",
+        }
+    }
+}
+
+/// Where the load goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// `http://127.0.0.1:PORT` of the node the scenario loads.
+    pub host: String,
+    /// The node the listen scenario's writer publishes to.
+    pub publish_host: String,
+    /// 127.0.0.1:PORT of the gRPC port of the loaded node.
+    pub grpc: String,
+}
+
+/// How much load.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Load {
+    pub users: usize,
+    /// Per user, requests/s; 0 = unlimited.
+    pub rate: f64,
+    pub seconds: u64,
+}
+
+/// Scenario sizes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Params {
+    pub query_keys: usize,
+    pub listen_keys: usize,
+    pub listen_publish_rate: f64,
+}
+
+/// The arguments of the scenario's binary.
+pub fn command_args(
+    scenario: Scenario,
+    target: &Target,
+    load: &Load,
+    params: &Params,
+    report: &Path,
+    notify_report: &Path,
+) -> Vec<String> {
+    let mut a: Vec<String> = Vec::new();
+    let mut push = |items: &[&str]| a.extend(items.iter().map(|s| s.to_string()));
+    let secs = format!("{}s", load.seconds.max(1));
+    let users = load.users.max(1).to_string();
+    let rate = format!("{}", load.rate);
+    let report = report.display().to_string();
+    match scenario {
+        Scenario::GrpcQuery | Scenario::GrpcPublish => {
+            let mode = if scenario == Scenario::GrpcQuery {
+                "query"
+            } else {
+                "publish"
+            };
+            push(&["--host", &target.grpc, "-c", &users, "-t", &secs]);
+            push(&["--mode", mode, "--keys", "100", "--rate", &rate]);
+            push(&["--label", scenario.name(), "--report-file", &report]);
+        }
+        _ => {
+            // All users start within about a quarter of a second.
+            let hatch = (load.users.max(1) * 4).to_string();
+            push(&[
+                "--host",
+                &target.host,
+                "-u",
+                &users,
+                "-r",
+                &hatch,
+                "-t",
+                &secs,
+            ]);
+            push(&["--report-file", &report]);
+            if load.rate > 0.0 {
+                push(&["--rate-per-user", &rate]);
+            }
+            match scenario {
+                Scenario::Query => push(&["--keys", &params.query_keys.to_string()]),
+                Scenario::Listen => {
+                    push(&["--keys", &params.listen_keys.to_string()]);
+                    push(&[
+                        "--publish-rate",
+                        &params.listen_publish_rate.to_string(),
+                        "--publish-host",
+                        &target.publish_host,
+                        "--notify-report",
+                        &notify_report.display().to_string(),
+                    ]);
+                }
+                _ => {}
+            }
+        }
+    }
+    a
+}
+
+/// What one run measured (latencies in ms).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Outcome {
+    pub throughput: f64,
+    pub requests: u64,
+    /// Failed requests; for listen: missed notifications and failed publishes.
+    pub failures: u64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub max: f64,
+    /// Listen only: publishes the writer made.
+    pub publishes: Option<u64>,
+    /// Listen only: p50 and p99 from before the publish was sent (always positive).
+    pub from_send: Option<(f64, f64)>,
+}
+
+impl Outcome {
+    pub fn error_rate(&self) -> f64 {
+        if self.requests == 0 {
+            if self.failures > 0 {
+                1.0
+            } else {
+                0.0
+            }
+        } else {
+            self.failures as f64 / self.requests as f64
+        }
+    }
+}
+
+fn read_json(path: &Path) -> Result<Value, QaError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| QaError::io(format!("reading {}", path.display()), e))?;
+    serde_json::from_str(&text)
+        .map_err(|e| QaError::Scenario(format!("{}: not JSON: {e}", path.display())))
+}
+
+/// Reads the run's result files.
+pub fn read_outcome(
+    scenario: Scenario,
+    report: &Path,
+    notify_report: &Path,
+) -> Result<Outcome, QaError> {
+    match scenario {
+        Scenario::Listen => {
+            let v = read_json(notify_report)?;
+            outcome_from_notify(&v).ok_or_else(|| {
+                QaError::Scenario(format!("{}: unexpected shape", notify_report.display()))
+            })
+        }
+        Scenario::GrpcQuery | Scenario::GrpcPublish => {
+            let v = read_json(report)?;
+            outcome_from_grpc(&v)
+                .ok_or_else(|| QaError::Scenario(format!("{}: unexpected shape", report.display())))
+        }
+        _ => {
+            let path = report.display().to_string();
+            let s = goose_report::read(&path)?;
+            Ok(Outcome {
+                throughput: s.rps,
+                requests: s.requests,
+                failures: s.failures,
+                p50: s.p50.unwrap_or(f64::NAN),
+                p90: s.p90.unwrap_or(f64::NAN),
+                p99: s.p99.unwrap_or(f64::NAN),
+                max: s.max,
+                publishes: None,
+                from_send: None,
+            })
+        }
+    }
+}
+
+/// The numbers of an `http_config_listen --notify-report`.
+pub fn outcome_from_notify(v: &Value) -> Option<Outcome> {
+    let l = &v["notify_latency"];
+    let f = |x: &Value| x.as_f64().unwrap_or(f64::NAN);
+    Some(Outcome {
+        throughput: v["notifications_per_s"].as_f64()?,
+        requests: v["expected_notifications"].as_u64()?,
+        failures: v["missed"].as_u64()? + v["publish_failures"].as_u64().unwrap_or(0),
+        p50: f(&l["p50_ms"]),
+        p90: f(&l["p90_ms"]),
+        p99: f(&l["p99_ms"]),
+        max: f(&l["max_ms"]),
+        publishes: v["publishes"].as_u64(),
+        from_send: Some((
+            f(&v["notify_latency_from_send"]["p50_ms"]),
+            f(&v["notify_latency_from_send"]["p99_ms"]),
+        )),
+    })
+}
+
+/// The numbers of a `grpc_config --report-file`.
+pub fn outcome_from_grpc(v: &Value) -> Option<Outcome> {
+    let l = &v["latency"];
+    let f = |x: &Value| x.as_f64().unwrap_or(f64::NAN);
+    Some(Outcome {
+        throughput: v["throughput"].as_f64()?,
+        requests: v["requests"].as_u64()?,
+        failures: v["errors"].as_u64()?,
+        p50: f(&l["p50_ms"]),
+        p90: f(&l["p90_ms"]),
+        p99: f(&l["p99_ms"]),
+        max: f(&l["max_ms"]),
+        publishes: None,
+        from_send: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn target() -> Target {
+        Target {
+            host: "http://127.0.0.1:31000".into(),
+            publish_host: "http://127.0.0.1:31010".into(),
+            grpc: "127.0.0.1:32000".into(),
+        }
+    }
+
+    const PARAMS: Params = Params {
+        query_keys: 100,
+        listen_keys: 10,
+        listen_publish_rate: 20.0,
+    };
+
+    #[test]
+    fn names_round_trip() {
+        for s in Scenario::ALL {
+            assert_eq!(Scenario::parse(s.name()), Some(s));
+        }
+        assert_eq!(Scenario::parse("nope"), None);
+        assert!(!Scenario::Listen.saturates());
+        assert!(Scenario::Set2.saturates());
+    }
+
+    #[test]
+    fn goose_arguments() {
+        let load = Load {
+            users: 16,
+            rate: 50.0,
+            seconds: 10,
+        };
+        let a = command_args(
+            Scenario::Query,
+            &target(),
+            &load,
+            &PARAMS,
+            Path::new("/w/r.json"),
+            Path::new("/w/n.json"),
+        );
+        assert_eq!(
+            a.join(" "),
+            "--host http://127.0.0.1:31000 -u 16 -r 64 -t 10s --report-file /w/r.json \
+             --rate-per-user 50 --keys 100"
+        );
+        let closed = Load { rate: 0.0, ..load };
+        let a = command_args(
+            Scenario::Listen,
+            &target(),
+            &closed,
+            &PARAMS,
+            Path::new("/w/r.json"),
+            Path::new("/w/n.json"),
+        );
+        let line = a.join(" ");
+        assert!(!line.contains("--rate-per-user"));
+        assert!(line.contains("--publish-host http://127.0.0.1:31010"));
+        assert!(line.contains("--notify-report /w/n.json"));
+        assert!(line.contains("--publish-rate 20"));
+    }
+
+    #[test]
+    fn grpc_arguments() {
+        let load = Load {
+            users: 8,
+            rate: 0.0,
+            seconds: 5,
+        };
+        let a = command_args(
+            Scenario::GrpcPublish,
+            &target(),
+            &load,
+            &PARAMS,
+            Path::new("r.json"),
+            Path::new("n.json"),
+        );
+        assert_eq!(
+            a.join(" "),
+            "--host 127.0.0.1:32000 -c 8 -t 5s --mode publish --keys 100 --rate 0 \
+             --label grpc-publish --report-file r.json"
+        );
+    }
+
+    #[test]
+    fn reads_tool_reports() {
+        let n = json!({"notifications_per_s": 950.5, "expected_notifications": 1000,
+            "missed": 2, "publish_failures": 1, "publishes": 100,
+            "notify_latency": {"p50_ms": 1.5, "p90_ms": 2.0, "p99_ms": 4.0, "max_ms": 9.0}});
+        let o = outcome_from_notify(&n).unwrap();
+        assert_eq!(o.failures, 3);
+        assert_eq!(o.p99, 4.0);
+        assert_eq!(o.publishes, Some(100));
+        assert!(o.from_send.is_some());
+        assert!((o.error_rate() - 0.003).abs() < 1e-12);
+        let g = json!({"throughput": 100.0, "requests": 1000, "errors": 0,
+            "latency": {"p50_ms": 1.0, "p90_ms": 2.0, "p99_ms": 3.0, "max_ms": 4.0}});
+        assert_eq!(outcome_from_grpc(&g).unwrap().p90, 2.0);
+        assert!(outcome_from_grpc(&json!({})).is_none());
+    }
+}
