@@ -11,8 +11,21 @@ use serde_json::Value;
 use tacos_migrate::rnacos::{self, ConfigKey, ReadError, ReadOptions, Source};
 
 /// The r-nacos 0.4.3 sample dir (read-only: tests never open it with sled).
+/// The shared r-nacos 0.4.3 fixture: `$TACOS_SHARED/fixtures/rnacos-0.4.3`
+/// if set, else the first `shared/fixtures/rnacos-0.4.3` found beside the
+/// repository or one of its parents (the project keeps `shared/` next to
+/// its checkout), else `/work/shared/...`.
 pub fn fixture_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/rnacos-0.4.3")
+    const FIXTURE: &str = "fixtures/rnacos-0.4.3";
+    if let Some(shared) = std::env::var_os("TACOS_SHARED") {
+        return PathBuf::from(shared).join(FIXTURE);
+    }
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    manifest
+        .ancestors()
+        .map(|dir| dir.join("shared").join(FIXTURE))
+        .find(|candidate| candidate.join("nacos_db").is_dir())
+        .unwrap_or_else(|| PathBuf::from("/work/shared").join(FIXTURE))
 }
 
 pub fn fixture_db() -> PathBuf {
