@@ -148,6 +148,13 @@ struct Args {
     /// Wait at most this long for --wait-load
     #[arg(long, value_name = "DURATION", default_value = "20m", value_parser = parse_duration)]
     wait_load_max: Duration,
+    /// Before each run, wait until other processes use less than this many cores
+    /// [default: 0.3; smoke: do not wait]
+    #[arg(long, value_name = "CORES")]
+    quiet_cores: Option<f64>,
+    /// Wait at most this long per run for --quiet-cores, then go on
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
+    quiet_max: Duration,
     /// Start no new run after this long (the report says it is incomplete)
     #[arg(long, value_name = "DURATION", default_value = "40m", value_parser = parse_duration)]
     deadline: Duration,
@@ -243,6 +250,13 @@ fn run(args: Args) -> Result<ExitCode> {
         wait_load: None,
         wait_load_max: args.wait_load_max,
         deadline: args.deadline,
+        quiet_cores: match args.quiet_cores {
+            Some(x) if x <= 0.0 => None,
+            Some(x) => Some(x),
+            None if args.smoke => None,
+            None => Some(0.3),
+        },
+        quiet_max: args.quiet_max,
         smoke: args.smoke,
         command_line: command_line(),
     };

@@ -17,12 +17,9 @@ use super::QaError;
 
 /// Pids of the children alive now.
 static REGISTERED: Mutex<Vec<u32>> = Mutex::new(Vec::new());
-
-fn register(pid: u32) {
-    if let Ok(mut pids) = REGISTERED.lock() {
-        pids.push(pid);
-    }
-}
+/// Set (under the `REGISTERED` lock) once [`kill_registered`] began: no child may start
+/// after it took its list, or it would outlive the tool.
+static SHUTTING_DOWN: AtomicBool = AtomicBool::new(false);
 
 fn unregister(pid: u32) {
     if let Ok(mut pids) = REGISTERED.lock() {
@@ -45,10 +42,20 @@ fn signal(pid: u32, sig: libc::c_int) {
     }
 }
 
-/// SIGTERM to every registered child, then SIGKILL to those still there after `grace`.
-/// For the Ctrl-C handler and early exits: the normal path stops each [`Proc`] itself.
+/// SIGTERM to every registered child, then SIGKILL to those still there after `grace`;
+/// no child can start after this began. For the Ctrl-C handler and early exits: the
+/// normal path stops each [`Proc`] itself.
 pub fn kill_registered(grace: Duration) {
-    let pids = registered();
+    let pids = match REGISTERED.lock() {
+        Ok(pids) => {
+            SHUTTING_DOWN.store(true, Ordering::SeqCst);
+            pids.clone()
+        }
+        Err(_) => {
+            SHUTTING_DOWN.store(true, Ordering::SeqCst);
+            Vec::new()
+        }
+    };
     for &pid in &pids {
         signal(pid, libc::SIGTERM);
     }
@@ -98,6 +105,14 @@ impl Proc {
             .stdin(Stdio::null())
             .stdout(Stdio::from(out))
             .stderr(Stdio::from(err));
+        // Spawn and register under the lock, so a concurrent kill_registered either
+        // sees this child or keeps it from starting.
+        let mut pids = REGISTERED
+            .lock()
+            .map_err(|_| QaError::Setup("the process list is poisoned".into()))?;
+        if SHUTTING_DOWN.load(Ordering::SeqCst) {
+            return Err(QaError::Interrupted);
+        }
         let child = command.spawn().map_err(|e| {
             QaError::io(
                 format!(
@@ -108,7 +123,8 @@ impl Proc {
             )
         })?;
         let pid = child.id();
-        register(pid);
+        pids.push(pid);
+        drop(pids);
         Ok(Proc {
             name: name.to_string(),
             log: log.to_path_buf(),

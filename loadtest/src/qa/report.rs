@@ -982,6 +982,18 @@ fn write_noise(md: &mut String, results: &QaResults, evaluated: &[ScenarioResult
             results.options.rounds
         );
     }
+    if let Some(limit) = results.options.quiet_cores {
+        let _ = writeln!(
+            md,
+            "- Before each run the tool waited until other processes used less than {limit} \
+             cores (over half a second; at most {:.0} s per run): {} runs waited, {:.0} s in \
+             all; {} started while the machine was still busier than that.",
+            results.options.quiet_max.as_secs_f64(),
+            results.quiet_waits.0,
+            results.quiet_waits.1.as_secs_f64(),
+            results.quiet_timeouts
+        );
+    }
     let others: Vec<f64> = results
         .runs
         .iter()

@@ -42,6 +42,11 @@ pub struct Options {
     pub wait_load_max: Duration,
     /// Stop starting new runs after this long (the report then says it is incomplete).
     pub deadline: Duration,
+    /// Before each run, wait until everything else on the machine uses less than this
+    /// many cores (measured over half a second) ...
+    pub quiet_cores: Option<f64>,
+    /// ... for at most this long per run.
+    pub quiet_max: Duration,
     pub smoke: bool,
     pub command_line: String,
 }
@@ -117,6 +122,10 @@ pub struct QaResults {
     pub budgets: Budgets,
     /// Why the run stopped early, if it did.
     pub incomplete: Option<String>,
+    /// Runs that had to wait for the machine to calm down, and how long they waited in all.
+    pub quiet_waits: (usize, Duration),
+    /// Runs that started although the machine was still busy after `quiet_max`.
+    pub quiet_timeouts: usize,
     pub options: Options,
 }
 
@@ -127,6 +136,8 @@ struct Runner<'a> {
     runs: Vec<RunRecord>,
     started: Instant,
     incomplete: Option<String>,
+    quiet_waits: (usize, Duration),
+    quiet_timeouts: usize,
 }
 
 /// Runs everything; the servers and load generators it starts are stopped before it
@@ -200,6 +211,8 @@ pub fn run(opts: &Options) -> Result<QaResults, QaError> {
         runs: Vec::new(),
         started: Instant::now(),
         incomplete: None,
+        quiet_waits: (0, Duration::ZERO),
+        quiet_timeouts: 0,
     };
     let mut points = Vec::new();
     for &nodes in &opts.nodes {
@@ -224,6 +237,8 @@ pub fn run(opts: &Options) -> Result<QaResults, QaError> {
         points,
         budgets,
         incomplete: runner.incomplete.take(),
+        quiet_waits: runner.quiet_waits,
+        quiet_timeouts: runner.quiet_timeouts,
         options: opts.clone(),
     })
 }
@@ -239,6 +254,42 @@ fn label_for(spec: &ServerSpec) -> String {
 }
 
 impl Runner<'_> {
+    /// Waits (up to `quiet_max`) until the machine's CPU use, minus `own_pids` (an idle
+    /// server between matrix points), is below `quiet_cores`.
+    fn settle(&mut self, own_pids: &[u32]) {
+        let Some(limit) = self.opts.quiet_cores else {
+            return;
+        };
+        let started = Instant::now();
+        let mut waited = false;
+        loop {
+            let busy = other_cores(own_pids, Duration::from_millis(500));
+            if busy.is_none_or(|b| b < limit) {
+                break;
+            }
+            if started.elapsed() >= self.opts.quiet_max {
+                self.quiet_timeouts += 1;
+                eprintln!(
+                    "    the machine is still busy ({:.2} cores used by others); going on",
+                    busy.unwrap_or(f64::NAN)
+                );
+                break;
+            }
+            if !waited {
+                eprintln!(
+                    "    waiting for the machine to calm down ({:.2} cores used by others)",
+                    busy.unwrap_or(f64::NAN)
+                );
+                waited = true;
+            }
+            std::thread::sleep(Duration::from_secs(2));
+        }
+        if waited {
+            self.quiet_waits.0 += 1;
+            self.quiet_waits.1 += started.elapsed();
+        }
+    }
+
     fn out_of_time(&mut self) -> bool {
         if self.incomplete.is_some() {
             return true;
@@ -363,6 +414,7 @@ impl Runner<'_> {
                         load.users,
                         rate_text(load.rate)
                     );
+                    self.settle(&[]);
                     let record = self.fresh_run(
                         &name,
                         Phase::Ab { round },
@@ -453,6 +505,7 @@ impl Runner<'_> {
                     seconds: self.opts.matrix_seconds,
                 };
                 let run_dir = dir.join(format!("u{users}-r{rate}"));
+                self.settle(&cluster.pids());
                 let mut record = self.measure(
                     &mut cluster,
                     &run_dir,
@@ -677,6 +730,24 @@ impl Runner<'_> {
             _ => {}
         }
     }
+}
+
+/// Cores used over `window` by everything but `own_pids`.
+fn other_cores(own_pids: &[u32], window: Duration) -> Option<f64> {
+    let own = |pids: &[u32]| -> u64 {
+        pids.iter()
+            .filter_map(|&p| procs::sample(p))
+            .map(|s| s.cpu_ticks)
+            .sum()
+    };
+    let (b0, _) = procs::machine_cpu()?;
+    let o0 = own(own_pids);
+    let t0 = Instant::now();
+    std::thread::sleep(window);
+    let (b1, _) = procs::machine_cpu()?;
+    let o1 = own(own_pids);
+    let ticks = b1.saturating_sub(b0).saturating_sub(o1.saturating_sub(o0));
+    Some(ticks as f64 / procs::clk_tck() / t0.elapsed().as_secs_f64())
 }
 
 fn start_timeout(nodes: usize) -> Duration {
