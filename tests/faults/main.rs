@@ -113,23 +113,23 @@ impl Run {
         );
     }
 
-    /// Cuts node `i` (the leader if `None`) off for `hold`.
-    async fn partition(&mut self, which: Option<usize>, hold: Duration) {
-        let (leader, term) = self.nodes.wait_leader(Duration::from_secs(30)).await;
-        let i = which.unwrap_or(leader);
-        let cut_before = self.nodes.cut_count();
-        self.nodes.isolate(i);
+    /// Keeps a fault on node `i` for at least `hold`; if `i` led (in
+    /// `term`), until the others elect a new leader (at most
+    /// [`ELECTION_BOUND`]), so the fault is seen to take effect. Returns the
+    /// new leader and its term, if one was seen, and how long it held.
+    async fn hold_fault(
+        &self,
+        i: usize,
+        was_leader: bool,
+        term: u64,
+        hold: Duration,
+    ) -> (Option<(usize, u64)>, Duration) {
         let began = Instant::now();
         let mut elected = None;
-        // At least `hold`; a cut-off leader until the others elect a new
-        // one (bounded), so the fault is seen to take effect.
         while began.elapsed() < hold
-            || (i == leader && elected.is_none() && began.elapsed() < ELECTION_BOUND)
+            || (was_leader && elected.is_none() && began.elapsed() < ELECTION_BOUND)
         {
-            for j in 0..3 {
-                if j == i {
-                    continue;
-                }
+            for j in (0..3).filter(|&j| j != i) {
                 if let Some(view) = self.nodes.raft(j).await {
                     let t = view["term"].as_u64().unwrap_or(0);
                     if view["state"] == "Leader" && t > term {
@@ -139,6 +139,16 @@ impl Run {
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
+        (elected, began.elapsed())
+    }
+
+    /// Cuts node `i` (the leader if `None`) off for `hold`.
+    async fn partition(&mut self, which: Option<usize>, hold: Duration) {
+        let (leader, term) = self.nodes.wait_leader(Duration::from_secs(30)).await;
+        let i = which.unwrap_or(leader);
+        let cut_before = self.nodes.cut_count();
+        self.nodes.isolate(i);
+        let (elected, held) = self.hold_fault(i, i == leader, term, hold).await;
         let cut = self.nodes.cut_count() - cut_before;
         self.nodes.heal();
         assert!(cut > 0, "the partition cut no connection");
@@ -154,7 +164,7 @@ impl Run {
                 format!(
                     "node {} (leader, term {term}) cut off for {:.1}s ({cut} connections cut); node {} led term {t} meanwhile",
                     i + 1,
-                    began.elapsed().as_secs_f64(),
+                    held.as_secs_f64(),
                     j + 1
                 ),
             );
@@ -175,27 +185,13 @@ impl Run {
         let (leader, term) = self.nodes.wait_leader(Duration::from_secs(30)).await;
         let i = which.unwrap_or(leader);
         self.nodes.pause(i);
-        let began = Instant::now();
-        let mut elected = None;
-        while began.elapsed() < hold
-            || (i == leader && elected.is_none() && began.elapsed() < ELECTION_BOUND)
-        {
-            for j in (0..3).filter(|&j| j != i) {
-                if let Some(view) = self.nodes.raft(j).await {
-                    let t = view["term"].as_u64().unwrap_or(0);
-                    if view["state"] == "Leader" && t > term {
-                        elected = Some((j, t));
-                    }
-                }
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+        let (elected, held) = self.hold_fault(i, i == leader, term, hold).await;
         self.nodes.resume(i);
         let evidence = match elected {
             Some((j, t)) => format!(
                 "node {} SIGSTOPped for {:.1}s (was {}); node {} led term {t} meanwhile",
                 i + 1,
-                began.elapsed().as_secs_f64(),
+                held.as_secs_f64(),
                 if i == leader { "leader" } else { "follower" },
                 j + 1
             ),
