@@ -778,7 +778,14 @@ async fn a_generated_admin_password_is_written_once_and_works() {
     assert_eq!(password.len(), 24);
     let http = Http::new(server.port());
     http.token("nacos", &password).await;
-    let log = server.log();
+    // The line is printed once the init commits, which may be a moment after
+    // the login above (which only waits for the apply); give it that moment.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let mut log = server.log();
+    while !log.contains(&password) && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        log = server.log();
+    }
     assert_eq!(log.matches(&password).count(), 1, "printed once: {log}");
     assert!(!log.contains("accessToken"), "{log}");
     assert!(server.stop().await.success());
