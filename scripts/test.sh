@@ -41,7 +41,7 @@ cargo clippy --workspace --all-targets -- -D warnings
 cargo clippy -p tacos --all-targets --features fault-injection -- -D warnings
 
 echo "== cargo test"
-cargo test --workspace
+cargo test --workspace --no-fail-fast
 
 echo "== fault tests (short mode: kill, partition, pause the leader; ENOSPC on a follower)"
 cargo test -p tacos --features fault-injection --test faults

@@ -135,7 +135,7 @@ fn classify_write(history: &History, result: Result<(u16, String), reqwest::Erro
         Ok((200, body)) if body == "true" => return Outcome::Ok,
         Ok((status @ (400 | 403 | 404), _)) => (Outcome::Failed, status.to_string()),
         Ok((status, body)) => {
-            let body: String = body.chars().take(40).collect();
+            let body: String = body.chars().take(120).collect();
             (Outcome::Unknown, format!("{status} {body}"))
         }
         Err(e) if e.is_connect() => (Outcome::Failed, "connect refused".to_string()),
