@@ -5,10 +5,18 @@
 //! A connection is made lazily per peer address and reused; tonic reconnects
 //! it after a failure. Every call carries the cluster token (when set) and a
 //! deadline, so a dead or paused peer costs a timeout, never a hang.
+//!
+//! A call that fails before a connection exists (refused, connect timeout)
+//! certainly did not reach the peer: it is [`CallError::NotSent`], which lets
+//! a forwarded write be tried again safely. After such a failure the address
+//! is backed off (doubling from [`BACKOFF_FIRST`] to [`BACKOFF_MAX`], reset by
+//! the next answer): calls in the meantime fail at once as `NotSent`, so a
+//! partition or a dead node costs a few connection attempts a second instead
+//! of one per request and heartbeat.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use openraft::error::{
     InstallSnapshotError, NetworkError, PayloadTooLarge, RPCError, RaftError, RemoteError,
@@ -30,6 +38,10 @@ type Client = pb::cluster_client::ClusterClient<Channel>;
 
 /// How long a connection attempt to a peer may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+/// How long an address is left alone after the first failed connection.
+pub const BACKOFF_FIRST: Duration = Duration::from_millis(25);
+/// The longest an address is left alone between connection attempts.
+pub const BACKOFF_MAX: Duration = Duration::from_millis(500);
 
 /// Clients for the other nodes, one connection per address.
 #[derive(Clone)]
@@ -37,6 +49,34 @@ pub struct Peers {
     token: Option<Arc<str>>,
     local: Option<std::net::IpAddr>,
     clients: Arc<Mutex<HashMap<String, Client>>>,
+    /// Addresses that could not be connected to, and until when to wait.
+    down: Arc<Mutex<HashMap<String, Down>>>,
+}
+
+/// An address in back-off.
+#[derive(Debug, Clone, Copy)]
+struct Down {
+    /// The wait after the latest failure.
+    wait: Duration,
+    until: Instant,
+}
+
+/// Why a call to a peer failed.
+#[derive(Debug)]
+pub enum CallError {
+    /// No connection: the request certainly did not reach the peer.
+    NotSent(String),
+    /// The request may have reached the peer.
+    Failed(tonic::Status),
+}
+
+impl std::fmt::Display for CallError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CallError::NotSent(why) => write!(f, "not sent: {why}"),
+            CallError::Failed(status) => write!(f, "{:?}: {}", status.code(), status.message()),
+        }
+    }
 }
 
 /// Which RPC a frame goes to.
@@ -55,6 +95,42 @@ impl Peers {
             token: token.map(Arc::from),
             local,
             clients: Arc::default(),
+            down: Arc::default(),
+        }
+    }
+
+    /// How much longer `addr` is backed off, if it is.
+    pub fn backing_off(&self, addr: &str) -> Option<Duration> {
+        let down = self.down.lock().unwrap_or_else(|e| e.into_inner());
+        down.get(addr)
+            .and_then(|d| d.until.checked_duration_since(Instant::now()))
+            .filter(|left| !left.is_zero())
+    }
+
+    /// Records a failed connection to `addr`: the wait doubles up to the max.
+    fn mark_down(&self, addr: &str) {
+        let mut down = self.down.lock().unwrap_or_else(|e| e.into_inner());
+        let now = Instant::now();
+        let wait = match down.get(addr) {
+            // Concurrent calls that all failed count as one failure.
+            Some(d) if d.until > now => return,
+            Some(d) => (d.wait * 2).min(BACKOFF_MAX),
+            None => BACKOFF_FIRST,
+        };
+        down.insert(
+            addr.to_string(),
+            Down {
+                wait,
+                until: now + wait,
+            },
+        );
+    }
+
+    /// Records an answer from `addr`: no more back-off.
+    fn mark_up(&self, addr: &str) {
+        let mut down = self.down.lock().unwrap_or_else(|e| e.into_inner());
+        if !down.is_empty() {
+            down.remove(addr);
         }
     }
 
@@ -81,6 +157,32 @@ impl Peers {
         method: Method,
         frame: pb::Frame,
         timeout: Duration,
+    ) -> Result<pb::Frame, CallError> {
+        if let Some(left) = self.backing_off(addr) {
+            return Err(CallError::NotSent(format!(
+                "no connection to {addr}; next attempt in {} ms",
+                left.as_millis().max(1)
+            )));
+        }
+        match self.send(addr, method, frame, timeout).await {
+            Ok(reply) => {
+                self.mark_up(addr);
+                Ok(reply)
+            }
+            Err(status) if never_sent(&status) => {
+                self.mark_down(addr);
+                Err(CallError::NotSent(format!("{addr}: {}", status.message())))
+            }
+            Err(status) => Err(CallError::Failed(status)),
+        }
+    }
+
+    async fn send(
+        &self,
+        addr: &str,
+        method: Method,
+        frame: pb::Frame,
+        timeout: Duration,
     ) -> Result<pb::Frame, tonic::Status> {
         let mut client = self.client(addr)?;
         let mut request = tonic::Request::new(frame);
@@ -100,8 +202,9 @@ impl Peers {
     }
 
     /// Sends a request to the node at `addr` (which handles it if it leads,
-    /// or passes it on once). Transport failures become
-    /// [`RouteError::Unreachable`].
+    /// or passes it on once). A request that never left is
+    /// [`RouteError::LeaderDown`] (safe to retry); one that may have arrived
+    /// is [`RouteError::Unreachable`].
     pub async fn forward(
         &self,
         addr: &str,
@@ -111,10 +214,9 @@ impl Peers {
         let reply = self
             .call(addr, Method::Forward, rpc::encode(forward), timeout)
             .await
-            .map_err(|status| {
-                if connection_refused(&status) {
-                    RouteError::LeaderDown(addr.to_string())
-                } else {
+            .map_err(|error| match error {
+                CallError::NotSent(why) => RouteError::LeaderDown(why),
+                CallError::Failed(status) => {
                     RouteError::Unreachable(format!("{addr}: {}", status.message()))
                 }
             })?;
@@ -122,13 +224,19 @@ impl Peers {
     }
 }
 
-/// Whether a call failed because no connection could be made (so the
-/// request certainly did not reach the peer).
-fn connection_refused(status: &tonic::Status) -> bool {
+/// Whether a call failed before any connection existed (refused, timed
+/// out or unroutable while connecting), so the request certainly did not
+/// reach the peer.
+fn never_sent(status: &tonic::Status) -> bool {
     let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(status);
     while let Some(error) = source {
+        if error.is::<tonic::ConnectError>() {
+            return true;
+        }
         if let Some(io) = error.downcast_ref::<std::io::Error>() {
-            return io.kind() == std::io::ErrorKind::ConnectionRefused;
+            if io.kind() == std::io::ErrorKind::ConnectionRefused {
+                return true;
+            }
         }
         source = error.source();
     }
@@ -170,7 +278,7 @@ impl Peer {
             .peers
             .call(&self.node.cluster_addr, method, frame, option.hard_ttl())
             .await
-            .map_err(|status| self.transport_error(status))?;
+            .map_err(|error| self.transport_error(error))?;
         let result: Result<Resp, RaftError<NodeId, E>> =
             rpc::decode(&reply).map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
         result.map_err(|e| {
@@ -184,19 +292,21 @@ impl Peer {
 
     fn transport_error<E: std::error::Error>(
         &self,
-        status: tonic::Status,
+        error: CallError,
     ) -> RPCError<NodeId, NodeInfo, E> {
+        let unreachable = match &error {
+            CallError::NotSent(_) => true,
+            CallError::Failed(status) => status.code() == tonic::Code::Unavailable,
+        };
         let error = std::io::Error::other(format!(
-            "node {} at {}: {:?}: {}",
-            self.target,
-            self.node.cluster_addr,
-            status.code(),
-            status.message()
+            "node {} at {}: {error}",
+            self.target, self.node.cluster_addr
         ));
-        match status.code() {
+        if unreachable {
             // Not connected: openraft backs off before trying again.
-            tonic::Code::Unavailable => RPCError::Unreachable(Unreachable::new(&error)),
-            _ => RPCError::Network(NetworkError::new(&error)),
+            RPCError::Unreachable(Unreachable::new(&error))
+        } else {
+            RPCError::Network(NetworkError::new(&error))
         }
     }
 }
@@ -236,5 +346,125 @@ impl RaftNetwork<TypeConfig> for Peer {
         option: RPCOption,
     ) -> Result<VoteResponse<NodeId>, RPCError<NodeId, NodeInfo, RaftError<NodeId>>> {
         self.send(Method::Vote, rpc::encode(&rpc), &option).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::raft::rpc::Request;
+
+    fn read_index() -> Forward {
+        Forward {
+            hops: 1,
+            request: Request::ReadIndex,
+        }
+    }
+
+    /// An address nothing listens on.
+    fn closed_port() -> String {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = listener.local_addr().expect("addr").to_string();
+        drop(listener);
+        addr
+    }
+
+    #[tokio::test]
+    async fn a_refused_connection_is_not_sent_and_backs_the_address_off() {
+        let peers = Peers::new(None, None);
+        let addr = closed_port();
+        let first = peers
+            .forward(&addr, &read_index(), Duration::from_secs(2))
+            .await;
+        assert!(
+            matches!(&first, Err(RouteError::LeaderDown(_))),
+            "{first:?}"
+        );
+        let left = peers.backing_off(&addr).expect("backed off");
+        assert!(left <= BACKOFF_FIRST, "{left:?}");
+
+        // Within the back-off the call fails at once, still as never sent.
+        let second = peers
+            .forward(&addr, &read_index(), Duration::from_secs(2))
+            .await;
+        match &second {
+            Err(RouteError::LeaderDown(why)) => assert!(why.contains("next attempt"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+
+        // Each failure after a wait doubles it, up to the max.
+        let mut waits = Vec::new();
+        for _ in 0..7 {
+            while let Some(left) = peers.backing_off(&addr) {
+                tokio::time::sleep(left).await;
+            }
+            let _ = peers
+                .forward(&addr, &read_index(), Duration::from_secs(2))
+                .await;
+            let down = peers.down.lock().unwrap_or_else(|e| e.into_inner());
+            waits.push(down.get(&addr).map(|d| d.wait).expect("down"));
+        }
+        assert_eq!(waits[0], BACKOFF_FIRST * 2, "{waits:?}");
+        assert!(waits.windows(2).all(|w| w[1] >= w[0]), "{waits:?}");
+        assert_eq!(waits.last(), Some(&BACKOFF_MAX), "{waits:?}");
+
+        // An answer ends the back-off.
+        peers.mark_up(&addr);
+        assert_eq!(peers.backing_off(&addr), None);
+    }
+
+    #[tokio::test]
+    async fn a_connect_timeout_is_not_sent() {
+        // A listener whose accept queue is full drops new SYNs, like a
+        // partitioned peer: the connection attempt times out.
+        let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+        socket
+            .bind("127.0.0.1:0".parse().expect("addr"))
+            .expect("bind");
+        let listener = socket.listen(0).expect("listen");
+        let addr = listener.local_addr().expect("addr");
+        let mut fillers = Vec::new();
+        for _ in 0..3 {
+            fillers.push(tokio::spawn(tokio::net::TcpStream::connect(addr)));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+
+        let peers = Peers::new(None, None);
+        let reply = peers
+            .forward(&addr.to_string(), &read_index(), Duration::from_secs(5))
+            .await;
+        assert!(
+            matches!(&reply, Err(RouteError::LeaderDown(_))),
+            "{reply:?}"
+        );
+        for filler in fillers {
+            filler.abort();
+        }
+        drop(listener);
+    }
+
+    #[tokio::test]
+    async fn a_connection_closed_after_it_was_made_may_have_been_delivered() {
+        // A peer that accepts and then hangs up (a proxy cutting a link):
+        // the request may have left, so the answer is ambiguous.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr").to_string();
+        let acceptor = tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                drop(stream);
+            }
+        });
+        let peers = Peers::new(None, None);
+        let reply = peers
+            .forward(&addr, &read_index(), Duration::from_secs(2))
+            .await;
+        assert!(
+            matches!(&reply, Err(RouteError::Unreachable(_))),
+            "{reply:?}"
+        );
+        assert_eq!(peers.backing_off(&addr), None);
+        acceptor.abort();
     }
 }
