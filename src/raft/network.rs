@@ -8,8 +8,8 @@
 //!
 //! A call that fails before a connection exists (refused, connect timeout)
 //! certainly did not reach the peer: it is [`CallError::NotSent`], which lets
-//! a forwarded write be tried again safely. After such a failure the address
-//! is backed off (doubling from [`BACKOFF_FIRST`] to [`BACKOFF_MAX`], reset by
+//! a forwarded write be tried again safely. After such a failure, or a
+//! connection that broke under a call, the address is backed off (doubling from [`BACKOFF_FIRST`] to [`BACKOFF_MAX`], reset by
 //! the next answer): calls in the meantime fail at once as `NotSent`, so a
 //! partition or a dead node costs a few connection attempts a second instead
 //! of one per request and heartbeat.
@@ -173,7 +173,12 @@ impl Peers {
                 self.mark_down(addr);
                 Err(CallError::NotSent(format!("{addr}: {}", status.message())))
             }
-            Err(status) => Err(CallError::Failed(status)),
+            Err(status) => {
+                if connection_broke(&status) {
+                    self.mark_down(addr);
+                }
+                Err(CallError::Failed(status))
+            }
         }
     }
 
@@ -222,6 +227,20 @@ impl Peers {
             })?;
         rpc::decode(&reply).map_err(|e| RouteError::Unreachable(format!("{addr}: {e}")))
     }
+}
+
+/// Whether a call failed because its connection broke (not an answer from
+/// the peer, which carries no local error source, and not our own deadline).
+fn connection_broke(status: &tonic::Status) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(status);
+    let broke = source.is_some();
+    while let Some(error) = source {
+        if error.is::<tonic::TimeoutExpired>() {
+            return false;
+        }
+        source = error.source();
+    }
+    broke
 }
 
 /// Whether a call failed before any connection existed (refused, timed
@@ -464,7 +483,42 @@ mod tests {
             matches!(&reply, Err(RouteError::Unreachable(_))),
             "{reply:?}"
         );
-        assert_eq!(peers.backing_off(&addr), None);
+        // The broken connection still backs the address off; a call in the
+        // meantime is not sent at all.
+        assert!(peers.backing_off(&addr).is_some());
+        let reply = peers
+            .forward(&addr, &read_index(), Duration::from_secs(2))
+            .await;
+        assert!(
+            matches!(&reply, Err(RouteError::LeaderDown(_))),
+            "{reply:?}"
+        );
         acceptor.abort();
+    }
+
+    #[tokio::test]
+    async fn a_peer_that_does_not_answer_in_time_is_not_backed_off() {
+        // Our own deadline passing says nothing about the connection (a slow
+        // leader under load): no back-off, and the answer is ambiguous.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr").to_string();
+        let holder = tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((stream, _)) = listener.accept().await {
+                held.push(stream);
+            }
+        });
+        let peers = Peers::new(None, None);
+        let reply = peers
+            .forward(&addr, &read_index(), Duration::from_millis(300))
+            .await;
+        assert!(
+            matches!(&reply, Err(RouteError::Unreachable(_))),
+            "{reply:?}"
+        );
+        assert_eq!(peers.backing_off(&addr), None);
+        holder.abort();
     }
 }
