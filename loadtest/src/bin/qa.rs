@@ -48,7 +48,9 @@ its work dir (logs, raw reports) is removed unless --keep-work.
 Examples:
   qa --baseline /work/rnacos/bin/rnacos                      # docs/qa/<version>.md
   qa --baseline rnacos --nodes 1 --scenarios set,query --rounds 3
-  qa --smoke --server target/debug/tacos --out /tmp/qa";
+  qa --smoke --server target/debug/tacos --out /tmp/qa
+  qa --baseline target/release/tacos --baseline-env TACOS_AUDIT_LIMIT=1000 \
+     --nodes 1 --scenarios set --out /tmp/qa-ab              # A/B a setting";
 
 #[derive(Debug, Parser)]
 #[command(name = "qa", about = ABOUT, long_about = LONG_ABOUT)]
@@ -65,6 +67,14 @@ struct Args {
     /// What --baseline is: tacos or rnacos [default: from the file name]
     #[arg(long, value_name = "KIND", value_parser = parse_flavor)]
     baseline_kind: Option<Flavor>,
+    /// An environment variable for every node of the server under test (repeatable),
+    /// e.g. `--server-env TACOS_AUDIT_LIMIT=1000`
+    #[arg(long, value_name = "KEY=VALUE", value_parser = parse_env)]
+    server_env: Vec<(String, String)>,
+    /// An environment variable for every baseline node (repeatable); with the same binary
+    /// as --server this A/Bs a setting
+    #[arg(long, value_name = "KEY=VALUE", value_parser = parse_env)]
+    baseline_env: Vec<(String, String)>,
     /// Topologies: 1, 3 or 1,3
     #[arg(
         long,
@@ -170,6 +180,15 @@ fn parse_flavor(s: &str) -> Result<Flavor, String> {
     Flavor::parse(s).ok_or_else(|| format!("{s:?}: tacos or rnacos"))
 }
 
+fn parse_env(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((key, value)) if !key.is_empty() && !key.contains(char::is_whitespace) => {
+            Ok((key.to_string(), value.to_string()))
+        }
+        _ => Err(format!("{s:?}: expected KEY=VALUE")),
+    }
+}
+
 fn parse_scenario(s: &str) -> Result<Scenario, String> {
     Scenario::parse(s).ok_or_else(|| {
         let names: Vec<&str> = Scenario::ALL.iter().map(|s| s.name()).collect();
@@ -215,6 +234,8 @@ fn run(args: Args) -> Result<ExitCode> {
         server_flavor: args.server_kind,
         baseline: args.baseline.clone(),
         baseline_flavor: args.baseline_kind,
+        server_env: args.server_env.clone(),
+        baseline_env: args.baseline_env.clone(),
         nodes: args.nodes.clone(),
         scenarios: args.scenarios.clone(),
         users: args.users.clone(),
@@ -406,4 +427,21 @@ fn command_line() -> String {
         }
     }
     line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_env;
+
+    #[test]
+    fn env_pairs() {
+        assert_eq!(
+            parse_env("TACOS_AUDIT_LIMIT=1000"),
+            Ok(("TACOS_AUDIT_LIMIT".into(), "1000".into()))
+        );
+        assert_eq!(parse_env("A="), Ok(("A".into(), String::new())));
+        assert!(parse_env("no-equals").is_err());
+        assert!(parse_env("=x").is_err());
+        assert!(parse_env("A B=x").is_err());
+    }
 }

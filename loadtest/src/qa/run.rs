@@ -20,6 +20,9 @@ pub struct Options {
     pub server_flavor: Option<Flavor>,
     pub baseline: Option<PathBuf>,
     pub baseline_flavor: Option<Flavor>,
+    /// Extra environment for the server's / the baseline's nodes.
+    pub server_env: Vec<(String, String)>,
+    pub baseline_env: Vec<(String, String)>,
     pub nodes: Vec<usize>,
     pub scenarios: Vec<Scenario>,
     pub users: Vec<usize>,
@@ -160,18 +163,23 @@ pub fn run(opts: &Options) -> Result<QaResults, QaError> {
         &opts.server,
     )?;
     let server = ServerSpec {
-        label: label_for(&server),
+        label: with_env(label_for(&server), &opts.server_env),
+        env: opts.server_env.clone(),
         ..server
     };
     let baseline = match &opts.baseline {
         Some(path) => {
             let flavor = opts.baseline_flavor.unwrap_or_else(|| Flavor::guess(path));
             let spec = ServerSpec::new("baseline", flavor, path)?;
-            let mut label = label_for(&spec);
+            let mut label = with_env(label_for(&spec), &opts.baseline_env);
             if label == server.label {
                 label = format!("{label} (baseline)");
             }
-            Some(ServerSpec { label, ..spec })
+            Some(ServerSpec {
+                label,
+                env: opts.baseline_env.clone(),
+                ..spec
+            })
         }
         None => None,
     };
@@ -241,6 +249,16 @@ pub fn run(opts: &Options) -> Result<QaResults, QaError> {
         quiet_timeouts: runner.quiet_timeouts,
         options: opts.clone(),
     })
+}
+
+/// A label with the extra environment it runs with, if any:
+/// `tacos [TACOS_AUDIT_LIMIT=1000]`.
+fn with_env(label: String, env: &[(String, String)]) -> String {
+    if env.is_empty() {
+        return label;
+    }
+    let env: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    format!("{label} [{}]", env.join(" "))
 }
 
 /// `tacos`, `r-nacos`: the software's name from `--version`, else the flavor.
@@ -794,9 +812,18 @@ mod tests {
             flavor,
             binary: PathBuf::from("/x"),
             version: version.into(),
+            env: Vec::new(),
         };
         assert_eq!(label_for(&spec(Flavor::Tacos, "tacos 0.1.0")), "tacos");
         assert_eq!(label_for(&spec(Flavor::RNacos, "rnacos 0.8.8")), "r-nacos");
         assert_eq!(label_for(&spec(Flavor::Tacos, "")), "tacos");
+        assert_eq!(with_env("tacos".into(), &[]), "tacos");
+        assert_eq!(
+            with_env(
+                "tacos".into(),
+                &[("TACOS_AUDIT_LIMIT".into(), "1000".into())]
+            ),
+            "tacos [TACOS_AUDIT_LIMIT=1000]"
+        );
     }
 }

@@ -62,6 +62,9 @@ pub struct ServerSpec {
     pub binary: PathBuf,
     /// `--version` output, first line.
     pub version: String,
+    /// Extra environment for every node (e.g. `TACOS_AUDIT_LIMIT=1000`), set
+    /// after the inherited `TACOS_*`/`RNACOS_*` variables were cleared.
+    pub env: Vec<(String, String)>,
 }
 
 impl ServerSpec {
@@ -91,6 +94,7 @@ impl ServerSpec {
             flavor,
             binary: binary.to_path_buf(),
             version,
+            env: Vec::new(),
         })
     }
 
@@ -209,10 +213,11 @@ impl Cluster {
             let node_dir = dir.join(format!("node{}", i + 1));
             std::fs::create_dir_all(&node_dir)
                 .map_err(|e| QaError::io(format!("creating {}", node_dir.display()), e))?;
-            let command = match spec.flavor {
+            let mut command = match spec.flavor {
                 Flavor::Tacos => tacos_command(spec, i, p, &ports[0], &node_dir),
                 Flavor::RNacos => rnacos_command(spec, i, p, &ports[0], &node_dir),
             };
+            command.envs(spec.env.iter().map(|(k, v)| (k, v)));
             let log = node_dir.join("server.log");
             let proc = Proc::spawn(&format!("{} node {}", spec.label, i + 1), command, &log)?;
             nodes.push(Node {
@@ -440,7 +445,9 @@ pub fn tacos_command(spec: &ServerSpec, i: usize, p: &Ports, first: &Ports, dir:
         .args(["--grpc-port", &p.grpc.to_string()])
         .args(["--cluster-port", &p.cluster.to_string()])
         .args(["--node-id", &(i + 1).to_string()])
-        .args(["--admin-password", ADMIN_PASSWORD]);
+        // As a variable, not a flag: a Tacos build from before auth ignores
+        // it and still starts (A/B between versions).
+        .env("TACOS_ADMIN_PASSWORD", ADMIN_PASSWORD);
     if i > 0 {
         c.args(["--join", &format!("127.0.0.1:{}", first.cluster)]);
     }
@@ -516,6 +523,7 @@ mod tests {
             flavor,
             binary: PathBuf::from("/bin/true"),
             version: "tacos 0.1.0".into(),
+            env: Vec::new(),
         }
     }
 
