@@ -118,10 +118,7 @@ impl State {
         &'a self,
         namespace: &'a str,
     ) -> impl Iterator<Item = (&'a ConfigKey, &'a Arc<Config>)> + 'a {
-        let start = ConfigKey {
-            namespace: namespace.to_string(),
-            ..Default::default()
-        };
+        let start = ConfigKey::from_parts(namespace.to_string(), String::new(), String::new());
         self.configs
             .range(start..)
             .take_while(move |(key, _)| key.namespace == namespace)
@@ -196,7 +193,7 @@ impl State {
     ) -> Result<ConfigKey, ApplyError> {
         let key = ConfigKey::from(key.ok_or(ApplyError::UnknownCommand)?);
         if !self.has_namespace(&key.namespace) {
-            return Err(ApplyError::NamespaceNotFound(key.namespace));
+            return Err(ApplyError::NamespaceNotFound(key.namespace.clone()));
         }
         Ok(key)
     }
