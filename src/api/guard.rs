@@ -266,6 +266,22 @@ async fn credentials(req: &mut ServiceRequest) -> Result<Credentials, actix_web:
     Ok(found)
 }
 
+/// The route pattern the router matched, found once per request: the
+/// metrics middleware and the guard both need it, and matching walks the
+/// route table.
+#[derive(Clone)]
+struct MatchedPattern(Option<String>);
+
+/// The pattern the router matched for `req` (cached in its extensions).
+pub fn matched_pattern(req: &ServiceRequest) -> Option<String> {
+    if let Some(found) = req.extensions().get::<MatchedPattern>() {
+        return found.0.clone();
+    }
+    let pattern = req.match_pattern();
+    req.extensions_mut().insert(MatchedPattern(pattern.clone()));
+    pattern
+}
+
 /// The middleware; see the module docs.
 pub async fn guard(
     mut req: ServiceRequest,
@@ -274,9 +290,7 @@ pub async fn guard(
     let Some(app) = req.app_data::<web::Data<AppState>>().cloned() else {
         return Err(actix_web::error::ErrorInternalServerError("no app state"));
     };
-    let need = req
-        .match_pattern()
-        .and_then(|pattern| app.policy.need(req.method(), &pattern));
+    let need = matched_pattern(&req).and_then(|pattern| app.policy.need(req.method(), &pattern));
     let deny = |req: ServiceRequest, response: HttpResponse| {
         Ok(req.into_response(response).map_into_right_body())
     };

@@ -59,7 +59,7 @@ pub async fn record_metrics(
     next: actix_web::middleware::Next<impl actix_web::body::MessageBody>,
 ) -> Result<actix_web::dev::ServiceResponse<impl actix_web::body::MessageBody>, actix_web::Error> {
     let started = std::time::Instant::now();
-    let route = req.match_pattern().unwrap_or_else(|| "unmatched".into());
+    let route = guard::matched_pattern(&req).unwrap_or_else(|| "unmatched".into());
     let method = req.method().to_string();
     let response = next.call(req).await?;
     let status = response.status().as_u16().to_string();
