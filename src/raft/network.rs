@@ -388,6 +388,24 @@ mod tests {
         addr
     }
 
+    /// A local peer that never answers: it accepts connections and drops
+    /// them at once (`hold` false) or keeps them open in silence.
+    async fn silent_peer(hold: bool) -> (String, tokio::task::JoinHandle<()>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr").to_string();
+        let task = tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((stream, _)) = listener.accept().await {
+                if hold {
+                    held.push(stream);
+                }
+            }
+        });
+        (addr, task)
+    }
+
     #[tokio::test]
     async fn a_refused_connection_is_not_sent_and_backs_the_address_off() {
         let peers = Peers::new(None, None);
@@ -466,15 +484,7 @@ mod tests {
     async fn a_connection_closed_after_it_was_made_may_have_been_delivered() {
         // A peer that accepts and then hangs up (a proxy cutting a link):
         // the request may have left, so the answer is ambiguous.
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let addr = listener.local_addr().expect("addr").to_string();
-        let acceptor = tokio::spawn(async move {
-            while let Ok((stream, _)) = listener.accept().await {
-                drop(stream);
-            }
-        });
+        let (addr, acceptor) = silent_peer(false).await;
         let peers = Peers::new(None, None);
         let reply = peers
             .forward(&addr, &read_index(), Duration::from_secs(2))
@@ -500,16 +510,7 @@ mod tests {
     async fn a_peer_that_does_not_answer_in_time_is_not_backed_off() {
         // Our own deadline passing says nothing about the connection (a slow
         // leader under load): no back-off, and the answer is ambiguous.
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let addr = listener.local_addr().expect("addr").to_string();
-        let holder = tokio::spawn(async move {
-            let mut held = Vec::new();
-            while let Ok((stream, _)) = listener.accept().await {
-                held.push(stream);
-            }
-        });
+        let (addr, holder) = silent_peer(true).await;
         let peers = Peers::new(None, None);
         let reply = peers
             .forward(&addr, &read_index(), Duration::from_millis(300))
