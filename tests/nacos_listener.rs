@@ -520,6 +520,52 @@ async fn answers_at_once_with_all_stale_keys() {
     server.stop().await;
 }
 
+/// A poll answered at once because the client holds a stale md5 never
+/// waits in the hub, yet the console's listeners view lists it, with the
+/// md5 it held and "not in sync" (it used to be invisible).
+#[tokio::test]
+async fn a_poll_answered_at_once_is_listed_as_not_in_sync() {
+    let tmp = temp();
+    let (mut server, nacos) = start(&tmp).await;
+    let current = nacos.publish("", "seen.yaml", "v2").await;
+    let stale = md5_hex("v1");
+    let answer = nacos
+        .listen_at_once(
+            &record("seen.yaml", GROUP, &stale, None),
+            &[("Long-Pulling-Timeout", CLIENT_TIMEOUT)],
+        )
+        .await;
+    assert_eq!(answer.status, 200, "{answer:?}");
+
+    let url = nacos
+        .url("/tacos/api/console/config/listeners?namespace=&group=DEFAULT_GROUP&dataId=seen.yaml");
+    let deadline = Instant::now() + WAKE_BOUND;
+    let listed = loop {
+        let body: serde_json::Value = nacos
+            .client
+            .get(&url)
+            .send()
+            .await
+            .expect("listeners view")
+            .json()
+            .await
+            .expect("listeners JSON");
+        let rows = body["listeners"].as_array().cloned().unwrap_or_default();
+        if !rows.is_empty() || Instant::now() > deadline {
+            break rows;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    let row = &listed[0];
+    assert_eq!(row["protocol"], "http", "{row}");
+    assert_eq!(row["md5"], stale.as_str(), "{row}");
+    assert_eq!(row["inSync"], false, "{row}");
+    assert_eq!(row["state"], "between-polls", "{row}");
+    assert_ne!(stale, current);
+    server.stop().await;
+}
+
 /// The tenant is echoed exactly as sent: empty (4-field record) → no tenant
 /// field, "public" → "public", a custom namespace → its id. Both for stale
 /// keys (answered at once) and for held keys woken by a publish.

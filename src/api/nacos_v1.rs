@@ -16,7 +16,7 @@ use crate::auth::Principal;
 use crate::model::validate::{self, InvalidInput};
 use crate::service::{checked_key, Caller, PublishRequest, ServiceError};
 use crate::state::{canonical_namespace, Access, Config, ConfigKey, State};
-use crate::watch::{changed_keys, Cancel, Hold, HoldOutcome, ListenKey, WatchHub};
+use crate::watch::{changed_keys, Cancel, Hold, HoldOutcome, ListenKey, Polled, WatchHub};
 
 pub fn routes(r: &mut Routes) {
     r.get("/nacos/v1/cs/configs", Need::OpenApi, get_config)
@@ -423,11 +423,17 @@ async fn listener(
     let changed = changed_keys(&app.service.state(), &keys, &ip);
     let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok());
     let timeout = header("Long-Pulling-Timeout").and_then(|t| t.trim().parse::<u64>().ok());
+    // Answered without a hold: the hub still hears of the poll, for the
+    // listeners view (a client holding a stale md5 shows up as not in sync).
+    let answer_now = |keys: Vec<ListenKey>, client_ip: String| {
+        app.hub.do_send(Polled { keys, client_ip });
+        listener_reply(&changed)
+    };
     let Some(timeout) = timeout else {
-        return listener_reply(&changed);
+        return answer_now(keys, ip);
     };
     if !changed.is_empty() || header("Long-Pulling-Timeout-No-Hangup") == Some("true") {
-        return listener_reply(&changed);
+        return answer_now(keys, ip);
     }
     let hold_for = Duration::from_millis(timeout.saturating_sub(500).max(10_000));
     let (reply, answer) = tokio::sync::oneshot::channel();

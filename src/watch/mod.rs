@@ -120,10 +120,10 @@ impl WatchHub {
         }
     }
 
-    /// Remembers that `held` ended now.
-    fn remember_ended(&mut self, held: &Held) {
+    /// Remembers that a poll of `keys` by `client_ip` ended now.
+    fn remember_ended(&mut self, client_ip: &str, keys: &[ListenKey]) {
         let now = Instant::now();
-        for k in &held.keys {
+        for k in keys {
             if self.recent_count >= MAX_RECENT_POLLS {
                 self.forget_expired(now);
                 if self.recent_count >= MAX_RECENT_POLLS {
@@ -131,14 +131,14 @@ impl WatchHub {
                 }
             }
             let polls = self.recent.entry(k.key.clone()).or_default();
-            match polls.iter_mut().find(|p| p.client_ip == held.client_ip) {
+            match polls.iter_mut().find(|p| p.client_ip == client_ip) {
                 Some(poll) => {
                     poll.md5.clone_from(&k.md5);
                     poll.ended = now;
                 }
                 None => {
                     polls.push(RecentPoll {
-                        client_ip: held.client_ip.clone(),
+                        client_ip: client_ip.to_string(),
                         md5: k.md5.clone(),
                         ended: now,
                     });
@@ -204,7 +204,7 @@ impl WatchHub {
                 }
             }
         }
-        self.remember_ended(&held);
+        self.remember_ended(&held.client_ip, &held.keys);
         Some(held)
     }
 
@@ -259,6 +259,7 @@ impl Handler<Hold> for WatchHub {
         let changed = changed_keys(&self.state.load(), &msg.keys, &msg.client_ip);
         if !changed.is_empty() {
             let _ = msg.reply.send(changed);
+            self.remember_ended(&msg.client_ip, &msg.keys);
             return HoldOutcome::Answered;
         }
         if self.holds.len() >= self.max_holds {
@@ -282,6 +283,25 @@ impl Handler<Hold> for WatchHub {
             },
         );
         HoldOutcome::Held(id)
+    }
+}
+
+/// A poll that was answered without being held (a key had already
+/// changed, or the client asked for no hold): remembered like an ended
+/// poll, so the listeners view shows a client that holds a stale md5.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Polled {
+    pub keys: Vec<ListenKey>,
+    pub client_ip: String,
+}
+
+impl Handler<Polled> for WatchHub {
+    type Result = ();
+
+    fn handle(&mut self, msg: Polled, _: &mut Context<Self>) {
+        self.forget_polls_of(&msg.client_ip, &msg.keys);
+        self.remember_ended(&msg.client_ip, &msg.keys);
     }
 }
 
@@ -678,6 +698,24 @@ mod tests {
         assert_eq!(http.len(), 1, "{again:?}");
         assert_eq!(http[0].state, ListenState::Waiting);
         assert_eq!(http[0].md5, md5_hex("two"));
+
+        // A poll answered at once (it holds an md5 that is already stale)
+        // is listed too, with that md5, between polls.
+        hub.send(Polled {
+            keys: vec![listen("a", "stale")],
+            client_ip: "10.0.0.9".into(),
+        })
+        .await
+        .unwrap();
+        let listed = hub.send(ListenersOf(key.clone())).await.unwrap();
+        let stale = listed
+            .iter()
+            .find(|l| l.client == "10.0.0.9")
+            .expect("the answered poll is listed");
+        assert_eq!(
+            (stale.md5.as_str(), stale.state),
+            ("stale", ListenState::BetweenPolls)
+        );
 
         // Other keys have no listeners; a disconnect removes the gRPC one.
         hub.send(Disconnect(42)).await.unwrap();
