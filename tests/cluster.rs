@@ -610,6 +610,10 @@ async fn raw_join(port: u16, token: Option<&str>, id: u64, node: NodeInfo) -> Fo
     };
     let mut request = tonic::Request::new(rpc::encode(&forward));
     request.set_timeout(Duration::from_secs(15));
+    request.metadata_mut().insert(
+        rpc::PROTOCOL_HEADER,
+        rpc::PROTOCOL_VERSION.parse().expect("version metadata"),
+    );
     if let Some(token) = token {
         request
             .metadata_mut()
@@ -819,9 +823,13 @@ async fn cluster_token_is_required() {
         let mut client = ClusterClient::connect(format!("http://127.0.0.1:{port}"))
             .await
             .expect("connecting to the cluster port");
-        let call = |token: Option<&str>| {
+        let call_as = |token: Option<&str>, version: &str| {
             let mut request = tonic::Request::new(Frame { payload: vec![] });
             request.set_timeout(Duration::from_secs(5));
+            request.metadata_mut().insert(
+                rpc::PROTOCOL_HEADER,
+                version.parse().expect("version metadata"),
+            );
             if let Some(token) = token {
                 request
                     .metadata_mut()
@@ -829,6 +837,7 @@ async fn cluster_token_is_required() {
             }
             request
         };
+        let call = |token: Option<&str>| call_as(token, rpc::PROTOCOL_VERSION);
         let id = cluster.id(i);
         let status = client
             .vote(call(None))
@@ -883,6 +892,21 @@ async fn cluster_token_is_required() {
             status.code(),
             tonic::Code::InvalidArgument,
             "node {id}: the right token must pass the check: {status:?}"
+        );
+        // The right token from a node of another cluster protocol version:
+        // refused before the frame is decoded, saying why.
+        let status = client
+            .vote(call_as(Some(TOKEN), "999"))
+            .await
+            .expect_err("vote of another protocol version");
+        assert_eq!(
+            status.code(),
+            tonic::Code::FailedPrecondition,
+            "node {id}: {status:?}"
+        );
+        assert!(
+            status.message().contains("cluster protocol mismatch"),
+            "node {id}: {status:?}"
         );
     }
     // A raw join with the token is answered (node 2 is already a voter).

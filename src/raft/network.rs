@@ -31,7 +31,10 @@ use serde::de::DeserializeOwned;
 use tonic::metadata::MetadataValue;
 use tonic::transport::{Channel, Endpoint};
 
-use super::rpc::{self, pb, Forward, ForwardReply, RouteError, MAX_FRAME, TOKEN_HEADER};
+use super::rpc::{
+    self, pb, Forward, ForwardReply, RouteError, MAX_FRAME, PROTOCOL_HEADER, PROTOCOL_VERSION,
+    TOKEN_HEADER,
+};
 use super::types::{NodeId, NodeInfo, TypeConfig};
 
 type Client = pb::cluster_client::ClusterClient<Channel>;
@@ -192,6 +195,10 @@ impl Peers {
         let mut client = self.client(addr)?;
         let mut request = tonic::Request::new(frame);
         request.set_timeout(timeout);
+        request.metadata_mut().insert(
+            PROTOCOL_HEADER,
+            MetadataValue::from_static(PROTOCOL_VERSION),
+        );
         if let Some(token) = &self.token {
             let value = MetadataValue::try_from(token.as_ref())
                 .map_err(|_| tonic::Status::invalid_argument("cluster token is not ASCII"))?;

@@ -4,7 +4,10 @@
 //! encoding of a plain Rust value: openraft's own request and response types
 //! for Raft traffic, and [`Forward`] / [`ForwardReply`] for requests a node
 //! routes to the leader. postcard is compact and does not describe itself,
-//! so both ends must run the same message definitions (nodes of one release).
+//! so both ends must run the same message definitions: every call carries
+//! [`PROTOCOL_VERSION`] in [`PROTOCOL_HEADER`], and a node refuses a call of
+//! another version before decoding anything (a mixed-version cluster fails
+//! loudly instead of misreading frames).
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -20,6 +23,14 @@ pub mod pb {
 
 /// The metadata header that carries the cluster token.
 pub const TOKEN_HEADER: &str = "x-tacos-cluster-token";
+
+/// The metadata header that carries the sender's [`PROTOCOL_VERSION`].
+pub const PROTOCOL_HEADER: &str = "x-tacos-cluster-protocol";
+
+/// The version of the frames' encoding. Bump it with any change to a type
+/// that travels in a frame (openraft's included, so also on an openraft
+/// upgrade); nodes of different versions refuse each other's calls.
+pub const PROTOCOL_VERSION: &str = "1";
 
 /// Largest frame accepted: a snapshot chunk or an entry batch with headroom.
 pub const MAX_FRAME: usize = 96 * 1024 * 1024;
