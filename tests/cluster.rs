@@ -650,10 +650,14 @@ async fn fourth_node_joins_through_a_follower_then_one_is_removed() {
         joining.elapsed()
     );
     assert_eq!(digest["configs"].as_u64(), Some(expected.len() as u64));
+    // Node 4 logs this when the join call returns, which may trail the
+    // membership the test waited for.
+    let log = cluster
+        .log_with(fourth, "joined the cluster", Duration::from_secs(10))
+        .await;
     assert!(
-        cluster.log(fourth).contains("joined the cluster"),
-        "node 4 did not log joining:\n{}",
-        cluster.log(fourth)
+        log.contains("joined the cluster"),
+        "node 4 did not log joining:\n{log}"
     );
     let members = cluster.members(fourth).await.expect("members on node 4");
     let four = members["voters"]

@@ -376,6 +376,19 @@ impl Cluster {
         }
     }
 
+    /// Node `i`'s log once it contains `needle`, or as it is after `timeout`
+    /// (a line logged after the event a test waited for may trail it).
+    pub async fn log_with(&self, i: usize, needle: &str, timeout: Duration) -> String {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let log = self.log(i);
+            if log.contains(needle) || Instant::now() >= deadline {
+                return log;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     // ---- HTTP ----------------------------------------------------------------
 
     /// `GET path` on node `i` with a short timeout; transport errors as text.
