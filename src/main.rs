@@ -8,6 +8,10 @@ fn main() {
         // Operator tools print their results on stdout; logs go to stderr.
         init_logging(&settings, "warn", std::io::stderr);
         if let Err(error) = tacos::ops::run(command, &settings) {
+            if tacos::ops::is_broken_pipe(&error) {
+                // The reader of our output went away (`tacos routes | head`).
+                return;
+            }
             eprintln!("tacos {}: {error:#}", command.name());
             std::process::exit(1);
         }

@@ -619,3 +619,24 @@ async fn tacos_backup_writes_a_file_with_the_nodes_digest() {
     );
     assert!(!gone.exists());
 }
+
+/// `tacos routes | head -1`: a reader that goes away before the output is
+/// written ends the tool quietly (exit 0, nothing on stderr), not in a panic.
+#[test]
+fn a_closed_stdout_ends_an_operator_tool_quietly() {
+    for args in [&["routes"][..], &["routes", "--json"][..]] {
+        let mut child = common::tacos_command()
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawning tacos");
+        // Close the reading end before the tool writes (it has to start first).
+        drop(child.stdout.take());
+        let out = child.wait_with_output().expect("waiting for tacos");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{args:?}: {:?} {stderr}", out.status);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+}

@@ -5,6 +5,7 @@
 //! Tacos data dir the way `tacos restore` does; `--dry-run` stops before writing. See
 //! the library docs and docs/migration.md.
 
+use std::io::Write;
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -140,6 +141,15 @@ fn main() -> anyhow::Result<()> {
             args.from.display()
         )
     })?;
-    print!("{}", report::render(&outcome));
-    Ok(())
+    let report = report::render(&outcome);
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(report.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        // The migration is done; a reader that went away (`| head`) only
+        // missed the end of the report (`print!` would panic).
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other.context("printing the report"),
+    }
 }

@@ -142,22 +142,29 @@ pub fn run(args: &BackupArgs) -> anyhow::Result<()> {
         );
     }
     write_file_durably(&args.out, &bytes)?;
-    println!("wrote {} ({} bytes)", args.out.display(), bytes.len());
-    print_contents(&meta, &summary);
+    super::print_out(&format!(
+        "wrote {} ({} bytes)\n{}",
+        args.out.display(),
+        bytes.len(),
+        contents(&meta, &summary)
+    ))?;
     Ok(())
 }
 
 /// The lines `backup` and `restore` print about a backup (aligned as
 /// `inspect` aligns its lines).
-pub(super) fn print_contents(meta: &SnapshotMeta, summary: &Summary) {
-    let line = |label: &str, value: String| println!("{label:<12} {value}");
-    line("applied", show_log_id(meta.last_log_id));
-    line(
-        "membership",
-        MembershipView::from(&meta.last_membership).line(),
-    );
-    line("configs", summary.configs.to_string());
-    line("namespaces", summary.namespaces_line());
-    line("history", format!("{} rows", summary.history_rows));
-    line("digest", summary.digest.clone());
+pub(super) fn contents(meta: &SnapshotMeta, summary: &Summary) -> String {
+    let line = |label: &str, value: String| format!("{label:<12} {value}\n");
+    [
+        line("applied", show_log_id(meta.last_log_id)),
+        line(
+            "membership",
+            MembershipView::from(&meta.last_membership).line(),
+        ),
+        line("configs", summary.configs.to_string()),
+        line("namespaces", summary.namespaces_line()),
+        line("history", format!("{} rows", summary.history_rows)),
+        line("digest", summary.digest.clone()),
+    ]
+    .concat()
 }

@@ -136,9 +136,9 @@ pub fn run(args: &InspectArgs, settings: &Settings) -> anyhow::Result<()> {
         .unwrap_or_else(|| settings.data_dir.clone());
     let report = inspect(&dir)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        super::print_out(&format!("{}\n", serde_json::to_string_pretty(&report)?))?;
     } else {
-        print!("{}", report.text());
+        super::print_out(&report.text())?;
     }
     Ok(())
 }

@@ -26,7 +26,7 @@ use std::sync::Arc;
 
 use anyhow::{anyhow, bail, Context};
 
-use super::backup::print_contents;
+use super::backup::contents;
 use super::{decode_snapshot, parent_dir, sync_dir, Summary};
 use crate::raft::types::{LogId, Membership, NodeInfo, SnapshotMeta, StoredMembership, Vote};
 use crate::settings::Settings;
@@ -217,22 +217,27 @@ pub fn run(args: &RestoreArgs, settings: &Settings) -> anyhow::Result<()> {
         );
     }
 
-    println!("restored {} from {}", target.display(), args.from.display());
-    print_contents(&meta, &summary);
+    let mut out = format!(
+        "restored {} from {}\n{}",
+        target.display(),
+        args.from.display(),
+        contents(&meta, &summary)
+    );
     if let Some(aside) = moved_aside {
-        println!(
-            "the previous contents of {} are in {} (delete it once the restored node is fine)",
+        out.push_str(&format!(
+            "the previous contents of {} are in {} (delete it once the restored node is fine)\n",
             target.display(),
             aside.display()
-        );
+        ));
     }
-    println!(
+    out.push_str(&format!(
         "next: start tacos with the same settings (--data-dir {}, --node-id {}); it is the only voter of a new cluster. \
-         Add other nodes with empty data dirs and --join {}",
+         Add other nodes with empty data dirs and --join {}\n",
         target.display(),
         settings.node_id,
         settings.cluster_addr()
-    );
+    ));
+    super::print_out(&out)?;
     Ok(())
 }
 

@@ -15,9 +15,10 @@ pub struct RoutesArgs {
 pub fn run(args: &RoutesArgs) -> anyhow::Result<()> {
     let routes = declared();
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&routes)?);
+        super::print_out(&format!("{}\n", serde_json::to_string_pretty(&routes)?))?;
         return Ok(());
     }
+    let mut out = String::new();
     for route in routes {
         let need = match route.need {
             Need::Public => "public",
@@ -25,7 +26,12 @@ pub fn run(args: &RoutesArgs) -> anyhow::Result<()> {
             Need::Login => "login",
             Need::Admin => "admin",
         };
-        println!("{:<7} {:<45} {need}", route.method.as_str(), route.path);
+        out.push_str(&format!(
+            "{:<7} {:<45} {need}\n",
+            route.method.as_str(),
+            route.path
+        ));
     }
+    super::print_out(&out)?;
     Ok(())
 }
