@@ -321,6 +321,26 @@ async fn leader_killed_during_writes_loses_nothing() {
             },
         )
         .await;
+    // The survivors count their failed connections to the dead node, by its
+    // cluster address, in /metrics.
+    let dead = format!(
+        "tacos_cluster_connect_failures_total{{peer=\"{}\"}}",
+        cluster.cluster_addr(old_leader)
+    );
+    let metrics = cluster
+        .get(new_leader, "/metrics")
+        .await
+        .expect("metrics of the new leader");
+    assert!(
+        metrics.body.contains(&dead),
+        "no {dead} on node {new_id}:\n{}",
+        metrics
+            .body
+            .lines()
+            .filter(|l| l.contains("tacos_cluster"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
     stop.store(true, Ordering::SeqCst);
     for writer in writers {
         tokio::time::timeout(FAILOVER_WRITE_TIMEOUT * 3, writer)

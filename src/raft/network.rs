@@ -127,6 +127,8 @@ impl Peers {
                 until: now + wait,
             },
         );
+        metrics::counter!("tacos_cluster_connect_failures_total", "peer" => addr.to_string())
+            .increment(1);
     }
 
     /// Records an answer from `addr`: no more back-off.
@@ -162,6 +164,8 @@ impl Peers {
         timeout: Duration,
     ) -> Result<pb::Frame, CallError> {
         if let Some(left) = self.backing_off(addr) {
+            metrics::counter!("tacos_cluster_calls_backed_off_total", "peer" => addr.to_string())
+                .increment(1);
             return Err(CallError::NotSent(format!(
                 "no connection to {addr}; next attempt in {} ms",
                 left.as_millis().max(1)
