@@ -171,22 +171,24 @@ impl Peers {
                 left.as_millis().max(1)
             )));
         }
-        match self.send(addr, method, frame, timeout).await {
+        let status = match self.send(addr, method, frame, timeout).await {
             Ok(reply) => {
                 self.mark_up(addr);
-                Ok(reply)
+                return Ok(reply);
             }
-            Err(status) if never_sent(&status) => {
+            Err(status) => status,
+        };
+        match failure(&status) {
+            Failure::NeverSent => {
                 self.mark_down(addr);
-                Err(CallError::NotSent(format!("{addr}: {}", status.message())))
+                return Err(CallError::NotSent(format!("{addr}: {}", status.message())));
             }
-            Err(status) => {
-                if connection_broke(&status) {
-                    self.mark_down(addr);
-                }
-                Err(CallError::Failed(status))
-            }
+            Failure::Broke => self.mark_down(addr),
+            // An error answer still proves the connection works.
+            Failure::Answered => self.mark_up(addr),
+            Failure::TimedOut => {}
         }
+        Err(CallError::Failed(status))
     }
 
     async fn send(
@@ -240,37 +242,40 @@ impl Peers {
     }
 }
 
-/// Whether a call failed because its connection broke (not an answer from
-/// the peer, which carries no local error source, and not our own deadline).
-fn connection_broke(status: &tonic::Status) -> bool {
-    let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(status);
-    let broke = source.is_some();
-    while let Some(error) = source {
-        if error.is::<tonic::TimeoutExpired>() {
-            return false;
-        }
-        source = error.source();
-    }
-    broke
+/// How a call failed, read from the local error behind its status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Failure {
+    /// Before any connection existed (refused, timed out or unroutable
+    /// while connecting): the request certainly did not reach the peer.
+    NeverSent,
+    /// The connection broke under the call: the request may have arrived.
+    Broke,
+    /// Our own deadline passed: says nothing about the connection.
+    TimedOut,
+    /// The peer answered with an error status (it has no local source).
+    Answered,
 }
 
-/// Whether a call failed before any connection existed (refused, timed
-/// out or unroutable while connecting), so the request certainly did not
-/// reach the peer.
-fn never_sent(status: &tonic::Status) -> bool {
+fn failure(status: &tonic::Status) -> Failure {
     let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(status);
+    if source.is_none() {
+        return Failure::Answered;
+    }
     while let Some(error) = source {
         if error.is::<tonic::ConnectError>() {
-            return true;
+            return Failure::NeverSent;
         }
         if let Some(io) = error.downcast_ref::<std::io::Error>() {
             if io.kind() == std::io::ErrorKind::ConnectionRefused {
-                return true;
+                return Failure::NeverSent;
             }
+        }
+        if error.is::<tonic::TimeoutExpired>() {
+            return Failure::TimedOut;
         }
         source = error.source();
     }
-    false
+    Failure::Broke
 }
 
 impl RaftNetworkFactory<TypeConfig> for Peers {
@@ -532,5 +537,75 @@ mod tests {
         );
         assert_eq!(peers.backing_off(&addr), None);
         holder.abort();
+    }
+
+    /// A cluster service that refuses every call with an error status.
+    struct Refuser;
+
+    #[tonic::async_trait]
+    impl pb::cluster_server::Cluster for Refuser {
+        async fn append_entries(
+            &self,
+            _: tonic::Request<pb::Frame>,
+        ) -> Result<tonic::Response<pb::Frame>, tonic::Status> {
+            Err(tonic::Status::failed_precondition("refused"))
+        }
+        async fn vote(
+            &self,
+            _: tonic::Request<pb::Frame>,
+        ) -> Result<tonic::Response<pb::Frame>, tonic::Status> {
+            Err(tonic::Status::failed_precondition("refused"))
+        }
+        async fn install_snapshot(
+            &self,
+            _: tonic::Request<pb::Frame>,
+        ) -> Result<tonic::Response<pb::Frame>, tonic::Status> {
+            Err(tonic::Status::failed_precondition("refused"))
+        }
+        async fn forward(
+            &self,
+            _: tonic::Request<pb::Frame>,
+        ) -> Result<tonic::Response<pb::Frame>, tonic::Status> {
+            Err(tonic::Status::failed_precondition("refused"))
+        }
+    }
+
+    #[tokio::test]
+    async fn an_error_answer_ends_the_back_off() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr").to_string();
+        let server = tokio::spawn(
+            tonic::transport::Server::builder()
+                .add_service(pb::cluster_server::ClusterServer::new(Refuser))
+                .serve_with_incoming(tonic::transport::server::TcpIncoming::from(listener)),
+        );
+        let peers = Peers::new(None, None);
+        // As if the peer had been unreachable twice.
+        peers.mark_down(&addr);
+        peers
+            .down
+            .lock()
+            .expect("lock")
+            .get_mut(&addr)
+            .expect("down")
+            .until = Instant::now();
+        peers.mark_down(&addr);
+        while let Some(left) = peers.backing_off(&addr) {
+            tokio::time::sleep(left).await;
+        }
+        let reply = peers
+            .forward(&addr, &read_index(), Duration::from_secs(5))
+            .await;
+        match &reply {
+            Err(RouteError::Unreachable(why)) => assert!(why.contains("refused"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(
+            peers.down.lock().expect("lock").get(&addr).is_none(),
+            "an answer, even an error, resets the back-off"
+        );
+        server.abort();
     }
 }
