@@ -58,10 +58,41 @@ pub fn data_dir(tmp: &TempDir) -> PathBuf {
     tmp.path().join("data")
 }
 
-/// A loopback port that was free a moment ago. Ports are never handed out
-/// twice within one test process, so parallel tests do not collide.
+/// A loopback port that was free a moment ago, taken from below the
+/// kernel's ephemeral range: a port in that range can be taken as the local
+/// end of any outgoing connection (the nodes', the SDKs', ours) while a test
+/// has a node stopped, and the node could then not restart on its port.
+/// Ports are never handed out twice within one test process, so parallel
+/// tests do not collide.
 pub fn free_port() -> u16 {
     static HANDED_OUT: Mutex<BTreeSet<u16>> = Mutex::new(BTreeSet::new());
+    static STATE: Mutex<u64> = Mutex::new(0);
+    const LOWEST: u16 = 10_000;
+    let below = ephemeral_low().saturating_sub(1);
+    if below > LOWEST + 1000 {
+        let mut state = STATE.lock().unwrap_or_else(|e| e.into_inner());
+        if *state == 0 {
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(1, |d| d.as_nanos() as u64);
+            *state = (nanos ^ u64::from(std::process::id()).rotate_left(32)) | 1;
+        }
+        for _ in 0..10_000 {
+            // xorshift64: spread over the range, different per process.
+            *state ^= *state << 13;
+            *state ^= *state >> 7;
+            *state ^= *state << 17;
+            let port = LOWEST + (*state % u64::from(below - LOWEST)) as u16;
+            if HANDED_OUT.lock().unwrap().contains(&port) {
+                continue;
+            }
+            if TcpListener::bind((Ipv4Addr::LOCALHOST, port)).is_ok() {
+                HANDED_OUT.lock().unwrap().insert(port);
+                return port;
+            }
+        }
+    }
+    // No room below the ephemeral range: any port the kernel hands out.
     loop {
         let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("binding 127.0.0.1:0");
         let port = listener.local_addr().expect("local addr").port();
@@ -69,6 +100,14 @@ pub fn free_port() -> u16 {
             return port;
         }
     }
+}
+
+/// The first port of the kernel's ephemeral range (Linux; 32768 elsewhere).
+fn ephemeral_low() -> u16 {
+    std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| range.split_whitespace().next()?.parse().ok())
+        .unwrap_or(32_768)
 }
 
 /// A unique path for a log file in `dir`.
