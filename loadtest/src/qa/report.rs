@@ -50,15 +50,7 @@ pub struct Aggregate {
 
 impl Aggregate {
     pub fn error_rate(&self) -> f64 {
-        if self.requests == 0 {
-            if self.failures > 0 {
-                1.0
-            } else {
-                0.0
-            }
-        } else {
-            self.failures as f64 / self.requests as f64
-        }
+        super::scenario::error_rate(self.requests, self.failures)
     }
 
     /// (max - min) / median of the throughput over the runs, as a fraction.
@@ -379,22 +371,23 @@ pub fn write(results: &QaResults, out_dir: &Path) -> Result<Written, QaError> {
     let path = out_dir.join(format!("{label}.md"));
     std::fs::write(&path, markdown)
         .map_err(|e| QaError::io(format!("writing {}", path.display()), e))?;
-    let failed = evaluated
-        .iter()
-        .flat_map(|r| &r.verdicts)
-        .filter(|v| v.pass == Some(false))
-        .count();
-    let passed = evaluated
-        .iter()
-        .flat_map(|r| &r.verdicts)
-        .filter(|v| v.pass == Some(true))
-        .count();
+    let failed = count_verdicts(&evaluated, Some(false));
+    let passed = count_verdicts(&evaluated, Some(true));
     Ok(Written {
         markdown: path,
         plots,
         failed_budgets: failed,
         passed_budgets: passed,
     })
+}
+
+/// How many budget verdicts came out `pass` (`None`: not applicable).
+fn count_verdicts(evaluated: &[ScenarioResult], pass: Option<bool>) -> usize {
+    evaluated
+        .iter()
+        .flat_map(|r| &r.verdicts)
+        .filter(|v| v.pass == pass)
+        .count()
 }
 
 fn saturation_series(results: &QaResults, nodes: usize, scenario: Scenario) -> Vec<CurveSeries> {
@@ -439,21 +432,9 @@ pub fn render(
     let against = base.map_or(" (no baseline)".to_string(), |b| {
         format!(" against {} {}", b.label, b.version_number())
     });
-    let failed = evaluated
-        .iter()
-        .flat_map(|r| &r.verdicts)
-        .filter(|v| v.pass == Some(false))
-        .count();
-    let passed = evaluated
-        .iter()
-        .flat_map(|r| &r.verdicts)
-        .filter(|v| v.pass == Some(true))
-        .count();
-    let na = evaluated
-        .iter()
-        .flat_map(|r| &r.verdicts)
-        .filter(|v| v.pass.is_none())
-        .count();
+    let failed = count_verdicts(evaluated, Some(false));
+    let passed = count_verdicts(evaluated, Some(true));
+    let na = count_verdicts(evaluated, None);
     let failed_runs = results.runs.iter().filter(|r| !r.ok()).count();
     let verdict = if results.incomplete.is_some() {
         "INCOMPLETE"

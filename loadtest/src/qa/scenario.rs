@@ -192,17 +192,23 @@ pub struct Outcome {
     pub from_send: Option<(f64, f64)>,
 }
 
+/// Failed share of requests; all failed when there were failures but no
+/// counted requests.
+pub fn error_rate(requests: u64, failures: u64) -> f64 {
+    if requests == 0 {
+        if failures > 0 {
+            1.0
+        } else {
+            0.0
+        }
+    } else {
+        failures as f64 / requests as f64
+    }
+}
+
 impl Outcome {
     pub fn error_rate(&self) -> f64 {
-        if self.requests == 0 {
-            if self.failures > 0 {
-                1.0
-            } else {
-                0.0
-            }
-        } else {
-            self.failures as f64 / self.requests as f64
-        }
+        error_rate(self.requests, self.failures)
     }
 }
 
