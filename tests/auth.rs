@@ -631,6 +631,34 @@ async fn every_kind_of_write_is_audited() {
         )
         .await;
     assert_eq!(status, 200);
+    // A console import is one write, audited per config.
+    let zip = {
+        use std::io::Write;
+        let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+        for (name, content) in [
+            ("DEFAULT_GROUP/one.txt", "1"),
+            ("DEFAULT_GROUP/two.txt", "2"),
+        ] {
+            zip.start_file(name, zip::write::SimpleFileOptions::default())
+                .unwrap();
+            zip.write_all(content.as_bytes()).unwrap();
+        }
+        zip.finish().unwrap().into_inner()
+    };
+    let (status, body) = http
+        .send(
+            http.admin(Method::POST, "/tacos/api/console/import")
+                .query(&[("namespace", ""), ("policy", "abort")])
+                .body(zip),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let report: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        report["created"],
+        json!(["DEFAULT_GROUP/one.txt", "DEFAULT_GROUP/two.txt"]),
+        "{body}"
+    );
     http.create_user("erin", "erin-pass-1").await;
     http.grant("erin", "dev", "r").await;
     let (status, _) = http
@@ -693,6 +721,8 @@ async fn every_kind_of_write_is_audited() {
         ("config.publish", "dev/DEFAULT_GROUP/app.yaml"),
         ("config.beta.publish", "dev/DEFAULT_GROUP/app.yaml"),
         ("config.remove", "dev/DEFAULT_GROUP/app.yaml"),
+        ("config.import", "public/DEFAULT_GROUP/one.txt"),
+        ("config.import", "public/DEFAULT_GROUP/two.txt"),
         ("user.create", "erin"),
         ("permission.set", "erin"),
         ("user.update", "erin"),

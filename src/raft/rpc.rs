@@ -29,8 +29,11 @@ pub const PROTOCOL_HEADER: &str = "x-tacos-cluster-protocol";
 
 /// The version of the frames' encoding. Bump it with any change to a type
 /// that travels in a frame (openraft's included, so also on an openraft
-/// upgrade); nodes of different versions refuse each other's calls.
-pub const PROTOCOL_VERSION: &str = "1";
+/// upgrade, and with a new command: a node that cannot apply an entry would
+/// refuse it where the others apply it); nodes of different versions refuse
+/// each other's calls. History: 1, the first; 2, adds `ImportConfigs` (and
+/// its `ApplyError::ImportRefused`).
+pub const PROTOCOL_VERSION: &str = "2";
 
 /// Largest frame accepted: a snapshot chunk or an entry batch with headroom.
 pub const MAX_FRAME: usize = 96 * 1024 * 1024;

@@ -15,6 +15,13 @@ use crate::raft::node::Node;
 use crate::raft::rpc::RouteError;
 use crate::state::{canonical_namespace, ApplyError, ConfigKey, Response, State};
 
+/// Most bytes one import may take encoded: it is one log entry, which must
+/// stay well inside a log record and a cluster frame.
+pub const MAX_IMPORT_BYTES: usize = 48 * 1024 * 1024;
+const _: () =
+    assert!(MAX_IMPORT_BYTES + 1024 * 1024 < crate::store::record::MAX_RECORD_LEN as usize);
+const _: () = assert!(MAX_IMPORT_BYTES + 1024 * 1024 < crate::raft::rpc::MAX_FRAME);
+
 /// Why a write was not done.
 #[derive(Debug, thiserror::Error)]
 pub enum ServiceError {
@@ -156,36 +163,85 @@ impl ConfigService {
         propose(&self.node, op, caller, self.limits.audit_limit).await
     }
 
-    /// Publishes a config (or its beta, when `beta_ips` is given).
-    pub async fn publish(&self, req: PublishRequest, caller: &Caller) -> Result<(), ServiceError> {
+    /// Checks a publish and stamps it; the beta IPs come back beside it.
+    fn checked_publish(
+        &self,
+        req: PublishRequest,
+        caller: &Caller,
+    ) -> Result<(pb::PublishConfig, Vec<String>), InvalidInput> {
         let key = checked_key(&req.namespace, &req.group, &req.data_id)?;
         validate::content(&req.content, self.limits.max_content_size)?;
-        let md5 = md5_hex(&req.content);
-        let config_type = validate::config_type(&req.config_type).to_string();
-        let op = if req.beta_ips.is_empty() {
-            Op::PublishConfig(pb::PublishConfig {
-                key: Some((&key).into()),
-                content: req.content,
-                md5,
-                config_type,
-                desc: req.desc,
-                app_name: req.app_name,
-                tags: req.tags,
-                origin: Some(origin(caller)),
-                cas_md5: req.cas_md5.filter(|m| !m.is_empty()),
-                history_limit: self.limits.history_limit,
-            })
+        let publish = pb::PublishConfig {
+            key: Some((&key).into()),
+            md5: md5_hex(&req.content),
+            content: req.content,
+            config_type: validate::config_type(&req.config_type).to_string(),
+            desc: req.desc,
+            app_name: req.app_name,
+            tags: req.tags,
+            origin: Some(origin(caller)),
+            cas_md5: req.cas_md5.filter(|m| !m.is_empty()),
+            history_limit: self.limits.history_limit,
+        };
+        Ok((publish, req.beta_ips))
+    }
+
+    /// Publishes a config (or its beta, when `beta_ips` is given).
+    pub async fn publish(&self, req: PublishRequest, caller: &Caller) -> Result<(), ServiceError> {
+        let (publish, beta_ips) = self.checked_publish(req, caller)?;
+        let op = if beta_ips.is_empty() {
+            Op::PublishConfig(publish)
         } else {
             Op::PublishBeta(pb::PublishBeta {
-                key: Some((&key).into()),
-                content: req.content,
-                md5,
-                beta_ips: req.beta_ips,
-                origin: Some(origin(caller)),
-                config_type,
-                app_name: req.app_name,
+                key: publish.key,
+                content: publish.content,
+                md5: publish.md5,
+                beta_ips,
+                origin: publish.origin,
+                config_type: publish.config_type,
+                app_name: publish.app_name,
             })
         };
+        self.propose(op, caller).await.map(|_| ())
+    }
+
+    /// Publishes several configs as one write: all of them, or (if one is
+    /// refused, e.g. its CAS md5 no longer matches) none, with
+    /// [`ApplyError::ImportRefused`] naming it. Every publish is checked
+    /// first; betas cannot be imported.
+    pub async fn import(
+        &self,
+        requests: Vec<PublishRequest>,
+        caller: &Caller,
+    ) -> Result<(), ServiceError> {
+        if requests.is_empty() {
+            return Err(InvalidInput::Other("import", "it holds no configs".into()).into());
+        }
+        let mut publishes = Vec::with_capacity(requests.len());
+        for request in requests {
+            let (publish, beta_ips) = self.checked_publish(request, caller)?;
+            if !beta_ips.is_empty() {
+                return Err(InvalidInput::Other(
+                    "import",
+                    "a beta cannot be imported; publish it on its own".into(),
+                )
+                .into());
+            }
+            publishes.push(publish);
+        }
+        let op = Op::ImportConfigs(pb::ImportConfigs { publishes });
+        let size = op.encoded_len();
+        if size > MAX_IMPORT_BYTES {
+            return Err(InvalidInput::Other(
+                "import",
+                format!(
+                    "it is {} MiB; at most {} MiB go in one import (split it)",
+                    size.div_ceil(1024 * 1024),
+                    MAX_IMPORT_BYTES / 1024 / 1024
+                ),
+            )
+            .into());
+        }
         self.propose(op, caller).await.map(|_| ())
     }
 

@@ -37,17 +37,23 @@ fn config_target(key: Option<&pb::ConfigKey>) -> String {
     })
 }
 
+fn publish_detail(p: &pb::PublishConfig) -> String {
+    match &p.cas_md5 {
+        Some(cas) => format!("md5={} cas={cas}", p.md5),
+        None => format!("md5={}", p.md5),
+    }
+}
+
 /// The action, target and detail an operation is recorded as.
 fn describe(op: Option<&Op>) -> (&'static str, String, String) {
     match op {
         Some(Op::PublishConfig(p)) => (
             "config.publish",
             config_target(p.key.as_ref()),
-            match &p.cas_md5 {
-                Some(cas) => format!("md5={} cas={cas}", p.md5),
-                None => format!("md5={}", p.md5),
-            },
+            publish_detail(p),
         ),
+        // Recorded per config by `record_audit`; this is an empty import.
+        Some(Op::ImportConfigs(_)) => ("config.import", String::new(), "0 configs".into()),
         Some(Op::RemoveConfig(r)) => (
             "config.remove",
             config_target(r.key.as_ref()),
@@ -117,28 +123,48 @@ impl State {
         self.audit.iter()
     }
 
-    /// Records `op` by `actor` with its outcome.
+    /// Records `op` by `actor` with its outcome: one row, or for an import
+    /// one row per config (each findable by its target), all with the
+    /// import's outcome.
     pub(super) fn record_audit(&mut self, actor: &pb::Actor, op: Option<&Op>, response: &Response) {
-        let (action, target, detail) = describe(op);
-        let action = match op {
-            Some(Op::AuditNote(note)) => note.action.clone(),
-            _ => action.to_string(),
+        let rows = match op {
+            Some(Op::ImportConfigs(import)) if !import.publishes.is_empty() => import
+                .publishes
+                .iter()
+                .map(|p| {
+                    let target = config_target(p.key.as_ref());
+                    ("config.import".to_string(), target, publish_detail(p))
+                })
+                .collect(),
+            Some(Op::AuditNote(note)) => {
+                vec![(
+                    note.action.clone(),
+                    note.target.clone(),
+                    note.detail.clone(),
+                )]
+            }
+            _ => {
+                let (action, target, detail) = describe(op);
+                vec![(action.to_string(), target, detail)]
+            }
         };
         let outcome = match response {
             Response::Rejected(error) => format!("refused: {error}"),
             _ => "ok".to_string(),
         };
-        self.next_audit_id += 1;
-        self.audit.push_back(Arc::new(AuditRow {
-            id: self.next_audit_id,
-            time_ms: actor.time_ms,
-            user: actor.user.clone(),
-            ip: actor.ip.clone(),
-            action,
-            target,
-            detail,
-            outcome,
-        }));
+        for (action, target, detail) in rows {
+            self.next_audit_id += 1;
+            self.audit.push_back(Arc::new(AuditRow {
+                id: self.next_audit_id,
+                time_ms: actor.time_ms,
+                user: actor.user.clone(),
+                ip: actor.ip.clone(),
+                action,
+                target,
+                detail,
+                outcome: outcome.clone(),
+            }));
+        }
         while self.audit.len() > actor.audit_limit.max(1) as usize {
             self.audit.pop_front();
         }

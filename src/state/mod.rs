@@ -64,6 +64,13 @@ pub enum ApplyError {
     UserNotFound(String),
     #[error("{0} is the last enabled admin; make another admin first")]
     LastAdmin(String),
+    /// One publish of an import was refused, so none was applied.
+    #[error("nothing imported: {entry} was refused: {reason}")]
+    ImportRefused {
+        /// `group/dataId` of the refused publish.
+        entry: String,
+        reason: Box<ApplyError>,
+    },
 }
 
 /// The state at one applied log index.
@@ -182,6 +189,7 @@ impl State {
             Some(Op::RemoveUser(remove)) => self.remove_user(remove),
             Some(Op::SetPermission(permission)) => self.set_permission(permission),
             Some(Op::AuditNote(_)) => Ok(Response::Done),
+            Some(Op::ImportConfigs(import)) => self.import(import, changed),
             None => Err(ApplyError::UnknownCommand),
         };
         result.unwrap_or_else(Response::Rejected)
@@ -245,6 +253,31 @@ impl State {
         self.configs.insert(key.clone(), Arc::new(config));
         self.record_history(&key, op, content, md5, app_name, &origin, p.history_limit);
         changed.push(key);
+        Ok(Response::Done)
+    }
+
+    /// Applies every publish of an import, or none: they go to a copy of
+    /// the state (O(1) to take) that replaces this one only if all of them
+    /// were accepted.
+    fn import(
+        &mut self,
+        import: &pb::ImportConfigs,
+        changed: &mut Vec<ConfigKey>,
+    ) -> Result<Response, ApplyError> {
+        let mut next = self.clone();
+        let mut keys = Vec::with_capacity(import.publishes.len());
+        for publish in &import.publishes {
+            next.publish(publish, &mut keys)
+                .map_err(|reason| ApplyError::ImportRefused {
+                    entry: publish
+                        .key
+                        .as_ref()
+                        .map_or_else(String::new, |k| format!("{}/{}", k.group, k.data_id)),
+                    reason: Box::new(reason),
+                })?;
+        }
+        *self = next;
+        changed.extend(keys);
         Ok(Response::Done)
     }
 

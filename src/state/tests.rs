@@ -173,6 +173,127 @@ fn cas_namespaces_and_betas_are_checked_at_apply() {
     );
 }
 
+fn import(publishes: Vec<Command>, time: i64) -> Command {
+    let publishes = publishes
+        .into_iter()
+        .map(|c| match c.op {
+            Some(Op::PublishConfig(p)) => p,
+            other => panic!("not a publish: {other:?}"),
+        })
+        .collect();
+    Command::by(
+        Op::ImportConfigs(pb::ImportConfigs { publishes }),
+        actor("alice", time, 100),
+    )
+}
+
+#[test]
+fn an_import_applies_every_publish_or_none() {
+    let mut s = State::default();
+    apply(&mut s, publish("", "a", "one", 1));
+    let audit_before = s.audit().len();
+
+    // The second publish's compare-and-set fails: nothing of the import
+    // is applied, not even the first (a new config), and no listener is told.
+    let mut stale = publish("", "a", "two", 2);
+    if let Some(Op::PublishConfig(p)) = stale.op.as_mut() {
+        p.cas_md5 = Some("stale".into());
+    }
+    let (response, changed) = apply(&mut s, import(vec![publish("", "b", "new", 2), stale], 2));
+    assert_eq!(
+        response,
+        Response::Rejected(ApplyError::ImportRefused {
+            entry: "DEFAULT_GROUP/a".into(),
+            reason: Box::new(ApplyError::CasMismatch),
+        })
+    );
+    assert!(changed.is_empty());
+    assert!(s
+        .config(&ConfigKey::new("", "DEFAULT_GROUP", "b"))
+        .is_none());
+    assert_eq!(
+        s.config(&ConfigKey::new("", "DEFAULT_GROUP", "a"))
+            .unwrap()
+            .content,
+        "one"
+    );
+    // Only the audit log moved: a row per config, each saying it was refused.
+    let rows: Vec<_> = s.audit().skip(audit_before).collect();
+    assert_eq!(
+        rows.iter()
+            .map(|r| (r.action.as_str(), r.target.as_str()))
+            .collect::<Vec<_>>(),
+        [
+            ("config.import", "public/DEFAULT_GROUP/b"),
+            ("config.import", "public/DEFAULT_GROUP/a")
+        ]
+    );
+    assert!(rows.iter().all(|r| r.outcome
+        == "refused: nothing imported: DEFAULT_GROUP/a was refused: \
+            Cas publish fail, server md5 may have changed."));
+    let mut without_audit = s.clone();
+    without_audit.audit = Vector::new();
+    without_audit.next_audit_id = 0;
+    let mut expected = State::default();
+    apply(&mut expected, publish("", "a", "one", 1));
+    assert_eq!(without_audit.digest(), expected.digest());
+
+    // A namespace that does not exist refuses the whole import too.
+    let (response, _) = apply(
+        &mut s,
+        import(
+            vec![publish("", "c", "x", 3), publish("nope", "d", "y", 3)],
+            3,
+        ),
+    );
+    assert!(matches!(
+        response,
+        Response::Rejected(ApplyError::ImportRefused { ref reason, .. })
+            if **reason == ApplyError::NamespaceNotFound("nope".into())
+    ));
+    assert!(s
+        .config(&ConfigKey::new("", "DEFAULT_GROUP", "c"))
+        .is_none());
+
+    // All accepted: every config is written, with history, and each
+    // changed key is reported once.
+    let mut cas = publish("", "a", "two", 4);
+    if let Some(Op::PublishConfig(p)) = cas.op.as_mut() {
+        p.cas_md5 = Some(md5_hex("one"));
+    }
+    let (response, changed) = apply(&mut s, import(vec![publish("", "b", "new", 4), cas], 4));
+    assert_eq!(response, Response::Done);
+    assert_eq!(
+        changed,
+        [
+            ConfigKey::new("", "DEFAULT_GROUP", "b"),
+            ConfigKey::new("", "DEFAULT_GROUP", "a")
+        ]
+    );
+    assert_eq!(
+        s.config(&ConfigKey::new("", "DEFAULT_GROUP", "a"))
+            .unwrap()
+            .content,
+        "two"
+    );
+    assert_eq!(
+        s.config(&ConfigKey::new("", "DEFAULT_GROUP", "b"))
+            .unwrap()
+            .content,
+        "new"
+    );
+    let ops: Vec<&str> = s
+        .history(&ConfigKey::new("", "DEFAULT_GROUP", "a"))
+        .map(|r| r.op.code())
+        .collect();
+    assert_eq!(ops, ["I", "U"]);
+    assert!(s
+        .audit()
+        .rev()
+        .take(2)
+        .all(|r| r.outcome == "ok" && r.action == "config.import"));
+}
+
 // ---- auth tables and the audit log ---------------------------------------------
 
 fn actor(user: &str, time: i64, limit: u32) -> pb::Actor {

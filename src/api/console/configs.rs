@@ -23,8 +23,8 @@ use crate::api::AppState;
 use crate::auth::Principal;
 use crate::model::md5_hex;
 use crate::model::validate::{self, InvalidInput};
-use crate::service::{checked_key, PublishRequest};
-use crate::state::{canonical_namespace, Access, Config, ConfigKey, State};
+use crate::service::{checked_key, PublishRequest, ServiceError};
+use crate::state::{canonical_namespace, Access, ApplyError, Config, ConfigKey, State};
 use crate::watch::{ListenProtocol, ListenState, ListenersOf};
 
 /// How long the listeners page waits for the watch hub.
@@ -914,9 +914,6 @@ struct ImportReport {
     skipped: Vec<String>,
     unchanged: Vec<String>,
     unrecognized: Vec<transfer::EntryProblem>,
-    /// Writes that failed after others were done (e.g. the leader was
-    /// lost, or a config changed meanwhile); the rest were not tried.
-    failed: Vec<transfer::EntryProblem>,
 }
 
 pub async fn import(
@@ -975,42 +972,59 @@ pub async fn import(
         ..Default::default()
     };
     let caller = principal.caller("", client_ip(&req));
-    let writes = plan.create.into_iter().map(|item| (item, None)).chain(
-        plan.overwrite
-            .into_iter()
-            .map(|(item, md5)| (item, Some(md5))),
-    );
-    for (item, cas_md5) in writes {
-        let entry = item.entry();
-        let overwrite = cas_md5.is_some();
-        let request = PublishRequest {
-            namespace: namespace.clone(),
-            group: item.group,
-            data_id: item.data_id,
-            content: item.content,
-            config_type: item.config_type,
-            desc: item.desc,
-            app_name: item.app_name,
-            tags: String::new(),
-            cas_md5,
-            beta_ips: Vec::new(),
-        };
-        match app.service.publish(request, &caller).await {
-            Ok(()) if overwrite => report.overwritten.push(entry),
-            Ok(()) => report.created.push(entry),
-            Err(e) => {
-                let reason = ConsoleError::from(e);
-                let reason = match &reason {
-                    ConsoleError::Service(crate::service::ServiceError::Rejected(
-                        crate::state::ApplyError::CasMismatch,
-                    )) => "changed by someone else during the import; not overwritten".into(),
-                    other => other.to_string(),
-                };
-                report.failed.push(transfer::EntryProblem { entry, reason });
-                break;
-            }
-        }
+    let request = |item: transfer::Item, cas_md5: Option<String>| PublishRequest {
+        namespace: namespace.clone(),
+        group: item.group,
+        data_id: item.data_id,
+        content: item.content,
+        config_type: item.config_type,
+        desc: item.desc,
+        app_name: item.app_name,
+        tags: String::new(),
+        cas_md5,
+        beta_ips: Vec::new(),
+    };
+    report.created = plan.create.iter().map(Item::entry).collect();
+    report.overwritten = plan
+        .overwrite
+        .iter()
+        .map(|(item, _)| item.entry())
+        .collect();
+    let requests: Vec<PublishRequest> = plan
+        .create
+        .into_iter()
+        .map(|item| request(item, None))
+        .chain(
+            plan.overwrite
+                .into_iter()
+                .map(|(item, md5)| request(item, Some(md5))),
+        )
+        .collect();
+    if requests.is_empty() {
+        return Ok(ok_json(report));
     }
+    // One write: every config of the plan, or none.
+    app.service
+        .import(requests, &caller)
+        .await
+        .map_err(|e| match e {
+            ServiceError::Rejected(ApplyError::ImportRefused { entry, reason }) => match *reason {
+                ApplyError::CasMismatch => ConsoleError::Conflict(format!(
+                    "nothing imported: {entry} was changed by someone else during the \
+                         import; import again to see the new plan"
+                )),
+                ApplyError::NamespaceNotFound(_) => ConsoleError::NotFound(format!(
+                    "nothing imported: namespace {namespace} was removed during the import"
+                )),
+                reason => {
+                    ConsoleError::Service(ServiceError::Rejected(ApplyError::ImportRefused {
+                        entry,
+                        reason: Box::new(reason),
+                    }))
+                }
+            },
+            other => ConsoleError::Service(other),
+        })?;
     Ok(ok_json(report))
 }
 

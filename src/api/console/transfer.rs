@@ -41,8 +41,10 @@ pub const METADATA_V1: &str = ".meta.yml";
 pub const MAX_ENTRIES: usize = 10_000;
 /// Most bytes a metadata entry may hold.
 pub const MAX_METADATA_BYTES: usize = 16 * 1024 * 1024;
-/// Most bytes all entries of one zip may hold, uncompressed.
-pub const MAX_TOTAL_BYTES: u64 = 256 * 1024 * 1024;
+/// Most bytes all entries of one zip may hold, uncompressed. An import is
+/// one write of at most [`MAX_IMPORT_BYTES`](crate::service::MAX_IMPORT_BYTES)
+/// (the service says so if the configs still come to more).
+pub const MAX_TOTAL_BYTES: u64 = 64 * 1024 * 1024;
 
 /// Why a zip cannot be imported (or written).
 #[derive(Debug, thiserror::Error)]
