@@ -598,6 +598,196 @@ async fn every_declared_route_gives_its_declared_outcome_without_credentials() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn nacos_roles_grant_namespaces_to_their_users() {
+    const ROLES: &str = "/nacos/v1/auth/roles";
+    const PERMISSIONS: &str = "/nacos/v1/auth/permissions";
+    let (_tmp, _server, http, _) = start(&["--open-api-auth"]).await;
+    http.create_namespace("dev").await;
+    http.publish("dev", "app.yaml", "dev: 1").await;
+    http.create_user("dana", "dana-pass-1").await;
+    let token = http.token("dana", "dana-pass-1").await;
+    let read_dev = || {
+        http.request(Method::GET, CONFIGS)
+            .header("accessToken", &token)
+            .query(&get_config_query("dev"))
+    };
+    let (status, _) = http.send(read_dev()).await;
+    assert_eq!(status, 403, "no role yet");
+
+    // The Nacos way: bind the user to a role, grant the role the namespace.
+    let (status, body) = http
+        .send(
+            http.admin(Method::POST, ROLES)
+                .form(&[("role", "devs"), ("username", "dana")]),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("add role ok!"), "{body}");
+    let (status, body) = http
+        .send(http.admin(Method::POST, PERMISSIONS).form(&[
+            ("role", "devs"),
+            ("resource", "dev:*:*"),
+            ("action", "r"),
+        ]))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    // The same token now reads dev (permissions are looked up per request).
+    let (status, body) = http.send(read_dev()).await;
+    assert_eq!((status.as_u16(), body.as_str()), (200, "dev: 1"));
+    // Read only: publishing is still refused.
+    let (status, _) = http
+        .send(
+            http.request(Method::POST, CONFIGS)
+                .header("accessToken", &token)
+                .form(&[
+                    ("dataId", "app.yaml"),
+                    ("group", "DEFAULT_GROUP"),
+                    ("tenant", "dev"),
+                    ("content", "dev: 2"),
+                ]),
+        )
+        .await;
+    assert_eq!(status, 403);
+
+    // Listings in Nacos' page shape; admins show as ROLE_ADMIN.
+    let (status, body) = http
+        .send(http.admin(Method::GET, ROLES).query(&[
+            ("pageNo", "1"),
+            ("pageSize", "10"),
+            ("search", "accurate"),
+        ]))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let page: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        page["pageItems"],
+        json!([
+            {"role": "ROLE_ADMIN", "username": "nacos"},
+            {"role": "devs", "username": "dana"}
+        ]),
+        "{body}"
+    );
+    let (_, body) = http
+        .send(http.admin(Method::GET, PERMISSIONS).query(&[
+            ("role", "devs"),
+            ("pageNo", "1"),
+            ("pageSize", "10"),
+            ("search", "accurate"),
+        ]))
+        .await;
+    let page: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        page["pageItems"],
+        json!([{"role": "devs", "resource": "dev:*:*", "action": "r"}]),
+        "{body}"
+    );
+    let (_, body) = http
+        .send(
+            http.admin(Method::GET, "/nacos/v1/auth/roles/search")
+                .query(&[("role", "dev")]),
+        )
+        .await;
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).unwrap(),
+        json!(["devs"])
+    );
+
+    // What Tacos cannot honour is refused, saying why, and changes nothing.
+    for (role, resource, action, status, message) in [
+        (
+            "devs",
+            "dev:DEFAULT_GROUP:*",
+            "r",
+            400,
+            "Tacos grants whole namespaces",
+        ),
+        ("devs", "dev:*:*", "x", 400, "(r, w or rw)"),
+        ("nobody", "dev:*:*", "r", 404, "role not found: nobody"),
+        ("devs", "nope:*:*", "r", 400, "namespace not exist: nope"),
+        ("ROLE_ADMIN", "dev:*:*", "rw", 400, "reserved"),
+    ] {
+        let (got, body) = http
+            .send(http.admin(Method::POST, PERMISSIONS).form(&[
+                ("role", role),
+                ("resource", resource),
+                ("action", action),
+            ]))
+            .await;
+        assert_eq!(got.as_u16(), status, "{role} {resource} {action}: {body}");
+        assert!(body.contains(message), "{role} {resource} {action}: {body}");
+    }
+    let (status, body) = http
+        .send(
+            http.admin(Method::POST, ROLES)
+                .form(&[("role", "ROLE_ADMIN"), ("username", "dana")]),
+        )
+        .await;
+    assert_eq!(status, 400, "{body}");
+    let (status, body) = http
+        .send(
+            http.admin(Method::POST, ROLES)
+                .form(&[("role", "devs"), ("username", "dana")]),
+        )
+        .await;
+    assert_eq!(status, 409, "{body}");
+    assert!(body.contains("already bound"), "{body}");
+    // Only admins manage roles.
+    let (status, _) = http
+        .send(
+            http.request(Method::POST, ROLES)
+                .header("accessToken", &token)
+                .form(&[("role", "devs"), ("username", "dana")]),
+        )
+        .await;
+    assert_eq!(status, 403);
+
+    // Deleting with another action keeps the permission (Nacos deletes the
+    // exact row); with the right one it goes, and so does the access.
+    for action in ["rw", "r"] {
+        let (status, body) = http
+            .send(http.admin(Method::DELETE, PERMISSIONS).query(&[
+                ("role", "devs"),
+                ("resource", "dev:*:*"),
+                ("action", action),
+            ]))
+            .await;
+        assert_eq!(status, 200, "{body}");
+        let (status, _) = http.send(read_dev()).await;
+        assert_eq!(
+            status,
+            if action == "rw" { 200 } else { 403 },
+            "after deleting {action}"
+        );
+    }
+    // Removing the role (no username) is audited like every write.
+    let (status, body) = http
+        .send(http.admin(Method::DELETE, ROLES).query(&[("role", "devs")]))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let (_, body) = http
+        .send(http.admin(Method::GET, AUDIT).query(&[("action", "role.")]))
+        .await;
+    let page: Value = serde_json::from_str(&body).unwrap();
+    let actions: Vec<&str> = page["pageItems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["outcome"] == "ok")
+        .map(|r| r["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        actions,
+        [
+            "role.remove",
+            "role.permission",
+            "role.permission",
+            "role.bind"
+        ],
+        "{body}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn every_kind_of_write_is_audited() {
     let (_tmp, _server, http, _) = start(&[]).await;
     http.create_namespace("dev").await;

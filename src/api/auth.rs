@@ -11,6 +11,7 @@
 //! | `GET /tacos/v1/auth/permissions` | admin | `username` → that user's permissions |
 //! | `POST /tacos/v1/auth/permissions` | admin | `username`, `namespace` (`*` = all), `action=r\|rw` |
 //! | `DELETE /tacos/v1/auth/permissions` | admin | `username`, `namespace` |
+//! | `/nacos/v1/auth/roles`, `/nacos/v1/auth/permissions` | admin | Nacos roles: see [`super::roles`] |
 //! | `GET /tacos/v1/admin/audit` | admin | `user`, `action` (prefix), `target` (substring), `from`, `to` (epoch ms), `pageNo`, `pageSize` → rows newest first |
 
 use std::collections::BTreeMap;
@@ -43,7 +44,7 @@ pub fn routes(r: &mut Routes) {
         .get("/tacos/v1/admin/audit", Need::Admin, audit);
 }
 
-fn bad_request(error: InvalidInput) -> HttpResponse {
+pub(super) fn bad_request(error: InvalidInput) -> HttpResponse {
     v1_error(StatusCode::BAD_REQUEST, error)
 }
 
@@ -52,7 +53,7 @@ fn rest_ok(message: &str) -> HttpResponse {
     HttpResponse::Ok().json(serde_json::json!({"code": 200, "message": message, "data": null}))
 }
 
-fn write_result(result: Result<(), ServiceError>, message: &str) -> HttpResponse {
+pub(super) fn write_result(result: Result<(), ServiceError>, message: &str) -> HttpResponse {
     match result {
         Ok(()) => rest_ok(message),
         Err(e) => v1_service_error(&e),

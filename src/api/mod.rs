@@ -16,6 +16,7 @@ mod nacos_v1;
 mod nacos_v2;
 pub mod params;
 mod render;
+mod roles;
 
 use std::sync::Arc;
 
@@ -103,6 +104,7 @@ pub async fn read_barrier(
 pub fn declare(routes: &mut guard::Routes) {
     health::routes(routes);
     auth::routes(routes);
+    roles::routes(routes);
     admin::routes(routes);
     nacos_v1::routes(routes);
     nacos_v2::routes(routes);

@@ -25,10 +25,12 @@ fn status_of(error: &ServiceError) -> StatusCode {
         ServiceError::Invalid(_) => StatusCode::BAD_REQUEST,
         ServiceError::Rejected(ApplyError::CasMismatch) => StatusCode::INTERNAL_SERVER_ERROR,
         ServiceError::Rejected(ApplyError::UnknownCommand) => StatusCode::INTERNAL_SERVER_ERROR,
-        ServiceError::Rejected(ApplyError::UserNotFound(_)) => StatusCode::NOT_FOUND,
-        ServiceError::Rejected(ApplyError::UserExists(_) | ApplyError::LastAdmin(_)) => {
-            StatusCode::CONFLICT
+        ServiceError::Rejected(ApplyError::UserNotFound(_) | ApplyError::RoleNotFound(_)) => {
+            StatusCode::NOT_FOUND
         }
+        ServiceError::Rejected(
+            ApplyError::UserExists(_) | ApplyError::LastAdmin(_) | ApplyError::RoleBound { .. },
+        ) => StatusCode::CONFLICT,
         ServiceError::Rejected(_) => StatusCode::BAD_REQUEST,
         ServiceError::Write(
             RouteError::NoLeader

@@ -85,6 +85,16 @@ pub fn check_username(name: &str) -> Result<(), InvalidInput> {
     }
 }
 
+/// Role names: like usernames, 1 to 64 of `a-zA-Z0-9_.@-`.
+pub fn check_role(name: &str) -> Result<(), InvalidInput> {
+    check_username(name).map_err(|_| {
+        InvalidInput::Other(
+            "role",
+            format!("{name:?} (1 to {MAX_USERNAME_LEN} of a-z A-Z 0-9 _ . @ -)"),
+        )
+    })
+}
+
 /// Who is making a request, once checked.
 #[derive(Debug, Clone)]
 pub enum Principal {
@@ -255,7 +265,8 @@ impl Auth {
         self.limiter
             .check(username, ip, now)
             .map_err(AuthError::RateLimited)?;
-        let user = self.node.state().user(username).cloned();
+        // With its roles' permissions: what the request may do.
+        let user = self.node.state().user_with_roles(username);
         let digest = self.digest(password);
         if let (Some(user), Some(cached)) = (&user, self.verified.get(username)) {
             let same = bool::from(cached.digest.ct_eq(&digest));
@@ -292,11 +303,13 @@ impl Auth {
         let state = self.node.state();
         let key = state.auth_key().ok_or(AuthError::NotInitialized)?;
         let claims = token::verify(&key.token_key, token)?;
-        let user = state.user(&claims.sub).ok_or(AuthError::TokenInvalid)?;
+        let user = state
+            .user_with_roles(&claims.sub)
+            .ok_or(AuthError::TokenInvalid)?;
         if user.generation != claims.gen {
             return Err(AuthError::TokenInvalid);
         }
-        enabled(user.clone())
+        enabled(user)
     }
 
     /// Waits (bounded) until the cluster's auth is initialized: right after
@@ -442,6 +455,61 @@ impl Auth {
         }
         let op = Op::SetPermission(pb::SetPermission {
             username: username.to_string(),
+            namespace: namespace.to_string(),
+            access: access.map_or(pb::Access::None, Access::to_pb) as i32,
+        });
+        self.propose(op, caller).await
+    }
+
+    /// Binds `username` to `role` (creating the role).
+    pub async fn bind_role(
+        &self,
+        role: &str,
+        username: &str,
+        caller: &Caller,
+    ) -> Result<(), ServiceError> {
+        check_role(role)?;
+        check_username(username)?;
+        let op = Op::BindRole(pb::BindRole {
+            role: role.to_string(),
+            username: username.to_string(),
+        });
+        self.propose(op, caller).await
+    }
+
+    /// Unbinds `username` from `role`; with no username, removes the role
+    /// with its bindings and permissions.
+    pub async fn unbind_role(
+        &self,
+        role: &str,
+        username: Option<&str>,
+        caller: &Caller,
+    ) -> Result<(), ServiceError> {
+        check_role(role)?;
+        if let Some(username) = username {
+            check_username(username)?;
+        }
+        let op = Op::UnbindRole(pb::UnbindRole {
+            role: role.to_string(),
+            username: username.unwrap_or_default().to_string(),
+        });
+        self.propose(op, caller).await
+    }
+
+    /// Grants a role `access` in `namespace` (`*` = all); `None` revokes.
+    pub async fn set_role_permission(
+        &self,
+        role: &str,
+        namespace: &str,
+        access: Option<Access>,
+        caller: &Caller,
+    ) -> Result<(), ServiceError> {
+        check_role(role)?;
+        if namespace != ALL_NAMESPACES {
+            crate::model::validate::namespace(namespace)?;
+        }
+        let op = Op::SetRolePermission(pb::SetRolePermission {
+            role: role.to_string(),
             namespace: namespace.to_string(),
             access: access.map_or(pb::Access::None, Access::to_pb) as i32,
         });

@@ -31,8 +31,8 @@ pub const PROTOCOL_HEADER: &str = "x-tacos-cluster-protocol";
 /// that travels in a frame (openraft's included, so also on an openraft
 /// upgrade, and with a new command: a node that cannot apply an entry would
 /// refuse it where the others apply it); nodes of different versions refuse
-/// each other's calls. History: 1, the first; 2, adds `ImportConfigs` (and
-/// its `ApplyError::ImportRefused`).
+/// each other's calls. History: 1, the first; 2, adds `ImportConfigs` and the
+/// role commands (and their `ApplyError`s).
 pub const PROTOCOL_VERSION: &str = "2";
 
 /// Largest frame accepted: a snapshot chunk or an entry batch with headroom.

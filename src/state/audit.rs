@@ -25,15 +25,23 @@ pub struct AuditRow {
     pub outcome: String,
 }
 
+/// A canonical namespace as people name it ("" is "public").
+fn shown(namespace: &str) -> &str {
+    if namespace.is_empty() {
+        "public"
+    } else {
+        namespace
+    }
+}
+
 fn config_target(key: Option<&pb::ConfigKey>) -> String {
     key.map_or_else(String::new, |k| {
-        let namespace = canonical_namespace(&k.namespace);
-        let namespace = if namespace.is_empty() {
-            "public"
-        } else {
-            namespace
-        };
-        format!("{namespace}/{}/{}", k.group, k.data_id)
+        format!(
+            "{}/{}/{}",
+            shown(canonical_namespace(&k.namespace)),
+            k.group,
+            k.data_id
+        )
     })
 }
 
@@ -96,23 +104,34 @@ fn describe(op: Option<&Op>) -> (&'static str, String, String) {
             ("user.update", u.username.clone(), changed.join(" "))
         }
         Some(Op::RemoveUser(r)) => ("user.remove", r.username.clone(), String::new()),
-        Some(Op::SetPermission(p)) => {
-            let namespace = canonical_namespace(&p.namespace);
-            let access = super::Access::from_pb(p.access).map_or("none", super::Access::code);
-            (
-                "permission.set",
-                p.username.clone(),
-                format!(
-                    "namespace={} access={access}",
-                    if namespace.is_empty() {
-                        "public"
-                    } else {
-                        namespace
-                    }
-                ),
-            )
-        }
+        Some(Op::SetPermission(p)) => (
+            "permission.set",
+            p.username.clone(),
+            format!(
+                "namespace={} access={}",
+                shown(canonical_namespace(&p.namespace)),
+                super::Access::from_pb(p.access).map_or("none", super::Access::code)
+            ),
+        ),
         Some(Op::AuditNote(n)) => ("note", n.target.clone(), n.detail.clone()),
+        Some(Op::BindRole(b)) => ("role.bind", b.role.clone(), format!("user={}", b.username)),
+        Some(Op::UnbindRole(u)) if u.username.is_empty() => {
+            ("role.remove", u.role.clone(), String::new())
+        }
+        Some(Op::UnbindRole(u)) => (
+            "role.unbind",
+            u.role.clone(),
+            format!("user={}", u.username),
+        ),
+        Some(Op::SetRolePermission(p)) => (
+            "role.permission",
+            p.role.clone(),
+            format!(
+                "namespace={} access={}",
+                shown(canonical_namespace(&p.namespace)),
+                super::Access::from_pb(p.access).map_or("none", super::Access::code)
+            ),
+        ),
         None => ("unknown", String::new(), String::new()),
     }
 }

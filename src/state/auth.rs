@@ -212,6 +212,7 @@ impl State {
             return Err(ApplyError::LastAdmin(r.username.clone()));
         }
         self.users.remove(&r.username);
+        self.unbind_everywhere(&r.username);
         Ok(Response::Removed { existed: true })
     }
 

@@ -13,6 +13,7 @@
 
 mod audit;
 mod auth;
+mod roles;
 mod snapshot;
 mod types;
 
@@ -23,6 +24,7 @@ use serde::{Deserialize, Serialize};
 
 pub use audit::AuditRow;
 pub use auth::{Access, AuthKey, User, ALL_NAMESPACES};
+pub use roles::{Role, ADMIN_ROLE};
 pub use snapshot::{user_record, DecodeError, Record};
 pub use types::{
     canonical_namespace, Beta, Config, ConfigKey, HistoryRow, Namespace, OpType, PUBLIC_NAMESPACE,
@@ -71,6 +73,12 @@ pub enum ApplyError {
         entry: String,
         reason: Box<ApplyError>,
     },
+    #[error("role not found: {0}")]
+    RoleNotFound(String),
+    #[error("role '{0}' is reserved: admins are users with the admin flag")]
+    RoleReserved(String),
+    #[error("user '{username}' already bound to the role '{role}'!")]
+    RoleBound { role: String, username: String },
 }
 
 /// The state at one applied log index.
@@ -88,6 +96,7 @@ pub struct State {
     namespaces: OrdMap<String, Arc<Namespace>>,
     auth: Option<Arc<AuthKey>>,
     users: OrdMap<String, Arc<User>>,
+    roles: OrdMap<String, Arc<Role>>,
     audit: Vector<Arc<AuditRow>>,
     next_config_id: u64,
     next_history_id: u64,
@@ -190,6 +199,9 @@ impl State {
             Some(Op::SetPermission(permission)) => self.set_permission(permission),
             Some(Op::AuditNote(_)) => Ok(Response::Done),
             Some(Op::ImportConfigs(import)) => self.import(import, changed),
+            Some(Op::BindRole(bind)) => self.bind_role(bind),
+            Some(Op::UnbindRole(unbind)) => self.unbind_role(unbind),
+            Some(Op::SetRolePermission(permission)) => self.set_role_permission(permission),
             None => Err(ApplyError::UnknownCommand),
         };
         result.unwrap_or_else(Response::Rejected)
@@ -427,6 +439,7 @@ impl State {
                 self.users.insert(username, Arc::new(user));
             }
         }
+        self.revoke_namespace_from_roles(&r.id);
         Ok(Response::Removed { existed: true })
     }
 }

@@ -2,15 +2,16 @@
 //!
 //! Each record is one byte of kind followed by a protobuf message from
 //! `proto/snapshot.proto`. Order: counters, namespaces, configs, betas,
-//! history rows (per config, oldest first), then the auth key, users and
-//! audit rows (oldest first), so loading can append rows.
+//! history rows (per config, oldest first), then the auth key, users, roles
+//! and audit rows (oldest first), so loading can append rows.
 
 use std::sync::Arc;
 
 use prost::Message;
 
 use super::{
-    Access, AuditRow, AuthKey, Beta, Config, ConfigKey, HistoryRow, Namespace, OpType, State, User,
+    Access, AuditRow, AuthKey, Beta, Config, ConfigKey, HistoryRow, Namespace, OpType, Role, State,
+    User,
 };
 use crate::model::snapshot as pb;
 
@@ -22,6 +23,7 @@ const HISTORY: u8 = 5;
 const AUTH: u8 = 6;
 const USER: u8 = 7;
 const AUDIT: u8 = 8;
+const ROLE: u8 = 9;
 
 /// Why snapshot records could not be turned back into a state.
 #[derive(Debug, thiserror::Error)]
@@ -38,6 +40,8 @@ pub enum DecodeError {
     BadOpType(String),
     #[error("user {0:?} has a permission with no access")]
     BadAccess(String),
+    #[error("role {0:?} has a permission with no access")]
+    BadRoleAccess(String),
 }
 
 fn record(kind: u8, message: &impl Message) -> Vec<u8> {
@@ -173,6 +177,16 @@ impl State {
             )
         });
         let users = self.users.values().map(|u| record(USER, &user_record(u)));
+        let roles = self.roles.values().map(|r| {
+            record(
+                ROLE,
+                &pb::RoleRecord {
+                    role: r.name.clone(),
+                    usernames: r.users.iter().cloned().collect(),
+                    permissions: permission_records(&r.permissions),
+                },
+            )
+        });
         let audit = self.audit.iter().map(|a| {
             record(
                 AUDIT,
@@ -195,6 +209,7 @@ impl State {
             .chain(history)
             .chain(auth)
             .chain(users)
+            .chain(roles)
             .chain(audit)
     }
 
@@ -283,6 +298,16 @@ impl State {
                 let user = user_from_record(pb::UserRecord::decode(body)?)?;
                 self.users.insert(user.username.clone(), Arc::new(user));
             }
+            ROLE => {
+                let r = pb::RoleRecord::decode(body)?;
+                let permissions = permissions_from_records(r.permissions)
+                    .ok_or_else(|| DecodeError::BadRoleAccess(r.role.clone()))?;
+                self.load_role(Role {
+                    name: r.role,
+                    users: r.usernames.into_iter().collect(),
+                    permissions,
+                });
+            }
             AUDIT => {
                 let r = pb::AuditRecord::decode(body)?;
                 self.audit.push_back(Arc::new(AuditRow {
@@ -312,24 +337,33 @@ pub fn user_record(u: &User) -> pb::UserRecord {
         create_time: u.create_time,
         modify_time: u.modify_time,
         generation: u.generation,
-        permissions: u
-            .permissions
-            .iter()
-            .map(|(namespace, access)| pb::PermissionRecord {
-                namespace: namespace.clone(),
-                access: access.to_pb() as i32,
-            })
-            .collect(),
+        permissions: permission_records(&u.permissions),
     }
 }
 
+type Permissions = std::collections::BTreeMap<String, Access>;
+
+fn permission_records(permissions: &Permissions) -> Vec<pb::PermissionRecord> {
+    permissions
+        .iter()
+        .map(|(namespace, access)| pb::PermissionRecord {
+            namespace: namespace.clone(),
+            access: access.to_pb() as i32,
+        })
+        .collect()
+}
+
+/// `None` if a record has no access.
+fn permissions_from_records(records: Vec<pb::PermissionRecord>) -> Option<Permissions> {
+    records
+        .into_iter()
+        .map(|p| Some((p.namespace, Access::from_pb(p.access)?)))
+        .collect()
+}
+
 fn user_from_record(r: pb::UserRecord) -> Result<User, DecodeError> {
-    let mut permissions = std::collections::BTreeMap::new();
-    for p in r.permissions {
-        let access =
-            Access::from_pb(p.access).ok_or_else(|| DecodeError::BadAccess(r.username.clone()))?;
-        permissions.insert(p.namespace, access);
-    }
+    let permissions = permissions_from_records(r.permissions)
+        .ok_or_else(|| DecodeError::BadAccess(r.username.clone()))?;
     Ok(User {
         username: r.username,
         password_hash: r.password_hash,

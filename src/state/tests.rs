@@ -499,3 +499,166 @@ fn users_and_audit_survive_a_snapshot_round_trip() {
         "{shown}"
     );
 }
+
+// ---- roles -------------------------------------------------------------------
+
+fn role_op(op: Op) -> Command {
+    Command::by(op, actor("nacos", 8, 100))
+}
+
+fn bind(role: &str, user: &str) -> Command {
+    role_op(Op::BindRole(pb::BindRole {
+        role: role.into(),
+        username: user.into(),
+    }))
+}
+
+fn unbind(role: &str, user: &str) -> Command {
+    role_op(Op::UnbindRole(pb::UnbindRole {
+        role: role.into(),
+        username: user.into(),
+    }))
+}
+
+fn grant_role(role: &str, namespace: &str, access: pb::Access) -> Command {
+    role_op(Op::SetRolePermission(pb::SetRolePermission {
+        role: role.into(),
+        namespace: namespace.into(),
+        access: access as i32,
+    }))
+}
+
+fn namespace(id: &str) -> Command {
+    Command::of(Op::CreateNamespace(pb::CreateNamespace {
+        id: id.into(),
+        name: id.into(),
+        ..Default::default()
+    }))
+}
+
+#[test]
+fn roles_grant_their_namespaces_to_every_bound_user() {
+    let mut s = State::default();
+    apply(&mut s, init_auth("nacos"));
+    apply(&mut s, namespace("dev"));
+    apply(&mut s, namespace("prod"));
+    apply(&mut s, create_user("bob", false));
+    apply(&mut s, create_user("carol", false));
+    apply(&mut s, set_permission("bob", "prod", pb::Access::Read));
+
+    // A permission needs the role to exist; binding creates it.
+    assert_eq!(
+        apply(&mut s, grant_role("devs", "dev", pb::Access::ReadWrite)).0,
+        Response::Rejected(ApplyError::RoleNotFound("devs".into()))
+    );
+    assert_eq!(apply(&mut s, bind("devs", "bob")).0, Response::Done);
+    assert_eq!(apply(&mut s, bind("devs", "carol")).0, Response::Done);
+    assert_eq!(
+        apply(&mut s, bind("devs", "bob")).0,
+        Response::Rejected(ApplyError::RoleBound {
+            role: "devs".into(),
+            username: "bob".into()
+        })
+    );
+    assert_eq!(
+        apply(&mut s, bind("devs", "nobody")).0,
+        Response::Rejected(ApplyError::UserNotFound("nobody".into()))
+    );
+    assert_eq!(
+        apply(&mut s, bind(ADMIN_ROLE, "bob")).0,
+        Response::Rejected(ApplyError::RoleReserved(ADMIN_ROLE.into()))
+    );
+    assert_eq!(
+        apply(&mut s, grant_role("devs", "nope", pb::Access::Read)).0,
+        Response::Rejected(ApplyError::NamespaceNotFound("nope".into()))
+    );
+    apply(&mut s, grant_role("devs", "dev", pb::Access::ReadWrite));
+    apply(&mut s, grant_role("devs", "prod", pb::Access::Read));
+
+    // Own and role permissions fold together, the stronger winning; the
+    // stored user keeps only its own.
+    let bob = s.user_with_roles("bob").unwrap();
+    assert_eq!(bob.access("dev"), Some(Access::ReadWrite));
+    assert_eq!(bob.access("prod"), Some(Access::Read));
+    assert_eq!(bob.access(""), None);
+    assert_eq!(s.user("bob").unwrap().access("dev"), None);
+    assert_eq!(
+        s.user_with_roles("carol").unwrap().access("dev"),
+        Some(Access::ReadWrite)
+    );
+    // An admin is all-powerful anyway; no user, no answer.
+    assert!(Arc::ptr_eq(
+        &s.user_with_roles("nacos").unwrap(),
+        s.user("nacos").unwrap()
+    ));
+    assert!(s.user_with_roles("nobody").is_none());
+
+    // Survives a snapshot.
+    let mut loaded = State::default();
+    for record in s.snapshot_records() {
+        loaded.load_snapshot_record(&record).unwrap();
+    }
+    assert_eq!(loaded.digest(), s.digest());
+    assert_eq!(loaded.role("devs"), s.role("devs"));
+
+    // Unbinding ends the grant for that user only; revoking for all.
+    assert_eq!(
+        apply(&mut s, unbind("devs", "carol")).0,
+        Response::Removed { existed: true }
+    );
+    assert_eq!(s.user_with_roles("carol").unwrap().access("dev"), None);
+    apply(&mut s, grant_role("devs", "prod", pb::Access::None));
+    assert_eq!(
+        s.user_with_roles("bob").unwrap().access("prod"),
+        Some(Access::Read),
+        "bob's own permission stays"
+    );
+    // Removing a namespace or a user leaves the roles clean.
+    apply(&mut s, set_permission("bob", "prod", pb::Access::None));
+    apply(
+        &mut s,
+        Command::of(Op::RemoveNamespace(pb::RemoveNamespace {
+            id: "dev".into(),
+        })),
+    );
+    assert!(s.role("devs").unwrap().permissions.is_empty());
+    apply(
+        &mut s,
+        Command::of(Op::RemoveUser(pb::RemoveUser {
+            username: "bob".into(),
+        })),
+    );
+    assert!(s.role("devs").is_none(), "no users, no permissions: gone");
+
+    // A role with permissions outlives its last user, until removed.
+    apply(&mut s, bind("ops", "carol"));
+    apply(&mut s, grant_role("ops", "*", pb::Access::Read));
+    apply(&mut s, unbind("ops", "carol"));
+    assert_eq!(s.role("ops").unwrap().permissions.len(), 1);
+    assert_eq!(
+        apply(&mut s, unbind("ops", "")).0,
+        Response::Removed { existed: true }
+    );
+    assert!(s.role("ops").is_none());
+    assert_eq!(
+        apply(&mut s, unbind(ADMIN_ROLE, "")).0,
+        Response::Rejected(ApplyError::RoleReserved(ADMIN_ROLE.into()))
+    );
+
+    let actions: Vec<(String, String, String)> = s
+        .audit()
+        .filter(|r| r.action.starts_with("role."))
+        .map(|r| (r.action.clone(), r.target.clone(), r.detail.clone()))
+        .take(3)
+        .collect();
+    assert_eq!(
+        actions[0],
+        (
+            "role.permission".to_string(),
+            "devs".to_string(),
+            "namespace=dev access=rw".to_string()
+        )
+    );
+    assert_eq!(actions[1].0, "role.bind");
+    assert_eq!(actions[1].2, "user=bob");
+}

@@ -1,0 +1,321 @@
+//! Nacos' roles and permissions API, for tools that manage access the Nacos
+//! way: users are bound to roles, roles are granted namespaces.
+//!
+//! | route | needs | what |
+//! |---|---|---|
+//! | `GET /nacos/v1/auth/roles` | admin | `pageNo`, `pageSize`, `username`, `role`, `search=accurate\|blur` → page of `{role, username}` |
+//! | `GET /nacos/v1/auth/roles/search` | admin | `role` → role names containing it |
+//! | `POST /nacos/v1/auth/roles` | admin | `role`, `username`: binds the user (creates the role) |
+//! | `DELETE /nacos/v1/auth/roles` | admin | `role`, `username`: unbinds; without `username` removes the role |
+//! | `GET /nacos/v1/auth/permissions` | admin | `role`, `pageNo`, `pageSize`, `search` → page of `{role, resource, action}` |
+//! | `POST /nacos/v1/auth/permissions` | admin | `role`, `resource=NAMESPACE:*:*`, `action=r\|w\|rw` |
+//! | `DELETE /nacos/v1/auth/permissions` | admin | `role`, `resource`, `action` |
+//!
+//! Differences from Nacos, each refused with a clear message rather than
+//! half-honoured: Tacos grants whole namespaces, so a resource must be
+//! `NAMESPACE:*:*` (`:*:*` or `public:*:*` is the public namespace, `*:*:*`
+//! every namespace); `w` is taken as `rw` (Tacos has no write-only access);
+//! `ROLE_ADMIN` is listed for admin users but cannot be bound or removed
+//! here (admins are users with the admin flag: `PUT /nacos/v1/auth/users`
+//! with `admin=true`).
+
+use actix_web::{web, HttpRequest, HttpResponse};
+use serde::Serialize;
+
+use super::auth::{bad_request, write_result};
+use super::guard::{Need, Routes};
+use super::nacos_v1::paging;
+use super::params::{client_ip, Params};
+use super::render::Page;
+use super::AppState;
+use crate::auth::Principal;
+use crate::model::validate::InvalidInput;
+use crate::state::{canonical_namespace, Access, ADMIN_ROLE};
+
+pub fn routes(r: &mut Routes) {
+    r.get("/nacos/v1/auth/roles", Need::Admin, list_roles)
+        .get("/nacos/v1/auth/roles/search", Need::Admin, search_roles)
+        .post("/nacos/v1/auth/roles", Need::Admin, bind)
+        .delete("/nacos/v1/auth/roles", Need::Admin, unbind)
+        .get("/nacos/v1/auth/permissions", Need::Admin, list_permissions)
+        .post("/nacos/v1/auth/permissions", Need::Admin, grant)
+        .delete("/nacos/v1/auth/permissions", Need::Admin, revoke);
+}
+
+/// How a `username` or `role` filter matches: `search=blur` is a
+/// substring match, anything else (Nacos' `accurate`) exact; empty matches all.
+struct Filter<'a> {
+    value: &'a str,
+    blur: bool,
+}
+
+impl Filter<'_> {
+    fn matches(&self, candidate: &str) -> bool {
+        self.value.is_empty()
+            || if self.blur {
+                candidate.contains(self.value)
+            } else {
+                candidate == self.value
+            }
+    }
+}
+
+fn filter<'a>(params: &'a Params, name: &str) -> Filter<'a> {
+    Filter {
+        value: params.str(name),
+        blur: params.get("search") == Some("blur"),
+    }
+}
+
+#[derive(Serialize)]
+struct RoleItem {
+    role: String,
+    username: String,
+}
+
+async fn list_roles(req: HttpRequest, app: web::Data<AppState>) -> HttpResponse {
+    let params = Params::parse(&req, &[]);
+    let (page_no, page_size) = match paging(&params) {
+        Ok(p) => p,
+        Err(e) => return bad_request(e),
+    };
+    let (role_filter, user_filter) = (filter(&params, "role"), filter(&params, "username"));
+    let state = app.service.state();
+    let admins = state.users().filter(|u| u.admin).map(|u| RoleItem {
+        role: ADMIN_ROLE.to_string(),
+        username: u.username.clone(),
+    });
+    let bound = state.roles().flat_map(|role| {
+        role.users.iter().map(|username| RoleItem {
+            role: role.name.clone(),
+            username: username.clone(),
+        })
+    });
+    let found: Vec<RoleItem> = admins
+        .chain(bound)
+        .filter(|item| role_filter.matches(&item.role) && user_filter.matches(&item.username))
+        .collect();
+    let total = found.len();
+    HttpResponse::Ok().json(Page::of(found.into_iter(), total, page_no, page_size))
+}
+
+async fn search_roles(req: HttpRequest, app: web::Data<AppState>) -> HttpResponse {
+    let params = Params::parse(&req, &[]);
+    let wanted = params.str("role");
+    let state = app.service.state();
+    let names: Vec<&str> = std::iter::once(ADMIN_ROLE)
+        .chain(state.roles().map(|r| r.name.as_str()))
+        .filter(|name| name.contains(wanted))
+        .collect();
+    HttpResponse::Ok().json(names)
+}
+
+async fn bind(
+    req: HttpRequest,
+    body: web::Bytes,
+    app: web::Data<AppState>,
+    principal: Principal,
+) -> HttpResponse {
+    let params = Params::parse(&req, &body);
+    let fields =
+        (|| Ok::<_, InvalidInput>((params.required("role")?, params.required("username")?)))();
+    let (role, username) = match fields {
+        Ok(f) => f,
+        Err(e) => return bad_request(e),
+    };
+    let caller = principal.caller("", client_ip(&req));
+    write_result(
+        app.auth.bind_role(role, username, &caller).await,
+        "add role ok!",
+    )
+}
+
+async fn unbind(
+    req: HttpRequest,
+    body: web::Bytes,
+    app: web::Data<AppState>,
+    principal: Principal,
+) -> HttpResponse {
+    let params = Params::parse(&req, &body);
+    let role = match params.required("role") {
+        Ok(role) => role,
+        Err(e) => return bad_request(e),
+    };
+    let username = params.get("username").filter(|u| !u.is_empty());
+    let caller = principal.caller("", client_ip(&req));
+    write_result(
+        app.auth.unbind_role(role, username, &caller).await,
+        &format!("delete role of user {} ok!", username.unwrap_or_default()),
+    )
+}
+
+/// A Nacos permission resource as the namespace Tacos grants.
+fn namespace_of(resource: &str) -> Result<String, InvalidInput> {
+    let whole = |rest: &[&str]| rest.iter().all(|part| *part == "*");
+    let parts: Vec<&str> = resource.split(':').collect();
+    match parts.as_slice() {
+        [namespace, rest @ ..] if rest.len() == 2 && whole(rest) => {
+            Ok(canonical_namespace(namespace).to_string())
+        }
+        _ => Err(InvalidInput::Other(
+            "resource",
+            format!(
+                "{resource:?}: Tacos grants whole namespaces, so a resource is NAMESPACE:*:* \
+                 (:*:* for public, *:*:* for all)"
+            ),
+        )),
+    }
+}
+
+/// The resource Nacos shows for a namespace permission.
+fn resource_of(namespace: &str) -> String {
+    format!("{namespace}:*:*")
+}
+
+fn action(params: &Params) -> Result<Access, InvalidInput> {
+    let action = params.required("action")?;
+    Access::parse(action)
+        .ok_or_else(|| InvalidInput::Other("action", format!("{action:?} (r, w or rw)")))
+}
+
+#[derive(Serialize)]
+struct PermissionItem {
+    role: String,
+    resource: String,
+    action: &'static str,
+}
+
+async fn list_permissions(req: HttpRequest, app: web::Data<AppState>) -> HttpResponse {
+    let params = Params::parse(&req, &[]);
+    let (page_no, page_size) = match paging(&params) {
+        Ok(p) => p,
+        Err(e) => return bad_request(e),
+    };
+    let role_filter = filter(&params, "role");
+    let state = app.service.state();
+    let found: Vec<PermissionItem> = state
+        .roles()
+        .filter(|role| role_filter.matches(&role.name))
+        .flat_map(|role| {
+            role.permissions
+                .iter()
+                .map(|(namespace, access)| PermissionItem {
+                    role: role.name.clone(),
+                    resource: resource_of(namespace),
+                    action: access.code(),
+                })
+        })
+        .collect();
+    let total = found.len();
+    HttpResponse::Ok().json(Page::of(found.into_iter(), total, page_no, page_size))
+}
+
+async fn grant(
+    req: HttpRequest,
+    body: web::Bytes,
+    app: web::Data<AppState>,
+    principal: Principal,
+) -> HttpResponse {
+    let params = Params::parse(&req, &body);
+    let fields = (|| {
+        Ok::<_, InvalidInput>((
+            params.required("role")?,
+            namespace_of(params.required("resource")?)?,
+            action(&params)?,
+        ))
+    })();
+    let (role, namespace, access) = match fields {
+        Ok(f) => f,
+        Err(e) => return bad_request(e),
+    };
+    let caller = principal.caller("", client_ip(&req));
+    write_result(
+        app.auth
+            .set_role_permission(role, &namespace, Some(access), &caller)
+            .await,
+        "add permission ok!",
+    )
+}
+
+async fn revoke(
+    req: HttpRequest,
+    body: web::Bytes,
+    app: web::Data<AppState>,
+    principal: Principal,
+) -> HttpResponse {
+    let params = Params::parse(&req, &body);
+    let fields = (|| {
+        Ok::<_, InvalidInput>((
+            params.required("role")?,
+            namespace_of(params.required("resource")?)?,
+            action(&params)?,
+        ))
+    })();
+    let (role, namespace, access) = match fields {
+        Ok(f) => f,
+        Err(e) => return bad_request(e),
+    };
+    // Nacos deletes the (role, resource, action) row: a permission held
+    // with another action stays.
+    let held = app
+        .service
+        .state()
+        .role(role)
+        .and_then(|r| r.permissions.get(&namespace).copied());
+    if held != Some(access) {
+        return write_result(Ok(()), "delete permission ok!");
+    }
+    let caller = principal.caller("", client_ip(&req));
+    write_result(
+        app.auth
+            .set_role_permission(role, &namespace, None, &caller)
+            .await,
+        "delete permission ok!",
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::ALL_NAMESPACES;
+
+    #[test]
+    fn resources_name_whole_namespaces() {
+        assert_eq!(namespace_of("dev:*:*").unwrap(), "dev");
+        assert_eq!(namespace_of(":*:*").unwrap(), "");
+        assert_eq!(namespace_of("public:*:*").unwrap(), "");
+        assert_eq!(namespace_of("*:*:*").unwrap(), ALL_NAMESPACES);
+        for refused in [
+            "dev",
+            "dev:*",
+            "dev:DEFAULT_GROUP:*",
+            "dev:*:app.yaml",
+            "dev:*:*:*",
+            "",
+        ] {
+            let error = namespace_of(refused).unwrap_err().to_string();
+            assert!(error.contains("NAMESPACE:*:*"), "{refused}: {error}");
+        }
+        assert_eq!(resource_of(""), ":*:*");
+        assert_eq!(namespace_of(&resource_of("dev")).unwrap(), "dev");
+    }
+
+    #[test]
+    fn filters_are_exact_unless_blur() {
+        let exact = Filter {
+            value: "dev",
+            blur: false,
+        };
+        assert!(exact.matches("dev") && !exact.matches("devops"));
+        let blur = Filter {
+            value: "dev",
+            blur: true,
+        };
+        assert!(blur.matches("devops") && !blur.matches("ops"));
+        let all = Filter {
+            value: "",
+            blur: false,
+        };
+        assert!(all.matches("anything"));
+    }
+}
