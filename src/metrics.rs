@@ -16,6 +16,7 @@
 //! | `tacos_grpc_push_ack_seconds` | histogram | time from sending a change notification to its ack |
 //! | `tacos_watch_notify_seconds` | histogram | time from apply to a held long poll's answer |
 //! | `tacos_log_fsync_seconds` | histogram | one `fdatasync` of the Raft log |
+//! | `tacos_logins_total` | counter | `outcome` (ok, wrong_credentials, disabled, rate_limited, error) |
 //! | `tacos_configs` | gauge | |
 //! | `tacos_listeners` | gauge | `kind` (long_poll, grpc_connection, grpc_key) |
 //! | `tacos_raft_term`, `tacos_raft_leader`, `tacos_raft_is_leader`, `tacos_raft_last_log_index`, `tacos_raft_committed_index`, `tacos_raft_applied_index`, `tacos_raft_snapshot_index` | gauge | |

@@ -382,7 +382,7 @@ fn now() -> u64 {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn failed_logins_are_rate_limited() {
-    let (_tmp, _server, http, _) = start(&[]).await;
+    let (_tmp, server, http, _) = start(&[]).await;
     http.create_user("dave", "dave-pass-1").await;
     for _ in 0..5 {
         let (status, _) = http.login("dave", "wrong-pass").await;
@@ -405,6 +405,34 @@ async fn failed_logins_are_rate_limited() {
     assert!((1..=60).contains(&retry), "{retry}");
     // Other users are not limited by dave's failures.
     http.token("nacos", ADMIN_PASSWORD).await;
+
+    // Logins are counted by outcome and logged (refusals by the limiter
+    // only counted); the password never shows.
+    let (_, metrics) = http.send(http.request(Method::GET, "/metrics")).await;
+    let count = |outcome: &str| {
+        let series = format!("tacos_logins_total{{outcome=\"{outcome}\"}} ");
+        metrics
+            .lines()
+            .find_map(|line| line.strip_prefix(series.as_str()))
+            .unwrap_or_else(|| panic!("no {series} in {metrics}"))
+            .trim()
+            .to_string()
+    };
+    assert_eq!(count("wrong_credentials"), "5");
+    assert_eq!(count("rate_limited"), "1");
+    assert_eq!(count("ok"), "1");
+    let log = server.log();
+    assert_eq!(
+        log.matches("login refused: unknown user or wrong password")
+            .count(),
+        5,
+        "{log}"
+    );
+    assert!(log.contains("user=\"dave\""), "{log}");
+    assert!(
+        !log.contains("wrong-pass") && !log.contains("dave-pass-1"),
+        "{log}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -353,7 +353,9 @@ impl Auth {
         ip: &str,
     ) -> Result<Login, AuthError> {
         self.wait_initialized().await?;
-        let user = self.check_password(username, password, ip).await?;
+        let checked = self.check_password(username, password, ip).await;
+        record_login(username, ip, &checked);
+        let user = checked?;
         let state = self.node.state();
         let key = state.auth_key().ok_or(AuthError::NotInitialized)?;
         let now = jsonwebtoken::get_current_timestamp();
@@ -531,6 +533,26 @@ impl Auth {
             detail: detail.to_string(),
         });
         self.propose(op, caller).await
+    }
+}
+
+/// Counts a login by outcome (`tacos_logins_total`) and logs it; refusals
+/// by the rate limiter are only counted (they can come by the thousand).
+/// The username is cut and escaped: it is whatever the client sent.
+fn record_login(username: &str, ip: &str, outcome: &Result<Arc<User>, AuthError>) {
+    let label = match outcome {
+        Ok(_) => "ok",
+        Err(AuthError::WrongCredentials) => "wrong_credentials",
+        Err(AuthError::Disabled) => "disabled",
+        Err(AuthError::RateLimited(_)) => "rate_limited",
+        Err(_) => "error",
+    };
+    metrics::counter!("tacos_logins_total", "outcome" => label).increment(1);
+    let user: String = username.chars().take(MAX_USERNAME_LEN).collect();
+    match outcome {
+        Ok(_) => tracing::info!(user = ?user, ip, "login"),
+        Err(AuthError::RateLimited(_)) => {}
+        Err(e) => tracing::warn!(user = ?user, ip, "login refused: {e}"),
     }
 }
 
