@@ -172,10 +172,14 @@ fn resource_of(namespace: &str) -> String {
     format!("{namespace}:*:*")
 }
 
-fn action(params: &Params) -> Result<Access, InvalidInput> {
+/// `role`, `resource` (as a namespace) and `action` of a permission write.
+fn permission_fields(params: &Params) -> Result<(&str, String, Access), InvalidInput> {
+    let role = params.required("role")?;
+    let namespace = namespace_of(params.required("resource")?)?;
     let action = params.required("action")?;
-    Access::parse(action)
-        .ok_or_else(|| InvalidInput::Other("action", format!("{action:?} (r, w or rw)")))
+    let access = Access::parse(action)
+        .ok_or_else(|| InvalidInput::Other("action", format!("{action:?} (r, w or rw)")))?;
+    Ok((role, namespace, access))
 }
 
 #[derive(Serialize)]
@@ -217,14 +221,7 @@ async fn grant(
     principal: Principal,
 ) -> HttpResponse {
     let params = Params::parse(&req, &body);
-    let fields = (|| {
-        Ok::<_, InvalidInput>((
-            params.required("role")?,
-            namespace_of(params.required("resource")?)?,
-            action(&params)?,
-        ))
-    })();
-    let (role, namespace, access) = match fields {
+    let (role, namespace, access) = match permission_fields(&params) {
         Ok(f) => f,
         Err(e) => return bad_request(e),
     };
@@ -244,14 +241,7 @@ async fn revoke(
     principal: Principal,
 ) -> HttpResponse {
     let params = Params::parse(&req, &body);
-    let fields = (|| {
-        Ok::<_, InvalidInput>((
-            params.required("role")?,
-            namespace_of(params.required("resource")?)?,
-            action(&params)?,
-        ))
-    })();
-    let (role, namespace, access) = match fields {
+    let (role, namespace, access) = match permission_fields(&params) {
         Ok(f) => f,
         Err(e) => return bad_request(e),
     };

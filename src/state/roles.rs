@@ -151,32 +151,29 @@ impl State {
         }
     }
 
-    /// A removed user leaves every role.
-    pub(super) fn unbind_everywhere(&mut self, username: &str) {
-        let holding: Vec<Role> = self
+    /// Applies `edit` to every role it changes (`edit` says whether it did).
+    fn edit_roles(&mut self, edit: impl Fn(&mut Role) -> bool) {
+        let changed: Vec<Role> = self
             .roles
             .values()
-            .filter(|r| r.users.contains(username))
-            .map(|r| Role::clone(r))
+            .filter_map(|role| {
+                let mut role = Role::clone(role);
+                edit(&mut role).then_some(role)
+            })
             .collect();
-        for mut role in holding {
-            role.users.remove(username);
+        for role in changed {
             self.put_role(role);
         }
     }
 
+    /// A removed user leaves every role.
+    pub(super) fn unbind_everywhere(&mut self, username: &str) {
+        self.edit_roles(|role| role.users.remove(username));
+    }
+
     /// A removed namespace leaves every role's permissions.
     pub(super) fn revoke_namespace_from_roles(&mut self, namespace: &str) {
-        let granting: Vec<Role> = self
-            .roles
-            .values()
-            .filter(|r| r.permissions.contains_key(namespace))
-            .map(|r| Role::clone(r))
-            .collect();
-        for mut role in granting {
-            role.permissions.remove(namespace);
-            self.put_role(role);
-        }
+        self.edit_roles(|role| role.permissions.remove(namespace).is_some());
     }
 
     /// Loads a role from a snapshot.
