@@ -368,6 +368,16 @@ try {
     const users = await apiGet('/nacos/v1/auth/users', { pageNo: 1, pageSize: 100 });
     const reader = users.body.pageItems.find((u) => u.username === 'reader');
     assert.deepEqual(reader.permissions, { [NS]: 'r' });
+    // A grant through a Nacos role shows beside the user's own.
+    const form = async (path, fields) => {
+      const response = await fetch(new URL(path, base), { method: 'POST', headers: { Authorization: AUTH }, body: new URLSearchParams(fields) });
+      assert.equal(response.status, 200, await response.text());
+    };
+    await form('/nacos/v1/auth/roles', { role: 'readers', username: 'reader' });
+    await form('/nacos/v1/auth/permissions', { role: 'readers', resource: `${NS}:*:*`, action: 'r' });
+    await goto('#/namespaces'); // the same hash again would not reload the page
+    await goto('#/users');
+    await page.getByTestId('users').locator('tr', { hasText: 'reader' }).locator('.badge', { hasText: `${NS}: r via readers` }).waitFor();
     await shot('users');
   });
 

@@ -83,7 +83,7 @@ export async function render(main, params, ctx) {
       h('h2', { text: `Import into ${nsName(ns)}` }),
       canWrite
         ? h('div', {},
-          h('p', { class: 'muted', text: 'Every entry is checked first (keys, blank content, syntax of its type): if one is bad, nothing is imported.' }),
+          h('p', { class: 'muted', text: 'Every entry is checked first (keys, blank content, syntax of its type), then all are written as one change: if one is bad or refused, nothing is imported.' }),
           h('div', { class: 'row' }, field('Zip file', file), field('When a config exists', policy), importButton),
           importSlot)
         : h('p', { class: 'muted', text: 'You may read this namespace but not import into it.' })));

@@ -1,11 +1,33 @@
 // Users and their namespace permissions (admins only), through the
 // existing routes: /nacos/v1/auth/users and /tacos/v1/auth/permissions.
+// Grants a user gets through a Nacos role (/nacos/v1/auth/roles and
+// /nacos/v1/auth/permissions) are shown beside its own, read-only.
 
 import { api, request } from '../api.js';
 import { h, table, field, show, toast, modal, confirmDialog, errorText, badge, fmtTime, nsName } from '../ui.js';
 
 const USERS = '/nacos/v1/auth/users';
 const PERMISSIONS = '/tacos/v1/auth/permissions';
+const ROLES = '/nacos/v1/auth/roles';
+const ROLE_PERMISSIONS = '/nacos/v1/auth/permissions';
+
+/** username -> [{ role, ns, access }] from the Nacos role tables. */
+async function roleGrants() {
+  const [roles, permissions] = await Promise.all([
+    api.get(ROLES, { pageNo: 1, pageSize: 500, search: 'accurate' }),
+    api.get(ROLE_PERMISSIONS, { pageNo: 1, pageSize: 500, search: 'accurate' }),
+  ]);
+  const byRole = new Map();
+  for (const p of permissions.pageItems) {
+    const ns = p.resource.split(':')[0];
+    byRole.set(p.role, [...(byRole.get(p.role) || []), { role: p.role, ns: ns === '*' ? '*' : ns, access: p.action }]);
+  }
+  const byUser = new Map();
+  for (const r of roles.pageItems) {
+    byUser.set(r.username, [...(byUser.get(r.username) || []), ...(byRole.get(r.role) || [])]);
+  }
+  return byUser;
+}
 
 export async function render(main, params, ctx) {
   const slot = h('div', { attrs: { 'data-testid': 'users-message' } });
@@ -82,7 +104,7 @@ export async function render(main, params, ctx) {
     });
   };
 
-  const page = await api.get(USERS, { pageNo: 1, pageSize: 500 });
+  const [page, viaRoles] = await Promise.all([api.get(USERS, { pageNo: 1, pageSize: 500 }), roleGrants()]);
   list.append(table([
     { title: 'User', cell: (u) => h('strong', { text: u.username }) },
     { title: 'Role', cell: (u) => (u.admin ? badge('admin', 'info') : badge('user')) },
@@ -100,7 +122,12 @@ export async function render(main, params, ctx) {
             attrs: { 'aria-label': `revoke ${ns}` },
             onClick: () => act(() => api.del(PERMISSIONS, { username: u.username, namespace: ns || 'public' }), `Revoked ${u.username} on ${nsName(ns)}.`),
           }))),
-        h('button', { class: 'link', text: '+ grant', onClick: () => grant(u) }))),
+        h('button', { class: 'link', text: '+ grant', onClick: () => grant(u) }),
+        (viaRoles.get(u.username) || []).map((g) => h('span', {
+          class: 'badge muted',
+          text: `${g.ns === '*' ? 'all' : nsName(g.ns)}: ${g.access} via ${g.role}`,
+          title: 'granted through a Nacos role (/nacos/v1/auth/roles)',
+        })))),
     },
     { title: 'Created', class: 'nowrap', cell: (u) => fmtTime(u.createTime) },
     {
