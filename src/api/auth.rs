@@ -357,7 +357,7 @@ async fn audit(req: HttpRequest, app: web::Data<AppState>) -> HttpResponse {
         .rev()
         .map(|row| row.as_ref())
         .filter(|row| {
-            (user.is_empty() || row.user == user)
+            (user.is_empty() || *row.user == *user)
                 && row.action.starts_with(action)
                 && row.target.contains(target)
                 && (from..=to).contains(&row.time_ms)

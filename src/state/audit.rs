@@ -10,19 +10,40 @@ use crate::model::command as pb;
 use crate::model::Op;
 
 /// One audit row. Never holds a password, hash or token.
+///
+/// Rows live in memory with the rest of the state (up to `--audit-limit`,
+/// 100,000 by default), so the strings that repeat from row to row (who,
+/// from where, the action, the outcome) are shared with the previous row
+/// when equal: rows come in runs, and a shared string costs a pointer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuditRow {
     pub id: u64,
     pub time_ms: i64,
-    pub user: String,
-    pub ip: String,
+    pub user: Arc<str>,
+    pub ip: Arc<str>,
     /// `config.publish`, `user.create`, `membership.add-learner`, ...
-    pub action: String,
+    pub action: Arc<str>,
     /// What was acted on: `namespace/group/dataId`, a namespace id, a user.
     pub target: String,
     pub detail: String,
     /// `ok`, or why the command was refused.
-    pub outcome: String,
+    pub outcome: Arc<str>,
+}
+
+/// The repeating parts of a new row.
+pub(super) struct Repeating<'a> {
+    pub user: &'a str,
+    pub ip: &'a str,
+    pub action: &'a str,
+    pub outcome: &'a str,
+}
+
+/// `value` as a shared string: `previous` when equal, else a new one.
+fn share(previous: Option<&Arc<str>>, value: &str) -> Arc<str> {
+    match previous {
+        Some(previous) if **previous == *value => previous.clone(),
+        _ => Arc::from(value),
+    }
 }
 
 /// A canonical namespace as people name it ("" is "public").
@@ -173,19 +194,40 @@ impl State {
         };
         for (action, target, detail) in rows {
             self.next_audit_id += 1;
-            self.audit.push_back(Arc::new(AuditRow {
-                id: self.next_audit_id,
-                time_ms: actor.time_ms,
-                user: actor.user.clone(),
-                ip: actor.ip.clone(),
-                action,
-                target,
-                detail,
-                outcome: outcome.clone(),
-            }));
+            let repeating = Repeating {
+                user: &actor.user,
+                ip: &actor.ip,
+                action: &action,
+                outcome: &outcome,
+            };
+            self.push_audit(self.next_audit_id, actor.time_ms, repeating, target, detail);
         }
         while self.audit.len() > actor.audit_limit.max(1) as usize {
             self.audit.pop_front();
         }
+    }
+
+    /// Appends a row (newest last), sharing its repeating strings with the
+    /// previous row where they are equal.
+    pub(super) fn push_audit(
+        &mut self,
+        id: u64,
+        time_ms: i64,
+        repeating: Repeating<'_>,
+        target: String,
+        detail: String,
+    ) {
+        let previous = self.audit.last();
+        let row = AuditRow {
+            id,
+            time_ms,
+            user: share(previous.map(|p| &p.user), repeating.user),
+            ip: share(previous.map(|p| &p.ip), repeating.ip),
+            action: share(previous.map(|p| &p.action), repeating.action),
+            target,
+            detail,
+            outcome: share(previous.map(|p| &p.outcome), repeating.outcome),
+        };
+        self.audit.push_back(Arc::new(row));
     }
 }

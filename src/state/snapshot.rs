@@ -10,8 +10,7 @@ use std::sync::Arc;
 use prost::Message;
 
 use super::{
-    Access, AuditRow, AuthKey, Beta, Config, ConfigKey, HistoryRow, Namespace, OpType, Role, State,
-    User,
+    Access, AuthKey, Beta, Config, ConfigKey, HistoryRow, Namespace, OpType, Role, State, User,
 };
 use crate::model::snapshot as pb;
 
@@ -193,12 +192,12 @@ impl State {
                 &pb::AuditRecord {
                     id: a.id,
                     time_ms: a.time_ms,
-                    user: a.user.clone(),
-                    ip: a.ip.clone(),
-                    action: a.action.clone(),
+                    user: a.user.to_string(),
+                    ip: a.ip.to_string(),
+                    action: a.action.to_string(),
                     target: a.target.clone(),
                     detail: a.detail.clone(),
-                    outcome: a.outcome.clone(),
+                    outcome: a.outcome.to_string(),
                 },
             )
         });
@@ -310,16 +309,13 @@ impl State {
             }
             AUDIT => {
                 let r = pb::AuditRecord::decode(body)?;
-                self.audit.push_back(Arc::new(AuditRow {
-                    id: r.id,
-                    time_ms: r.time_ms,
-                    user: r.user,
-                    ip: r.ip,
-                    action: r.action,
-                    target: r.target,
-                    detail: r.detail,
-                    outcome: r.outcome,
-                }));
+                let repeating = super::audit::Repeating {
+                    user: &r.user,
+                    ip: &r.ip,
+                    action: &r.action,
+                    outcome: &r.outcome,
+                };
+                self.push_audit(r.id, r.time_ms, repeating, r.target, r.detail);
             }
             other => return Err(DecodeError::UnknownKind(other)),
         }

@@ -221,15 +221,15 @@ fn an_import_applies_every_publish_or_none() {
     let rows: Vec<_> = s.audit().skip(audit_before).collect();
     assert_eq!(
         rows.iter()
-            .map(|r| (r.action.as_str(), r.target.as_str()))
+            .map(|r| (&*r.action, r.target.as_str()))
             .collect::<Vec<_>>(),
         [
             ("config.import", "public/DEFAULT_GROUP/b"),
             ("config.import", "public/DEFAULT_GROUP/a")
         ]
     );
-    assert!(rows.iter().all(|r| r.outcome
-        == "refused: nothing imported: DEFAULT_GROUP/a was refused: \
+    assert!(rows.iter().all(|r| *r.outcome
+        == *"refused: nothing imported: DEFAULT_GROUP/a was refused: \
             Cas publish fail, server md5 may have changed."));
     let mut without_audit = s.clone();
     without_audit.audit = Vector::new();
@@ -291,7 +291,7 @@ fn an_import_applies_every_publish_or_none() {
         .audit()
         .rev()
         .take(2)
-        .all(|r| r.outcome == "ok" && r.action == "config.import"));
+        .all(|r| &*r.outcome == "ok" && &*r.action == "config.import"));
 }
 
 // ---- auth tables and the audit log ---------------------------------------------
@@ -461,13 +461,14 @@ fn the_audit_log_records_outcomes_and_keeps_its_limit() {
     apply(&mut s, init_auth("nacos")); // refused, still recorded
     let rows: Vec<_> = s.audit().collect();
     assert_eq!(rows.len(), 3);
-    assert_eq!(rows[0].action, "config.publish");
+    assert_eq!(&*rows[0].action, "config.publish");
     assert_eq!(rows[0].target, "public/DEFAULT_GROUP/a");
-    assert_eq!(
-        (rows[0].user.as_str(), rows[0].ip.as_str()),
-        ("alice", "10.0.0.9")
-    );
-    assert_eq!(rows[2].outcome, "refused: auth is already initialized");
+    assert_eq!((&*rows[0].user, &*rows[0].ip), ("alice", "10.0.0.9"));
+    assert_eq!(&*rows[2].outcome, "refused: auth is already initialized");
+    // What repeats from one row to the next is stored once.
+    assert!(Arc::ptr_eq(&rows[1].user, &rows[2].user));
+    assert!(Arc::ptr_eq(&rows[0].outcome, &rows[1].outcome));
+    assert!(!Arc::ptr_eq(&rows[0].user, &rows[1].user));
     // Commands without an actor are not audited; a smaller limit trims.
     apply(&mut s, publish("", "b", "two", 11));
     assert_eq!(s.audit().len(), 3);
@@ -492,6 +493,11 @@ fn users_and_audit_survive_a_snapshot_round_trip() {
     assert_eq!(loaded.user("bob"), s.user("bob"));
     assert_eq!(loaded.auth_key(), s.auth_key());
     assert_eq!(loaded.audit().len(), 3);
+    let rows: Vec<_> = loaded.audit().collect();
+    assert!(
+        Arc::ptr_eq(&rows[1].user, &rows[2].user),
+        "loading shares too"
+    );
     // Debug never shows a hash or the key.
     let shown = format!("{:?} {:?}", loaded.user("bob"), loaded.auth_key());
     assert!(
@@ -648,7 +654,7 @@ fn roles_grant_their_namespaces_to_every_bound_user() {
     let actions: Vec<(String, String, String)> = s
         .audit()
         .filter(|r| r.action.starts_with("role."))
-        .map(|r| (r.action.clone(), r.target.clone(), r.detail.clone()))
+        .map(|r| (r.action.to_string(), r.target.clone(), r.detail.clone()))
         .take(3)
         .collect();
     assert_eq!(
