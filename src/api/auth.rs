@@ -22,7 +22,7 @@ use serde::Serialize;
 
 use super::guard::{refusal, Need, Routes};
 use super::nacos_v1::paging;
-use super::params::{client_ip, Params};
+use super::params::{client_ip, NameFilter, Params};
 use super::render::{v1_error, v1_service_error, Page};
 use super::AppState;
 use crate::auth::{AuthError, Principal};
@@ -126,19 +126,12 @@ async fn list_users(req: HttpRequest, app: web::Data<AppState>) -> HttpResponse 
         Ok(p) => p,
         Err(e) => return bad_request(e),
     };
-    let name = params.str("username");
-    let blur = params.get("search") != Some("accurate");
+    // Nacos lists users by substring unless told `search=accurate`.
+    let name = NameFilter::of(&params, "username", true);
     let state = app.service.state();
     let found: Vec<UserView> = state
         .users()
-        .filter(|u| {
-            name.is_empty()
-                || if blur {
-                    u.username.contains(name)
-                } else {
-                    u.username == name
-                }
-        })
+        .filter(|u| name.matches(&u.username))
         .map(|u| UserView::of(u))
         .collect();
     let total = found.len();

@@ -109,6 +109,37 @@ pub fn header(req: &HttpRequest, name: &str) -> Option<String> {
         .map(str::to_string)
 }
 
+/// A name filter of Nacos' list routes: `search=blur` matches substrings,
+/// `search=accurate` whole names, an empty value everything; without
+/// `search`, the route's default.
+pub struct NameFilter<'a> {
+    value: &'a str,
+    blur: bool,
+}
+
+impl<'a> NameFilter<'a> {
+    /// The filter on parameter `name`.
+    pub fn of(params: &'a Params, name: &str, blur_by_default: bool) -> Self {
+        NameFilter {
+            value: params.str(name),
+            blur: match params.get("search") {
+                Some("blur") => true,
+                Some("accurate") => false,
+                _ => blur_by_default,
+            },
+        }
+    }
+
+    pub fn matches(&self, candidate: &str) -> bool {
+        self.value.is_empty()
+            || if self.blur {
+                candidate.contains(self.value)
+            } else {
+                candidate == self.value
+            }
+    }
+}
+
 /// The client's IP as Nacos determines it: `X-Forwarded-For` (first hop),
 /// then `X-Real-IP`, then the peer address.
 pub fn client_ip(req: &HttpRequest) -> String {
@@ -135,5 +166,26 @@ mod tests {
         assert_eq!(url_encode("a b\u{2}c\u{1}"), "a+b%02c%01");
         assert_eq!(url_encode("配"), "%E9%85%8D");
         assert_eq!(url_decode("a+b%02c%01"), "a b\u{2}c\u{1}");
+    }
+
+    #[test]
+    fn name_filters_follow_search_or_the_route_default() {
+        let params = |query: &str| {
+            let req = actix_web::test::TestRequest::get()
+                .uri(&format!("/x?{query}"))
+                .to_http_request();
+            Params::parse(&req, &[])
+        };
+        let exact = params("role=dev&search=accurate");
+        let exact = NameFilter::of(&exact, "role", true);
+        assert!(exact.matches("dev") && !exact.matches("devops"));
+        let blur = params("role=dev&search=blur");
+        let blur = NameFilter::of(&blur, "role", false);
+        assert!(blur.matches("devops") && !blur.matches("ops"));
+        let default = params("role=dev");
+        assert!(NameFilter::of(&default, "role", true).matches("devops"));
+        assert!(!NameFilter::of(&default, "role", false).matches("devops"));
+        let all = params("search=accurate");
+        assert!(NameFilter::of(&all, "role", false).matches("anything"));
     }
 }

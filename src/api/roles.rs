@@ -25,7 +25,7 @@ use serde::Serialize;
 use super::auth::{bad_request, write_result};
 use super::guard::{Need, Routes};
 use super::nacos_v1::paging;
-use super::params::{client_ip, Params};
+use super::params::{client_ip, NameFilter, Params};
 use super::render::Page;
 use super::AppState;
 use crate::auth::Principal;
@@ -42,29 +42,10 @@ pub fn routes(r: &mut Routes) {
         .delete("/nacos/v1/auth/permissions", Need::Admin, revoke);
 }
 
-/// How a `username` or `role` filter matches: `search=blur` is a
-/// substring match, anything else (Nacos' `accurate`) exact; empty matches all.
-struct Filter<'a> {
-    value: &'a str,
-    blur: bool,
-}
-
-impl Filter<'_> {
-    fn matches(&self, candidate: &str) -> bool {
-        self.value.is_empty()
-            || if self.blur {
-                candidate.contains(self.value)
-            } else {
-                candidate == self.value
-            }
-    }
-}
-
-fn filter<'a>(params: &'a Params, name: &str) -> Filter<'a> {
-    Filter {
-        value: params.str(name),
-        blur: params.get("search") == Some("blur"),
-    }
+/// A `username` or `role` filter: exact unless `search=blur` (Nacos'
+/// role and permission lists default to `accurate`).
+fn filter<'a>(params: &'a Params, name: &str) -> NameFilter<'a> {
+    NameFilter::of(params, name, false)
 }
 
 #[derive(Serialize)]
@@ -288,24 +269,5 @@ mod tests {
         }
         assert_eq!(resource_of(""), ":*:*");
         assert_eq!(namespace_of(&resource_of("dev")).unwrap(), "dev");
-    }
-
-    #[test]
-    fn filters_are_exact_unless_blur() {
-        let exact = Filter {
-            value: "dev",
-            blur: false,
-        };
-        assert!(exact.matches("dev") && !exact.matches("devops"));
-        let blur = Filter {
-            value: "dev",
-            blur: true,
-        };
-        assert!(blur.matches("devops") && !blur.matches("ops"));
-        let all = Filter {
-            value: "",
-            blur: false,
-        };
-        assert!(all.matches("anything"));
     }
 }

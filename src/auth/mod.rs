@@ -70,6 +70,15 @@ pub const MAX_USERNAME_LEN: usize = 64;
 
 /// Usernames: 1 to 64 of `a-zA-Z0-9_.@-`.
 pub fn check_username(name: &str) -> Result<(), InvalidInput> {
+    check_name("username", name)
+}
+
+/// Role names: like usernames.
+pub fn check_role(name: &str) -> Result<(), InvalidInput> {
+    check_name("role", name)
+}
+
+fn check_name(what: &'static str, name: &str) -> Result<(), InvalidInput> {
     let ok = !name.is_empty()
         && name.len() <= MAX_USERNAME_LEN
         && name
@@ -79,20 +88,10 @@ pub fn check_username(name: &str) -> Result<(), InvalidInput> {
         Ok(())
     } else {
         Err(InvalidInput::Other(
-            "username",
+            what,
             format!("{name:?} (1 to {MAX_USERNAME_LEN} of a-z A-Z 0-9 _ . @ -)"),
         ))
     }
-}
-
-/// Role names: like usernames, 1 to 64 of `a-zA-Z0-9_.@-`.
-pub fn check_role(name: &str) -> Result<(), InvalidInput> {
-    check_username(name).map_err(|_| {
-        InvalidInput::Other(
-            "role",
-            format!("{name:?} (1 to {MAX_USERNAME_LEN} of a-z A-Z 0-9 _ . @ -)"),
-        )
-    })
 }
 
 /// Who is making a request, once checked.

@@ -3,6 +3,7 @@
 //! of the replicated state (so every node answers the same), oldest first,
 //! at most the stamped limit.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use super::{canonical_namespace, Response, State};
@@ -73,15 +74,24 @@ fn publish_detail(p: &pb::PublishConfig) -> String {
     }
 }
 
-/// The action, target and detail an operation is recorded as.
-fn describe(op: Option<&Op>) -> (&'static str, String, String) {
+/// `namespace=... access=...` for a permission change.
+fn grant_detail(namespace: &str, access: i32) -> String {
+    format!(
+        "namespace={} access={}",
+        shown(canonical_namespace(namespace)),
+        super::Access::from_pb(access).map_or("none", super::Access::code)
+    )
+}
+
+/// The action, target and detail an operation is recorded as (an import
+/// is recorded per config by `record_audit`; this is for an empty one).
+fn describe(op: Option<&Op>) -> (&str, String, String) {
     match op {
         Some(Op::PublishConfig(p)) => (
             "config.publish",
             config_target(p.key.as_ref()),
             publish_detail(p),
         ),
-        // Recorded per config by `record_audit`; this is an empty import.
         Some(Op::ImportConfigs(_)) => ("config.import", String::new(), "0 configs".into()),
         Some(Op::RemoveConfig(r)) => (
             "config.remove",
@@ -128,13 +138,9 @@ fn describe(op: Option<&Op>) -> (&'static str, String, String) {
         Some(Op::SetPermission(p)) => (
             "permission.set",
             p.username.clone(),
-            format!(
-                "namespace={} access={}",
-                shown(canonical_namespace(&p.namespace)),
-                super::Access::from_pb(p.access).map_or("none", super::Access::code)
-            ),
+            grant_detail(&p.namespace, p.access),
         ),
-        Some(Op::AuditNote(n)) => ("note", n.target.clone(), n.detail.clone()),
+        Some(Op::AuditNote(n)) => (&n.action, n.target.clone(), n.detail.clone()),
         Some(Op::BindRole(b)) => ("role.bind", b.role.clone(), format!("user={}", b.username)),
         Some(Op::UnbindRole(u)) if u.username.is_empty() => {
             ("role.remove", u.role.clone(), String::new())
@@ -147,11 +153,7 @@ fn describe(op: Option<&Op>) -> (&'static str, String, String) {
         Some(Op::SetRolePermission(p)) => (
             "role.permission",
             p.role.clone(),
-            format!(
-                "namespace={} access={}",
-                shown(canonical_namespace(&p.namespace)),
-                super::Access::from_pb(p.access).map_or("none", super::Access::code)
-            ),
+            grant_detail(&p.namespace, p.access),
         ),
         None => ("unknown", String::new(), String::new()),
     }
@@ -167,37 +169,30 @@ impl State {
     /// one row per config (each findable by its target), all with the
     /// import's outcome.
     pub(super) fn record_audit(&mut self, actor: &pb::Actor, op: Option<&Op>, response: &Response) {
-        let rows = match op {
+        let rows: Vec<(&str, String, String)> = match op {
             Some(Op::ImportConfigs(import)) if !import.publishes.is_empty() => import
                 .publishes
                 .iter()
                 .map(|p| {
-                    let target = config_target(p.key.as_ref());
-                    ("config.import".to_string(), target, publish_detail(p))
+                    (
+                        "config.import",
+                        config_target(p.key.as_ref()),
+                        publish_detail(p),
+                    )
                 })
                 .collect(),
-            Some(Op::AuditNote(note)) => {
-                vec![(
-                    note.action.clone(),
-                    note.target.clone(),
-                    note.detail.clone(),
-                )]
-            }
-            _ => {
-                let (action, target, detail) = describe(op);
-                vec![(action.to_string(), target, detail)]
-            }
+            _ => vec![describe(op)],
         };
-        let outcome = match response {
-            Response::Rejected(error) => format!("refused: {error}"),
-            _ => "ok".to_string(),
+        let outcome: Cow<str> = match response {
+            Response::Rejected(error) => format!("refused: {error}").into(),
+            _ => "ok".into(),
         };
         for (action, target, detail) in rows {
             self.next_audit_id += 1;
             let repeating = Repeating {
                 user: &actor.user,
                 ip: &actor.ip,
-                action: &action,
+                action,
                 outcome: &outcome,
             };
             self.push_audit(self.next_audit_id, actor.time_ms, repeating, target, detail);

@@ -1003,27 +1003,23 @@ pub async fn import(
     if requests.is_empty() {
         return Ok(ok_json(report));
     }
-    // One write: every config of the plan, or none.
+    // One write: every config of the plan, or none. The two refusals a
+    // user can cause by racing the import get the console's own words.
     app.service
         .import(requests, &caller)
         .await
-        .map_err(|e| match e {
-            ServiceError::Rejected(ApplyError::ImportRefused { entry, reason }) => match *reason {
+        .map_err(|e| match &e {
+            ServiceError::Rejected(ApplyError::ImportRefused { entry, reason }) => match **reason {
                 ApplyError::CasMismatch => ConsoleError::Conflict(format!(
                     "nothing imported: {entry} was changed by someone else during the \
-                         import; import again to see the new plan"
+                     import; import again to see the new plan"
                 )),
                 ApplyError::NamespaceNotFound(_) => ConsoleError::NotFound(format!(
                     "nothing imported: namespace {namespace} was removed during the import"
                 )),
-                reason => {
-                    ConsoleError::Service(ServiceError::Rejected(ApplyError::ImportRefused {
-                        entry,
-                        reason: Box::new(reason),
-                    }))
-                }
+                _ => ConsoleError::Service(e),
             },
-            other => ConsoleError::Service(other),
+            _ => ConsoleError::Service(e),
         })?;
     Ok(ok_json(report))
 }
