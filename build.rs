@@ -1,5 +1,6 @@
-//! Compiles the `.proto` files under `proto/`: data with prost, services
-//! with tonic.
+//! Compiles the Nacos gRPC protocol (`proto/nacos_grpc_service.proto`) with
+//! tonic. The replicated data's schema is compiled by `crates/core`, the
+//! cluster service by `crates/raft`.
 //!
 //! A fresh machine has no system `protoc`, so the one shipped by the
 //! `protoc-bin-vendored` crate is used unless `PROTOC` is already set.
@@ -11,14 +12,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         // environment concurrently.
         unsafe { std::env::set_var("PROTOC", protoc) };
     }
-    println!("cargo:rerun-if-changed=proto");
-    prost_build::Config::new()
-        .type_attribute(".", "#[derive(serde::Serialize, serde::Deserialize)]")
-        .compile_protos(&["proto/command.proto", "proto/snapshot.proto"], &["proto"])?;
-    tonic_prost_build::configure()
-        .build_client(true)
-        .build_server(true)
-        .compile_protos(&["proto/cluster.proto"], &["proto"])?;
+    println!("cargo:rerun-if-changed=proto/nacos_grpc_service.proto");
     tonic_prost_build::configure()
         .build_client(true)
         .build_server(true)

@@ -15,10 +15,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use tacos::model::command as pb;
-use tacos::model::{md5_hex, Command, Op};
-use tacos::raft::types::{Entry, LogId};
-use tacos::store::{LogOptions, LogStore, StdFs};
+use tacos_core::command as pb;
+use tacos_core::types::{Entry, LogId};
+use tacos_core::{md5_hex, Command, Op};
+use tacos_store::{LogOptions, LogStore, StdFs};
 
 fn temp_dir() -> tempfile::TempDir {
     match std::env::var_os("TACOS_BENCH_DIR") {

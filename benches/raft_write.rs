@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use tacos::model::command as pb;
-use tacos::model::{md5_hex, Command, Op};
+use tacos_core::command as pb;
+use tacos_core::{md5_hex, Command, Op};
 
 const RUN: Duration = Duration::from_secs(3);
 
@@ -35,7 +35,7 @@ async fn main() {
     let data_dir = dir.path().to_string_lossy().to_string();
     let settings = tacos::settings::Settings::parse_from(["tacos", "--data-dir", &data_dir]);
     let node = Arc::new(
-        tacos::raft::Node::start(&settings, Arc::new(|_| {}))
+        tacos_raft::Node::start(settings.node_options(), Arc::new(|_| {}))
             .await
             .expect("node starts"),
     );

@@ -1,22 +1,24 @@
 //! Tacos: a config center server that speaks the Nacos protocols, with its
 //! state replicated by Raft and kept in memory.
 //!
-//! Layers, bottom up: [`store`] (log segments, snapshots, crash recovery),
-//! [`state`] (the in-memory tables and `apply`), [`raft`] (openraft adapters
-//! and the node), [`service`] (validation and commands), [`watch`] (listeners),
-//! [`api`] (HTTP), [`grpc`] (Nacos gRPC). See `docs/storage.md` and
-//! `docs/cluster.md`.
+//! This crate is the top layer, the server: protocol adapters and the
+//! process. The layers below are crates of their own, so the compiler keeps
+//! every arrow pointing down (`tests/layers.rs` checks the manifests):
+//!
+//! ```text
+//! tacos (this crate)  HTTP (Nacos v1, v2, console, admin), gRPC, settings, ops, main
+//!   tacos-app         one module per use case, the watch hub, auth rules
+//!   tacos-raft        openraft adapters, proposer, node, cluster RPC
+//!   tacos-state       in-memory tables, apply, snapshot records
+//!   tacos-store       log segments, metadata, snapshot files, crash recovery
+//!   tacos-core        commands, keys, validation, Response, the openraft type config
+//! ```
+//!
+//! See `docs/architecture.md` for the path of a publish through them.
 
 pub mod api;
-pub mod auth;
 pub mod grpc;
 pub mod metrics;
-pub mod model;
 pub mod ops;
-pub mod raft;
 pub mod server;
-pub mod service;
 pub mod settings;
-pub mod state;
-pub mod store;
-pub mod watch;

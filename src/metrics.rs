@@ -29,8 +29,8 @@ use std::sync::OnceLock;
 
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
-use crate::raft::Node;
-use crate::watch::ListenerCounts;
+use tacos_app::watch::ListenerCounts;
+use tacos_raft::Node;
 
 /// Latency buckets, in seconds: 50 µs to 10 s.
 const BUCKETS: &[f64] = &[
@@ -67,7 +67,7 @@ pub fn render(node: &Node, listeners: Option<ListenerCounts>, data_dir: &Path) -
         metrics::gauge!("tacos_listeners", "kind" => "grpc_key").set(l.grpc_keys as f64);
     }
     let raft = node.metrics();
-    let index = |l: Option<crate::raft::types::LogId>| l.map_or(0.0, |l| l.index as f64);
+    let index = |l: Option<tacos_core::types::LogId>| l.map_or(0.0, |l| l.index as f64);
     metrics::gauge!("tacos_raft_term").set(raft.current_term as f64);
     metrics::gauge!("tacos_raft_leader").set(raft.current_leader.unwrap_or(0) as f64);
     metrics::gauge!("tacos_raft_is_leader").set(f64::from(u8::from(node.is_leader())));

@@ -13,10 +13,12 @@ use actix_web::{App, HttpServer};
 use anyhow::Context;
 
 use crate::api::AppState;
-use crate::raft::Node;
-use crate::service::{ConfigService, Limits};
 use crate::settings::Settings;
-use crate::watch::{ChangeSink, Changed, ReleaseAll, WatchHub};
+use tacos_app::service::{ConfigService, Limits};
+use tacos_app::watch::{Changed, ReleaseAll, WatchHub};
+use tacos_raft::ChangeSink;
+use tacos_raft::Node;
+use tacos_state::Changes;
 
 /// Room for headers and form encoding on top of the largest content.
 const BODY_HEADROOM: usize = 1024 * 1024;
@@ -33,7 +35,7 @@ pub fn run(settings: Settings) -> anyhow::Result<()> {
         .context("starting the raft runtime")?;
     // Changes applied before the hub runs are queued here.
     let (changes_tx, changes_rx) = tokio::sync::mpsc::unbounded_channel();
-    let sink: ChangeSink = Arc::new(move |changes| {
+    let sink: Arc<dyn ChangeSink> = Arc::new(move |changes| {
         let _ = changes_tx.send((changes, std::time::Instant::now()));
     });
     let mut grpc_runtime = tokio::runtime::Builder::new_multi_thread();
@@ -61,10 +63,10 @@ pub fn run(settings: Settings) -> anyhow::Result<()> {
                 cluster_addr.0, cluster_addr.1
             )
         })?;
-    let node = Arc::new(raft_runtime.block_on(Node::start(&settings, sink))?);
+    let node = Arc::new(raft_runtime.block_on(Node::start(settings.node_options(), sink))?);
     raft_runtime.block_on(async {
         node.exit_on_fatal();
-        crate::raft::cluster_server::serve(
+        tacos_raft::cluster_server::serve(
             node.clone(),
             cluster_listener,
             settings.cluster_token.clone(),
@@ -104,7 +106,7 @@ struct Listeners {
 fn serve(
     settings: &Settings,
     node: Arc<Node>,
-    mut changes: tokio::sync::mpsc::UnboundedReceiver<(crate::watch::Changes, std::time::Instant)>,
+    mut changes: tokio::sync::mpsc::UnboundedReceiver<(Changes, std::time::Instant)>,
     listeners: Listeners,
 ) -> anyhow::Result<()> {
     let max_body = settings.max_content_size * 3 + BODY_HEADROOM;
@@ -114,20 +116,20 @@ fn serve(
         history_limit: settings.history_limit,
         audit_limit: settings.audit_limit,
     };
-    let auth = Arc::new(crate::auth::Auth::new(
+    let auth = Arc::new(tacos_app::auth::Auth::new(
         node.clone(),
-        crate::auth::AuthSettings {
+        tacos_app::auth::AuthSettings {
             open_api_auth: settings.open_api_auth,
             token_ttl: settings.token_ttl,
             audit_limit: settings.audit_limit,
         },
     )?);
-    let init = crate::auth::bootstrap::InitSettings {
+    let init = tacos_app::auth::bootstrap::InitSettings {
         admin_username: settings.admin_username.clone(),
         admin_password: settings.admin_password.as_ref().map(|p| p.0.clone()),
         token_key: match &settings.token_secret {
             Some(secret) => Some(
-                crate::auth::token::decode_secret(&secret.0)
+                tacos_app::auth::token::decode_secret(&secret.0)
                     .map_err(|reason| anyhow::anyhow!("--token-secret {reason}"))?,
             ),
             None => None,
@@ -149,7 +151,7 @@ fn serve(
                 forward.do_send(Changed(c, at));
             }
         });
-        actix_web::rt::spawn(crate::auth::bootstrap::run(
+        actix_web::rt::spawn(tacos_app::auth::bootstrap::run(
             node.clone(),
             auth.clone(),
             init,

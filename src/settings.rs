@@ -320,15 +320,15 @@ impl Settings {
             _ => {}
         }
         if let Some(password) = &self.admin_password {
-            if let Err(reason) = crate::auth::password::check_new(&password.0) {
+            if let Err(reason) = tacos_app::auth::password::check_new(&password.0) {
                 return invalid("admin-password", reason.to_string());
             }
         }
-        if let Err(reason) = crate::auth::check_username(&self.admin_username) {
+        if let Err(reason) = tacos_app::auth::check_username(&self.admin_username) {
             return invalid("admin-username", reason.to_string());
         }
         if let Some(secret) = &self.token_secret {
-            if let Err(reason) = crate::auth::token::decode_secret(&secret.0) {
+            if let Err(reason) = tacos_app::auth::token::decode_secret(&secret.0) {
                 return invalid("token-secret", reason);
             }
         }
@@ -398,6 +398,33 @@ impl Settings {
     }
 
     /// The address clients use for HTTP.
+    /// What the raft layer needs of these settings to start a node.
+    pub fn node_options(&self) -> tacos_raft::NodeOptions {
+        #[cfg(feature = "fault-injection")]
+        let fs = tacos_store::failpoint_fs::from_env();
+        #[cfg(not(feature = "fault-injection"))]
+        let fs: std::sync::Arc<dyn tacos_store::Fs> = std::sync::Arc::new(tacos_store::StdFs);
+        tacos_raft::NodeOptions {
+            node_id: self.node_id,
+            data_dir: self.data_dir.clone(),
+            fs,
+            me: tacos_core::types::NodeInfo {
+                cluster_addr: self.cluster_addr(),
+                http_addr: self.http_addr(),
+            },
+            // Outgoing cluster connections leave from the bind address when
+            // it is a specific one, else from whatever the kernel picks.
+            local_addr: (!self.bind.is_unspecified()).then_some(self.bind),
+            cluster_token: self.cluster_token.clone(),
+            joining: self.join.is_some(),
+            init: self.init,
+            segment_size: self.segment_size,
+            snapshot_entries: self.snapshot_entries,
+            snapshot_log_bytes: self.snapshot_log_bytes,
+            audit_limit: self.audit_limit,
+        }
+    }
+
     pub fn http_addr(&self) -> String {
         format!("{}:{}", self.advertise_host(), self.http_port)
     }

@@ -309,7 +309,7 @@ async fn expired_forged_and_superseded_tokens_are_refused() {
     let admin = http.token("nacos", ADMIN_PASSWORD).await;
     let admin_payload = admin.split('.').nth(1).unwrap();
     let spliced = format!("{}.{admin_payload}.{}", parts[0], parts[2]);
-    let other_key = tacos::auth::token::issue(&[7u8; 32], "nacos", 0, now(), 600).unwrap();
+    let other_key = tacos_app::auth::token::issue(&[7u8; 32], "nacos", 0, now(), 600).unwrap();
     let unsigned = format!("eyJhbGciOiJub25lIiwidHlwIjoiSldUIn0.{admin_payload}.");
     for forged in [spliced.as_str(), other_key.as_str(), unsigned.as_str()] {
         let (status, body) = http.send(me(forged)).await;

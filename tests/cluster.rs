@@ -14,10 +14,10 @@ use std::time::{Duration, Instant};
 use common::cluster::{member_ids, Cluster, GROUP, LEADER_TIMEOUT, LISTENER};
 use common::java_encode;
 use common::{assert_same_items, md5_hex, run_to_exit, NacosApi, Reply};
-use tacos::raft::rpc::pb::cluster_client::ClusterClient;
-use tacos::raft::rpc::pb::Frame;
-use tacos::raft::rpc::{self, Forward, ForwardReply, Request, RouteError, TOKEN_HEADER};
-use tacos::raft::NodeInfo;
+use tacos_raft::rpc::pb::cluster_client::ClusterClient;
+use tacos_raft::rpc::pb::Frame;
+use tacos_raft::rpc::{self, Forward, ForwardReply, Request, RouteError, TOKEN_HEADER};
+use tacos_raft::NodeInfo;
 
 /// A new leader must be elected within this after the old one is killed.
 const FAILOVER_BOUND: Duration = Duration::from_secs(10);

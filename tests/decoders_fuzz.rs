@@ -13,12 +13,12 @@ use proptest::prelude::*;
 use prost::Message;
 use tacos::grpc::payload::Incoming;
 use tacos::grpc::pb::{Metadata, Payload};
-use tacos::model::command as pb;
-use tacos::model::{Batch, Command, Op};
-use tacos::raft::types::SnapshotMeta;
-use tacos::state::State;
-use tacos::store::record::{self, Decoded};
-use tacos::store::snapshot;
+use tacos_core::command as pb;
+use tacos_core::types::SnapshotMeta;
+use tacos_core::{Batch, Command, Op};
+use tacos_state::State;
+use tacos_store::record::{self, Decoded};
+use tacos_store::snapshot;
 
 fn cases() -> ProptestConfig {
     ProptestConfig {
@@ -39,7 +39,7 @@ fn sample_state() -> State {
                 data_id: id.into(),
             }),
             content: content.into(),
-            md5: tacos::model::md5_hex(content),
+            md5: tacos_core::md5_hex(content),
             config_type: "text".into(),
             history_limit: 10,
             ..Default::default()
@@ -161,9 +161,9 @@ proptest! {
 
     #[test]
     fn cluster_frames_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
-        let frame = tacos::raft::rpc::pb::Frame { payload: bytes };
-        let _ = tacos::raft::rpc::decode::<tacos::raft::rpc::Forward>(&frame);
-        let _ = tacos::raft::rpc::decode::<tacos::raft::rpc::ForwardReply>(&frame);
+        let frame = tacos_raft::rpc::pb::Frame { payload: bytes };
+        let _ = tacos_raft::rpc::decode::<tacos_raft::rpc::Forward>(&frame);
+        let _ = tacos_raft::rpc::decode::<tacos_raft::rpc::ForwardReply>(&frame);
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Turns what [`crate::rnacos::read`] found into the records of a Tacos snapshot.
 //!
-//! The records are those `tacos::state::State::snapshot_records` writes, in its order:
+//! The records are those `tacos_state::State::snapshot_records` writes, in its order:
 //! counters, namespaces, configs, history (per config, oldest first), users. No auth key
 //! and no audit rows: when Tacos first starts on the migrated data dir its leader
 //! initializes auth itself (draws the token key and creates the first admin, `nacos` by
@@ -41,15 +41,15 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use tacos::model::command as cmd;
-use tacos::model::snapshot as pb;
-use tacos::model::{md5_hex, validate};
-use tacos::state::{Access, ConfigKey, Record, State, ALL_NAMESPACES};
+use tacos_core::command as cmd;
+use tacos_core::snapshot as pb;
+use tacos_core::{md5_hex, validate};
+use tacos_state::{Access, ConfigKey, Record, State, ALL_NAMESPACES};
 
 use crate::rnacos::{self, Skipped, Source};
 
 /// The namespace id clients may use for the public namespace.
-const PUBLIC_ALIAS: &str = tacos::state::PUBLIC_NAMESPACE;
+const PUBLIC_ALIAS: &str = tacos_state::PUBLIC_NAMESPACE;
 /// Tacos's default `--history-limit` (rows kept per config).
 const TACOS_HISTORY_LIMIT: usize = 100;
 /// The config type given to every config (r-nacos 0.4 has none).
@@ -610,7 +610,7 @@ impl Converter<'_> {
         for user in users {
             progress.advance(1);
             let what = || format!("user {:?}", user.username);
-            if let Err(e) = tacos::auth::check_username(&user.username) {
+            if let Err(e) = tacos_app::auth::check_username(&user.username) {
                 self.bad(what(), format!("Tacos does not accept this username: {e}"))?;
                 continue;
             }
@@ -628,7 +628,7 @@ impl Converter<'_> {
                 }
             };
             let password_hash = if self.options.hash_passwords {
-                tacos::auth::password::hash(&user.password).map_err(|e| ConvertError::Hash {
+                tacos_app::auth::password::hash(&user.password).map_err(|e| ConvertError::Hash {
                     username: user.username.clone(),
                     reason: e.to_string(),
                 })?
@@ -657,7 +657,7 @@ impl Converter<'_> {
                 roles: user.roles.clone(),
                 grant,
                 enabled: user.enabled,
-                weak_password: tacos::auth::password::check_new(&user.password).is_err(),
+                weak_password: tacos_app::auth::password::check_new(&user.password).is_err(),
             });
         }
         Ok((records, lines))
@@ -1030,8 +1030,8 @@ mod tests {
         let hash = &converted.state.user("alice").unwrap().password_hash;
         assert!(hash.starts_with("$argon2id$"), "{hash}");
         assert!(!hash.contains("alice-pass-1"));
-        assert!(tacos::auth::password::verify("alice-pass-1", hash));
-        assert!(!tacos::auth::password::verify("alice-pass-2", hash));
+        assert!(tacos_app::auth::password::verify("alice-pass-1", hash));
+        assert!(!tacos_app::auth::password::verify("alice-pass-2", hash));
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //!    [`rnacos::Source`], through a temporary copy (the dir itself is never written);
 //! 2. [`convert::convert`] turns it into the records of a Tacos snapshot (namespaces,
 //!    configs, history, users with argon2id password hashes), loads them into a
-//!    `tacos::state::State` and checks it against the source (the md5 of every config,
+//!    `tacos_state::State` and checks it against the source (the md5 of every config,
 //!    history order and ids, user rights);
 //! 3. [`write::write`] encodes the records as a Tacos snapshot file and hands it to
 //!    `tacos restore`, which builds the data dir of a one-voter cluster; the result is

@@ -14,9 +14,9 @@ use std::path::{Path, PathBuf};
 
 use clap::Parser as _;
 use tacos::ops::restore::{self, RestoreArgs};
-use tacos::raft::types::{LogId, SnapshotMeta, StoredMembership};
 use tacos::settings::Settings;
-use tacos::store::snapshot;
+use tacos_core::types::{LogId, SnapshotMeta, StoredMembership};
+use tacos_store::snapshot;
 
 use crate::convert::Converted;
 

@@ -21,10 +21,11 @@ use serde::Serialize;
 use super::guard::{Need, Routes};
 use super::params::{client_ip, Params};
 use super::AppState;
-use crate::auth::Principal;
-use crate::raft::rpc::{ForwardReply, Request, RouteError};
-use crate::raft::{NodeId, NodeInfo};
-use crate::service::Caller;
+use crate::api::guard::Authed;
+use tacos_app::auth::Principal;
+use tacos_app::service::Caller;
+use tacos_raft::rpc::{ForwardReply, Request, RouteError};
+use tacos_raft::{NodeId, NodeInfo};
 
 pub fn routes(r: &mut Routes) {
     r.get("/tacos/v1/admin/raft", Need::Admin, raft_status)
@@ -198,7 +199,7 @@ async fn add_learner(
     app: web::Data<AppState>,
     req: HttpRequest,
     body: web::Bytes,
-    principal: Principal,
+    Authed(principal): Authed,
 ) -> HttpResponse {
     let params = Params::parse(&req, &body);
     let parsed = (|| {
@@ -220,7 +221,7 @@ async fn promote(
     app: web::Data<AppState>,
     req: HttpRequest,
     body: web::Bytes,
-    principal: Principal,
+    Authed(principal): Authed,
 ) -> HttpResponse {
     let params = Params::parse(&req, &body);
     match node_id(&params) {
@@ -233,7 +234,7 @@ async fn remove(
     app: web::Data<AppState>,
     req: HttpRequest,
     body: web::Bytes,
-    principal: Principal,
+    Authed(principal): Authed,
 ) -> HttpResponse {
     let params = Params::parse(&req, &body);
     match node_id(&params) {
@@ -281,7 +282,7 @@ async fn backup(app: web::Data<AppState>, req: HttpRequest, body: web::Bytes) ->
 }
 
 async fn listeners(app: web::Data<AppState>) -> HttpResponse {
-    match app.hub.send(crate::watch::CountListeners).await {
+    match app.hub.send(tacos_app::watch::CountListeners).await {
         Ok(counts) => HttpResponse::Ok().json(serde_json::json!({
             "longPolls": counts.long_polls,
             "grpcConnections": counts.grpc_connections,

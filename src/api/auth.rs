@@ -25,10 +25,11 @@ use super::nacos_v1::paging;
 use super::params::{client_ip, NameFilter, Params};
 use super::render::{v1_error, v1_service_error, Page};
 use super::AppState;
-use crate::auth::{AuthError, Principal};
-use crate::model::validate::InvalidInput;
-use crate::service::ServiceError;
-use crate::state::{Access, AuditRow, User};
+use crate::api::guard::Authed;
+use tacos_app::auth::{AuthError, Principal};
+use tacos_app::service::ServiceError;
+use tacos_core::validate::InvalidInput;
+use tacos_state::{Access, AuditRow, User};
 
 pub fn routes(r: &mut Routes) {
     r.post("/nacos/v1/auth/login", Need::Public, login)
@@ -155,7 +156,7 @@ async fn create_user(
     req: HttpRequest,
     body: web::Bytes,
     app: web::Data<AppState>,
-    principal: Principal,
+    Authed(principal): Authed,
 ) -> HttpResponse {
     let params = Params::parse(&req, &body);
     let fields = (|| {
@@ -182,7 +183,7 @@ async fn update_user(
     req: HttpRequest,
     body: web::Bytes,
     app: web::Data<AppState>,
-    principal: Principal,
+    Authed(principal): Authed,
 ) -> HttpResponse {
     let params = Params::parse(&req, &body);
     let fields = (|| {
@@ -216,7 +217,7 @@ async fn delete_user(
     req: HttpRequest,
     body: web::Bytes,
     app: web::Data<AppState>,
-    principal: Principal,
+    Authed(principal): Authed,
 ) -> HttpResponse {
     let params = Params::parse(&req, &body);
     let username = match params.required("username") {
@@ -230,7 +231,7 @@ async fn delete_user(
     )
 }
 
-async fn me(principal: Principal) -> HttpResponse {
+async fn me(Authed(principal): Authed) -> HttpResponse {
     match &principal {
         Principal::User(user) => HttpResponse::Ok().json(UserView::of(user)),
         Principal::Open => refusal(&AuthError::NoCredentials),
@@ -275,7 +276,7 @@ async fn grant(
     req: HttpRequest,
     body: web::Bytes,
     app: web::Data<AppState>,
-    principal: Principal,
+    Authed(principal): Authed,
 ) -> HttpResponse {
     let params = Params::parse(&req, &body);
     let action = params.str("action");
@@ -292,7 +293,7 @@ async fn revoke(
     req: HttpRequest,
     body: web::Bytes,
     app: web::Data<AppState>,
-    principal: Principal,
+    Authed(principal): Authed,
 ) -> HttpResponse {
     let params = Params::parse(&req, &body);
     set_permission(&req, &params, &app, &principal, None).await

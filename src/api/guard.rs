@@ -32,7 +32,7 @@ use serde::Serialize;
 
 use super::params::{client_ip, Params};
 use super::AppState;
-use crate::auth::{AuthError, Credentials, Principal};
+use tacos_app::auth::{AuthError, Credentials, Principal};
 
 /// What a route needs from the caller.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -331,9 +331,12 @@ pub async fn guard(
         .map(ServiceResponse::map_into_left_body)
 }
 
-/// Handlers take the [`Principal`] the guard established; a route that
-/// asks for one without having been authenticated gets 403 (fail closed).
-impl FromRequest for Principal {
+/// The [`Principal`] the guard established, as a handler argument
+/// (`Authed(principal): Authed`); a route that asks for one without having
+/// been authenticated gets 403 (fail closed).
+pub struct Authed(pub Principal);
+
+impl FromRequest for Authed {
     type Error = actix_web::Error;
     type Future = Ready<Result<Self, Self::Error>>;
 
@@ -342,6 +345,7 @@ impl FromRequest for Principal {
             req.extensions()
                 .get::<Principal>()
                 .cloned()
+                .map(Authed)
                 .ok_or_else(|| actix_web::error::ErrorForbidden("not authenticated")),
         )
     }

@@ -47,7 +47,7 @@ async fn readiness(app: web::Data<AppState>) -> HttpResponse {
 }
 
 async fn metrics(app: web::Data<AppState>) -> HttpResponse {
-    let listeners = app.hub.send(crate::watch::CountListeners).await.ok();
+    let listeners = app.hub.send(tacos_app::watch::CountListeners).await.ok();
     HttpResponse::Ok()
         .content_type("text/plain; version=0.0.4")
         .body(crate::metrics::render(&app.node, listeners, &app.data_dir))

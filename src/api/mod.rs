@@ -23,11 +23,11 @@ use std::sync::Arc;
 use actix::Addr;
 use actix_web::{web, HttpResponse};
 
-use crate::auth::{Auth, Principal};
-use crate::raft::Node;
-use crate::service::ConfigService;
-use crate::state::Access;
-use crate::watch::WatchHub;
+use tacos_app::auth::{Auth, Principal};
+use tacos_app::service::ConfigService;
+use tacos_app::watch::WatchHub;
+use tacos_raft::Node;
+use tacos_state::Access;
 
 /// What every handler can reach.
 pub struct AppState {

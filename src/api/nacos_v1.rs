@@ -12,11 +12,12 @@ use super::render::{
     ConfigItem, HistoryItem, Page,
 };
 use super::{allow, AppState};
-use crate::auth::Principal;
-use crate::model::validate::{self, InvalidInput};
-use crate::service::{checked_key, Caller, PublishRequest, ServiceError};
-use crate::state::{canonical_namespace, Access, Config, ConfigKey, State};
-use crate::watch::{changed_keys, Cancel, Hold, HoldOutcome, ListenKey, Polled, WatchHub};
+use crate::api::guard::Authed;
+use tacos_app::auth::Principal;
+use tacos_app::service::{checked_key, Caller, PublishRequest, ServiceError};
+use tacos_app::watch::{changed_keys, Cancel, Hold, HoldOutcome, ListenKey, Polled, WatchHub};
+use tacos_core::validate::{self, InvalidInput};
+use tacos_state::{canonical_namespace, Access, Config, ConfigKey, State};
 
 pub fn routes(r: &mut Routes) {
     r.get("/nacos/v1/cs/configs", Need::OpenApi, get_config)
@@ -97,7 +98,7 @@ async fn get_config(
     req: HttpRequest,
     body: web::Bytes,
     app: web::Data<AppState>,
-    principal: Principal,
+    Authed(principal): Authed,
 ) -> HttpResponse {
     let params = Params::parse(&req, &body);
     if let Err(denied) = allow(&principal, params.str("tenant"), Access::Read) {
@@ -234,7 +235,7 @@ async fn publish_config(
     req: HttpRequest,
     body: web::Bytes,
     app: web::Data<AppState>,
-    principal: Principal,
+    Authed(principal): Authed,
 ) -> HttpResponse {
     let params = Params::parse(&req, &body);
     if let Err(denied) = allow(&principal, params.str("tenant"), Access::ReadWrite) {
@@ -291,7 +292,7 @@ async fn delete_config(
     req: HttpRequest,
     body: web::Bytes,
     app: web::Data<AppState>,
-    principal: Principal,
+    Authed(principal): Authed,
 ) -> HttpResponse {
     let params = Params::parse(&req, &body);
     if let Err(denied) = allow(&principal, params.str("tenant"), Access::ReadWrite) {
@@ -404,7 +405,7 @@ async fn listener(
     req: HttpRequest,
     body: web::Bytes,
     app: web::Data<AppState>,
-    principal: Principal,
+    Authed(principal): Authed,
 ) -> HttpResponse {
     let params = Params::parse(&req, &body);
     let Some(raw) = params.get("Listening-Configs") else {
@@ -488,7 +489,11 @@ pub(super) fn history_page(
     )
 }
 
-async fn history(req: HttpRequest, app: web::Data<AppState>, principal: Principal) -> HttpResponse {
+async fn history(
+    req: HttpRequest,
+    app: web::Data<AppState>,
+    Authed(principal): Authed,
+) -> HttpResponse {
     let params = Params::parse(&req, &[]);
     let state = app.service.state();
     if params.get("nid").is_some() {
@@ -519,7 +524,7 @@ async fn history(req: HttpRequest, app: web::Data<AppState>, principal: Principa
 async fn history_previous(
     req: HttpRequest,
     app: web::Data<AppState>,
-    principal: Principal,
+    Authed(principal): Authed,
 ) -> HttpResponse {
     let params = Params::parse(&req, &[]);
     let id = match params.required_number("id") {
@@ -547,7 +552,7 @@ pub(super) fn namespace_configs(state: &State, namespace: &str) -> Vec<ConfigInf
 async fn history_configs(
     req: HttpRequest,
     app: web::Data<AppState>,
-    principal: Principal,
+    Authed(principal): Authed,
 ) -> HttpResponse {
     let params = Params::parse(&req, &[]);
     let namespace = params.str("tenant");
@@ -599,7 +604,7 @@ fn namespace_items(state: &State, principal: &Principal) -> Vec<NamespaceItem> {
 async fn list_namespaces(
     req: HttpRequest,
     app: web::Data<AppState>,
-    principal: Principal,
+    Authed(principal): Authed,
 ) -> HttpResponse {
     let params = Params::parse(&req, &[]);
     let state = app.service.state();
@@ -625,7 +630,7 @@ async fn create_namespace(
     req: HttpRequest,
     body: web::Bytes,
     app: web::Data<AppState>,
-    principal: Principal,
+    Authed(principal): Authed,
 ) -> HttpResponse {
     let params = Params::parse(&req, &body);
     let caller = caller(&req, &params, &principal);
@@ -645,7 +650,7 @@ async fn update_namespace(
     req: HttpRequest,
     body: web::Bytes,
     app: web::Data<AppState>,
-    principal: Principal,
+    Authed(principal): Authed,
 ) -> HttpResponse {
     let params = Params::parse(&req, &body);
     let caller = caller(&req, &params, &principal);
@@ -669,7 +674,7 @@ async fn delete_namespace(
     req: HttpRequest,
     body: web::Bytes,
     app: web::Data<AppState>,
-    principal: Principal,
+    Authed(principal): Authed,
 ) -> HttpResponse {
     let params = Params::parse(&req, &body);
     let caller = caller(&req, &params, &principal);

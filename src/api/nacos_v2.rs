@@ -9,10 +9,10 @@ use super::nacos_v1::{history_page, key_from, namespace_configs, paging, publish
 use super::params::{client_ip, header, Params};
 use super::render::{v2_error, v2_ok, v2_service_error, HistoryItem};
 use super::{allow, AppState};
-use crate::auth::Principal;
-use crate::model::validate::{self, InvalidInput};
-use crate::service::ServiceError;
-use crate::state::Access;
+use crate::api::guard::Authed;
+use tacos_app::service::ServiceError;
+use tacos_core::validate::{self, InvalidInput};
+use tacos_state::Access;
 
 pub fn routes(r: &mut Routes) {
     r.get("/nacos/v2/cs/config", Need::OpenApi, get_config)
@@ -48,7 +48,7 @@ fn not_found(detail: impl std::fmt::Display) -> HttpResponse {
 async fn get_config(
     req: HttpRequest,
     app: web::Data<AppState>,
-    principal: Principal,
+    Authed(principal): Authed,
 ) -> HttpResponse {
     let params = Params::parse(&req, &[]);
     if let Err(denied) = allow(&principal, params.str("namespaceId"), Access::Read) {
@@ -75,7 +75,7 @@ async fn get_config(
 async fn search_config(
     req: HttpRequest,
     app: web::Data<AppState>,
-    principal: Principal,
+    Authed(principal): Authed,
 ) -> HttpResponse {
     let params = Params::parse(&req, &[]);
     if let Err(denied) = allow(&principal, params.str("namespaceId"), Access::Read) {
@@ -92,7 +92,7 @@ async fn publish_config(
     req: HttpRequest,
     body: web::Bytes,
     app: web::Data<AppState>,
-    principal: Principal,
+    Authed(principal): Authed,
 ) -> HttpResponse {
     let params = Params::parse(&req, &body);
     if let Err(denied) = allow(&principal, params.str("namespaceId"), Access::ReadWrite) {
@@ -115,7 +115,7 @@ async fn delete_config(
     req: HttpRequest,
     body: web::Bytes,
     app: web::Data<AppState>,
-    principal: Principal,
+    Authed(principal): Authed,
 ) -> HttpResponse {
     let params = Params::parse(&req, &body);
     if let Err(denied) = allow(&principal, params.str("namespaceId"), Access::ReadWrite) {
@@ -139,7 +139,7 @@ async fn delete_config(
 async fn history_list(
     req: HttpRequest,
     app: web::Data<AppState>,
-    principal: Principal,
+    Authed(principal): Authed,
 ) -> HttpResponse {
     let params = Params::parse(&req, &[]);
     if let Err(denied) = allow(&principal, params.str("namespaceId"), Access::Read) {
@@ -156,7 +156,7 @@ async fn history_list(
 async fn history_one(
     req: HttpRequest,
     app: web::Data<AppState>,
-    principal: Principal,
+    Authed(principal): Authed,
 ) -> HttpResponse {
     let params = Params::parse(&req, &[]);
     let id = match params.required_number("nid") {
@@ -176,7 +176,7 @@ async fn history_one(
 async fn history_previous(
     req: HttpRequest,
     app: web::Data<AppState>,
-    principal: Principal,
+    Authed(principal): Authed,
 ) -> HttpResponse {
     let params = Params::parse(&req, &[]);
     let id = match params.required_number("id") {
@@ -196,7 +196,7 @@ async fn history_previous(
 async fn history_configs(
     req: HttpRequest,
     app: web::Data<AppState>,
-    principal: Principal,
+    Authed(principal): Authed,
 ) -> HttpResponse {
     let params = Params::parse(&req, &[]);
     let namespace = params.str("namespaceId");

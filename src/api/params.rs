@@ -7,7 +7,7 @@ use actix_web::http::header::CONTENT_TYPE;
 use actix_web::HttpRequest;
 use percent_encoding::{percent_decode_str, AsciiSet, NON_ALPHANUMERIC};
 
-use crate::model::validate::InvalidInput;
+use tacos_core::validate::InvalidInput;
 
 /// Merged query and form parameters.
 #[derive(Debug, Default)]

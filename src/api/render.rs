@@ -8,10 +8,10 @@ use actix_web::HttpResponse;
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Serialize;
 
-use crate::model::validate::InvalidInput;
-use crate::raft::rpc::RouteError;
-use crate::service::ServiceError;
-use crate::state::{ApplyError, Config, ConfigKey, HistoryRow};
+use tacos_app::service::ServiceError;
+use tacos_core::validate::InvalidInput;
+use tacos_raft::rpc::RouteError;
+use tacos_state::{ApplyError, Config, ConfigKey, HistoryRow};
 
 /// A Nacos v1 error: plain text `caused: <message>;`.
 pub fn v1_error(status: StatusCode, message: impl Display) -> HttpResponse {

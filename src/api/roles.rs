@@ -28,9 +28,9 @@ use super::nacos_v1::paging;
 use super::params::{client_ip, NameFilter, Params};
 use super::render::Page;
 use super::AppState;
-use crate::auth::Principal;
-use crate::model::validate::InvalidInput;
-use crate::state::{canonical_namespace, Access, ADMIN_ROLE};
+use crate::api::guard::Authed;
+use tacos_core::validate::InvalidInput;
+use tacos_state::{canonical_namespace, Access, ADMIN_ROLE};
 
 pub fn routes(r: &mut Routes) {
     r.get("/nacos/v1/auth/roles", Need::Admin, list_roles)
@@ -95,7 +95,7 @@ async fn bind(
     req: HttpRequest,
     body: web::Bytes,
     app: web::Data<AppState>,
-    principal: Principal,
+    Authed(principal): Authed,
 ) -> HttpResponse {
     let params = Params::parse(&req, &body);
     let fields =
@@ -115,7 +115,7 @@ async fn unbind(
     req: HttpRequest,
     body: web::Bytes,
     app: web::Data<AppState>,
-    principal: Principal,
+    Authed(principal): Authed,
 ) -> HttpResponse {
     let params = Params::parse(&req, &body);
     let role = match params.required("role") {
@@ -199,7 +199,7 @@ async fn grant(
     req: HttpRequest,
     body: web::Bytes,
     app: web::Data<AppState>,
-    principal: Principal,
+    Authed(principal): Authed,
 ) -> HttpResponse {
     let params = Params::parse(&req, &body);
     let (role, namespace, access) = match permission_fields(&params) {
@@ -219,7 +219,7 @@ async fn revoke(
     req: HttpRequest,
     body: web::Bytes,
     app: web::Data<AppState>,
-    principal: Principal,
+    Authed(principal): Authed,
 ) -> HttpResponse {
     let params = Params::parse(&req, &body);
     let (role, namespace, access) = match permission_fields(&params) {
@@ -248,7 +248,7 @@ async fn revoke(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::state::ALL_NAMESPACES;
+    use tacos_state::ALL_NAMESPACES;
 
     #[test]
     fn resources_name_whole_namespaces() {

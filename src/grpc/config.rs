@@ -8,10 +8,10 @@ use serde_json::json;
 
 use super::payload::{self, code, Incoming, Reply};
 use super::GrpcState;
-use crate::auth::Principal;
-use crate::service::{checked_key, PublishRequest, ServiceError};
-use crate::state::{Access, ApplyError};
-use crate::watch::{changed_keys, ListenKey, Subscribe, Unsubscribe};
+use tacos_app::auth::Principal;
+use tacos_app::service::{checked_key, PublishRequest, ServiceError};
+use tacos_app::watch::{changed_keys, ListenKey, Subscribe, Unsubscribe};
+use tacos_state::{Access, ApplyError};
 
 /// `ConfigQueryRequest{dataId, group, tenant}` → `ConfigQueryResponse`; a
 /// client whose IP is in the beta list gets the beta with `beta: true`.

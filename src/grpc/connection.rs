@@ -26,7 +26,7 @@ use tonic::Status;
 
 use super::payload::{self, Incoming};
 use super::pb::Payload;
-use crate::watch::{Disconnect, ListenKey, PushQueue, WatchHub};
+use tacos_app::watch::{Disconnect, ListenKey, PushQueue, WatchHub};
 
 /// How long a pushed notification waits for its ack before it is re-sent.
 const ACK_TIMEOUT: Duration = Duration::from_secs(3);

@@ -31,11 +31,11 @@ use tokio::net::TcpListener;
 use tonic::transport::server::TcpIncoming;
 use tonic::{Request, Response, Status, Streaming};
 
-use crate::auth::{Credentials, Principal};
-use crate::service::ConfigService;
-use crate::watch::WatchHub;
 use connection::Connections;
 use payload::{code, Incoming};
+use tacos_app::auth::{Credentials, Principal};
+use tacos_app::service::ConfigService;
+use tacos_app::watch::WatchHub;
 
 /// The generated Nacos gRPC types and services (package-less proto).
 #[allow(non_camel_case_types, clippy::all)]
@@ -101,7 +101,7 @@ pub struct GrpcState {
     pub hub: Addr<WatchHub>,
     pub connections: Arc<Connections>,
     pub max_listen_keys: usize,
-    pub auth: Arc<crate::auth::Auth>,
+    pub auth: Arc<tacos_app::auth::Auth>,
 }
 
 /// Who sent a config request: anyone when open-API auth is off; otherwise
@@ -111,7 +111,7 @@ async fn principal(
     app: &GrpcState,
     req: &Incoming,
     client_ip: &str,
-) -> Result<Principal, crate::auth::AuthError> {
+) -> Result<Principal, tacos_app::auth::AuthError> {
     if !app.auth.open_api_auth() {
         return Ok(Principal::Open);
     }

@@ -12,9 +12,9 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context};
 
 use super::{decode_snapshot, show_log_id, write_file_durably, MembershipView, Summary};
-use crate::raft::types::{LogId, SnapshotMeta};
-use crate::state::State;
-use crate::store::snapshot;
+use tacos_core::types::{LogId, SnapshotMeta};
+use tacos_state::State;
+use tacos_store::snapshot;
 
 /// The response header with the backup's `State::digest()`.
 pub const DIGEST_HEADER: &str = "X-Tacos-Digest";

@@ -25,13 +25,13 @@ use openraft::EntryPayload;
 use serde::Serialize;
 
 use super::{decode_snapshot, show_log_id, LogIdView, MembershipView, Summary, VoteView};
-use crate::raft::types::{Entry, LogId, StoredMembership};
 use crate::settings::Settings;
-use crate::state::State;
-use crate::store::log::{lock_data_dir, LOG_DIR};
-use crate::store::scan::read_log;
-use crate::store::snapshot::{self, SNAPSHOT_DIR};
-use crate::store::{meta, Fs, StdFs, StoreError};
+use tacos_core::types::{Entry, LogId, StoredMembership};
+use tacos_state::State;
+use tacos_store::log::{lock_data_dir, LOG_DIR};
+use tacos_store::scan::read_log;
+use tacos_store::snapshot::{self, SNAPSHOT_DIR};
+use tacos_store::{meta, Fs, StdFs, StoreError};
 
 /// The metadata file's name (src/store/meta.rs).
 const META_FILE: &str = "meta";
@@ -270,7 +270,7 @@ struct ScannedLog {
 }
 
 /// Reads every segment with the log store's own checks
-/// ([`crate::store::scan::read_log`]), reporting a torn tail instead of
+/// ([`tacos_store::scan::read_log`]), reporting a torn tail instead of
 /// cutting it off.
 fn scan_log(fs: &dyn Fs, dir: &Path, last_purged: Option<LogId>) -> Result<ScannedLog, StoreError> {
     let scan = read_log(fs, &dir.join(LOG_DIR), last_purged)?;

@@ -29,10 +29,9 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use serde::Serialize;
 
-use crate::raft::types::{LogId, NodeId, SnapshotMeta, StoredMembership, Vote};
 use crate::settings::Settings;
-use crate::state::State;
-use crate::store::snapshot;
+use tacos_core::types::{LogId, NodeId, StoredMembership, Vote};
+use tacos_state::State;
 
 /// The operator subcommands.
 #[derive(Debug, Clone, clap::Subcommand)]
@@ -92,15 +91,7 @@ pub fn run(command: &Command, settings: &Settings) -> anyhow::Result<()> {
     }
 }
 
-/// Decodes a whole snapshot (or backup) file into the state it holds, as the
-/// state machine does when it loads one.
-pub fn decode_snapshot(bytes: &[u8]) -> Result<(SnapshotMeta, State), String> {
-    let mut state = State::default();
-    let meta = snapshot::decode(bytes, |record| state.load_snapshot_record(record))?;
-    state.last_applied = meta.last_log_id;
-    state.membership = meta.last_membership.clone();
-    Ok((meta, state))
-}
+pub use tacos_raft::state_machine::decode_snapshot;
 
 /// Snapshot record kinds, as `State::snapshot_records` writes them
 /// (src/state/snapshot.rs); counted, never decoded, here.
@@ -146,8 +137,8 @@ impl Summary {
         debug_assert_eq!(configs, state.config_count());
         debug_assert_eq!(namespaces, state.namespaces().count());
         let mut listed = vec![NamespaceSummary {
-            id: crate::state::PUBLIC_NAMESPACE.to_string(),
-            name: crate::state::PUBLIC_NAMESPACE.to_string(),
+            id: tacos_state::PUBLIC_NAMESPACE.to_string(),
+            name: tacos_state::PUBLIC_NAMESPACE.to_string(),
             configs: state.configs_in("").count(),
         }];
         listed.extend(state.namespaces().map(|n| NamespaceSummary {

@@ -28,12 +28,12 @@ use anyhow::{anyhow, bail, Context};
 
 use super::backup::contents;
 use super::{decode_snapshot, parent_dir, sync_dir, Summary};
-use crate::raft::types::{LogId, Membership, NodeInfo, SnapshotMeta, StoredMembership, Vote};
 use crate::settings::Settings;
-use crate::state::State;
-use crate::store::log::{lock_data_dir, LOCK_FILE, LOG_DIR};
-use crate::store::meta::{self, Meta};
-use crate::store::{snapshot, Fs, SnapshotFiles, StdFs, StoreError};
+use tacos_core::types::{LogId, Membership, NodeInfo, SnapshotMeta, StoredMembership, Vote};
+use tacos_state::State;
+use tacos_store::log::{lock_data_dir, LOCK_FILE, LOG_DIR};
+use tacos_store::meta::{self, Meta};
+use tacos_store::{snapshot, Fs, SnapshotFiles, StdFs, StoreError};
 
 /// `tacos restore`.
 #[derive(Debug, Clone, clap::Args)]

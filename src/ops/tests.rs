@@ -11,11 +11,11 @@ use clap::Parser;
 use futures::executor::block_on;
 
 use super::*;
-use crate::model::command as pb;
-use crate::model::{md5_hex, Command as Cmd, Op};
-use crate::raft::types::{Entry, Membership, NodeInfo};
-use crate::store::log::{LOCK_FILE, LOG_DIR};
-use crate::store::{LogOptions, LogStore, SnapshotFiles, StdFs};
+use tacos_core::command as pb;
+use tacos_core::types::{Entry, Membership, NodeInfo};
+use tacos_core::{md5_hex, Command as Cmd, Op};
+use tacos_store::log::{LOCK_FILE, LOG_DIR};
+use tacos_store::{LogOptions, LogStore, SnapshotFiles, StdFs};
 
 fn log_id(term: u64, index: u64) -> LogId {
     LogId::new(openraft::CommittedLeaderId::new(term, 1), index)
@@ -158,7 +158,7 @@ fn write_data_dir(
 ) {
     let (store, _) =
         LogStore::open(Arc::new(StdFs), dir, LogOptions { segment_size: 4096 }).unwrap();
-    block_on(store.save_vote(crate::raft::types::Vote::new(1, 1))).unwrap();
+    block_on(store.save_vote(tacos_core::types::Vote::new(1, 1))).unwrap();
     for entry in all {
         append_durably(&store, vec![entry.clone()]);
         if entry.log_id.index <= committed {
@@ -349,7 +349,7 @@ fn restore_writes_a_dir_the_store_opens_as_one_voter_from_the_snapshot() {
         LogStore::open(Arc::new(StdFs), &target, LogOptions::default()).unwrap();
     assert_eq!(store.log_state(), (Some(last), Some(last)));
     assert_eq!(recovery.committed, Some(last));
-    assert_eq!(store.vote(), Some(crate::raft::types::Vote::new(4, 3)));
+    assert_eq!(store.vote(), Some(tacos_core::types::Vote::new(4, 3)));
     drop(store);
     let (meta, bytes) = SnapshotFiles::open(Arc::new(StdFs), &target)
         .unwrap()

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{ok_json, ConsoleError};
 use crate::api::AppState;
-use crate::raft::NodeId;
+use tacos_raft::NodeId;
 
 /// How long one member may take to answer.
 const PEER_TIMEOUT: Duration = Duration::from_secs(2);

@@ -17,15 +17,16 @@ use serde::{Deserialize, Serialize};
 
 use super::transfer::{self, Existing, Item, Policy, TransferError};
 use super::{diff, json_body, ok_json, shown_namespace, syntax, ConsoleError, CAS_MESSAGE};
+use crate::api::guard::Authed;
 use crate::api::params::{client_ip, Params};
 use crate::api::render::Page;
 use crate::api::AppState;
-use crate::auth::Principal;
-use crate::model::md5_hex;
-use crate::model::validate::{self, InvalidInput};
-use crate::service::{checked_key, PublishRequest, ServiceError};
-use crate::state::{canonical_namespace, Access, ApplyError, Config, ConfigKey, State};
-use crate::watch::{ListenProtocol, ListenState, ListenersOf};
+use tacos_app::auth::Principal;
+use tacos_app::service::{checked_key, PublishRequest, ServiceError};
+use tacos_app::watch::{ListenProtocol, ListenState, ListenersOf};
+use tacos_core::md5_hex;
+use tacos_core::validate::{self, InvalidInput};
+use tacos_state::{canonical_namespace, Access, ApplyError, Config, ConfigKey, State};
 
 /// How long the listeners page waits for the watch hub.
 const HUB_TIMEOUT: Duration = Duration::from_secs(5);
@@ -77,7 +78,7 @@ struct NamespaceView {
     create_time: i64,
 }
 
-pub async fn list_namespaces(app: web::Data<AppState>, principal: Principal) -> HttpResponse {
+pub async fn list_namespaces(app: web::Data<AppState>, Authed(principal): Authed) -> HttpResponse {
     let state = app.service.state();
     let mut all = vec![NamespaceView {
         id: String::new(),
@@ -126,7 +127,7 @@ pub async fn create_namespace(
     req: HttpRequest,
     body: web::Bytes,
     app: web::Data<AppState>,
-    principal: Principal,
+    Authed(principal): Authed,
 ) -> Result<HttpResponse, ConsoleError> {
     let form: NamespaceBody = json_body(&body)?;
     let caller = principal.caller("", client_ip(&req));
@@ -141,7 +142,7 @@ pub async fn update_namespace(
     req: HttpRequest,
     body: web::Bytes,
     app: web::Data<AppState>,
-    principal: Principal,
+    Authed(principal): Authed,
 ) -> Result<HttpResponse, ConsoleError> {
     let form: NamespaceBody = json_body(&body)?;
     if canonical_namespace(&form.id).is_empty() {
@@ -160,7 +161,7 @@ pub async fn update_namespace(
 pub async fn delete_namespace(
     req: HttpRequest,
     app: web::Data<AppState>,
-    principal: Principal,
+    Authed(principal): Authed,
 ) -> Result<HttpResponse, ConsoleError> {
     let params = Params::parse(&req, &[]);
     let id = params.required("id")?;
@@ -281,7 +282,7 @@ fn matching<'a>(
 pub async fn list(
     req: HttpRequest,
     app: web::Data<AppState>,
-    principal: Principal,
+    Authed(principal): Authed,
 ) -> Result<HttpResponse, ConsoleError> {
     let params = Params::parse(&req, &[]);
     let namespace = params.str("namespace");
@@ -325,7 +326,7 @@ struct BetaView {
 pub async fn get(
     req: HttpRequest,
     app: web::Data<AppState>,
-    principal: Principal,
+    Authed(principal): Authed,
 ) -> Result<HttpResponse, ConsoleError> {
     let params = Params::parse(&req, &[]);
     let key = key_param(&params)?;
@@ -405,7 +406,7 @@ pub async fn publish(
     req: HttpRequest,
     body: web::Bytes,
     app: web::Data<AppState>,
-    principal: Principal,
+    Authed(principal): Authed,
 ) -> Result<HttpResponse, ConsoleError> {
     let form: PublishBody = json_body(&body)?;
     validate::namespace(&form.namespace)?;
@@ -463,7 +464,7 @@ pub async fn publish(
 pub async fn remove(
     req: HttpRequest,
     app: web::Data<AppState>,
-    principal: Principal,
+    Authed(principal): Authed,
 ) -> Result<HttpResponse, ConsoleError> {
     let params = Params::parse(&req, &[]);
     let key = key_param(&params)?;
@@ -533,7 +534,7 @@ struct PreviewBody {
 pub async fn preview(
     body: web::Bytes,
     app: web::Data<AppState>,
-    principal: Principal,
+    Authed(principal): Authed,
 ) -> Result<HttpResponse, ConsoleError> {
     let form: PreviewBody = json_body(&body)?;
     let key = checked_key(&form.namespace, &form.group, &form.data_id)?;
@@ -600,7 +601,7 @@ pub async fn publish_beta(
     req: HttpRequest,
     body: web::Bytes,
     app: web::Data<AppState>,
-    principal: Principal,
+    Authed(principal): Authed,
 ) -> Result<HttpResponse, ConsoleError> {
     let form: BetaBody = json_body(&body)?;
     validate::namespace(&form.namespace)?;
@@ -641,7 +642,7 @@ pub async fn publish_beta(
 pub async fn stop_beta(
     req: HttpRequest,
     app: web::Data<AppState>,
-    principal: Principal,
+    Authed(principal): Authed,
 ) -> Result<HttpResponse, ConsoleError> {
     let params = Params::parse(&req, &[]);
     let key = key_param(&params)?;
@@ -674,7 +675,7 @@ pub async fn promote_beta(
     req: HttpRequest,
     body: web::Bytes,
     app: web::Data<AppState>,
-    principal: Principal,
+    Authed(principal): Authed,
 ) -> Result<HttpResponse, ConsoleError> {
     let form: PromoteBody = json_body(&body)?;
     let key = checked_key(&form.namespace, &form.group, &form.data_id)?;
@@ -803,7 +804,7 @@ async fn local_listeners(
 pub async fn listeners(
     req: HttpRequest,
     app: web::Data<AppState>,
-    principal: Principal,
+    Authed(principal): Authed,
 ) -> Result<HttpResponse, ConsoleError> {
     let params = Params::parse(&req, &[]);
     let key = key_param(&params)?;
@@ -854,7 +855,7 @@ pub async fn listeners(
 pub async fn export(
     req: HttpRequest,
     app: web::Data<AppState>,
-    principal: Principal,
+    Authed(principal): Authed,
 ) -> Result<HttpResponse, ConsoleError> {
     let params = Params::parse(&req, &[]);
     let namespace = params.str("namespace");
@@ -920,7 +921,7 @@ pub async fn import(
     req: HttpRequest,
     body: web::Bytes,
     app: web::Data<AppState>,
-    principal: Principal,
+    Authed(principal): Authed,
 ) -> Result<HttpResponse, ConsoleError> {
     let params = Params::parse(&req, &[]);
     let namespace = params.str("namespace").to_string();

@@ -13,13 +13,14 @@ use serde::{Deserialize, Serialize};
 
 use super::configs::{key_param, paging, require};
 use super::{diff, json_body, ok_json, ConsoleError};
+use crate::api::guard::Authed;
 use crate::api::params::{client_ip, Params};
 use crate::api::render::Page;
 use crate::api::AppState;
-use crate::auth::Principal;
-use crate::model::validate::InvalidInput;
-use crate::service::PublishRequest;
-use crate::state::{Access, HistoryRow, State};
+use tacos_app::auth::Principal;
+use tacos_app::service::PublishRequest;
+use tacos_core::validate::InvalidInput;
+use tacos_state::{Access, HistoryRow, State};
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -67,7 +68,7 @@ fn current_md5<'a>(state: &'a State, row: &HistoryRow) -> &'a str {
 pub async fn list(
     req: HttpRequest,
     app: web::Data<AppState>,
-    principal: Principal,
+    Authed(principal): Authed,
 ) -> Result<HttpResponse, ConsoleError> {
     let params = Params::parse(&req, &[]);
     let key = key_param(&params)?;
@@ -103,7 +104,7 @@ fn readable_row<'a>(
 pub async fn item(
     req: HttpRequest,
     app: web::Data<AppState>,
-    principal: Principal,
+    Authed(principal): Authed,
 ) -> Result<HttpResponse, ConsoleError> {
     let params = Params::parse(&req, &[]);
     let id = params.required_number("id")?;
@@ -119,7 +120,7 @@ pub async fn item(
 pub async fn diff(
     req: HttpRequest,
     app: web::Data<AppState>,
-    principal: Principal,
+    Authed(principal): Authed,
 ) -> Result<HttpResponse, ConsoleError> {
     let params = Params::parse(&req, &[]);
     let state = app.service.state();
@@ -179,7 +180,7 @@ pub async fn rollback(
     req: HttpRequest,
     body: web::Bytes,
     app: web::Data<AppState>,
-    principal: Principal,
+    Authed(principal): Authed,
 ) -> Result<HttpResponse, ConsoleError> {
     let form: RollbackBody = json_body(&body)?;
     let state = app.service.state();

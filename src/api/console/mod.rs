@@ -48,12 +48,12 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 
 use super::guard::{Need, Routes};
-use crate::auth::AuthError;
-use crate::model::validate::InvalidInput;
-use crate::raft::rpc::RouteError;
-use crate::service::ServiceError;
-use crate::state::ApplyError;
 use syntax::SyntaxError;
+use tacos_app::auth::AuthError;
+use tacos_app::service::ServiceError;
+use tacos_core::validate::InvalidInput;
+use tacos_raft::rpc::RouteError;
+use tacos_state::ApplyError;
 use transfer::TransferError;
 
 pub fn routes(r: &mut Routes) {
@@ -270,7 +270,7 @@ fn ok_json(value: impl serde::Serialize) -> HttpResponse {
 
 /// How a namespace is shown: the public one is `public`.
 fn shown_namespace(namespace: &str) -> &str {
-    match crate::state::canonical_namespace(namespace) {
+    match tacos_state::canonical_namespace(namespace) {
         "" => "public",
         other => other,
     }

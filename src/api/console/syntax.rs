@@ -36,7 +36,7 @@ pub type CheckResult = Result<Vec<String>, SyntaxError>;
 /// Checks `content` as `config_type` (as `validate::config_type` names
 /// types; anything unknown is text and passes).
 pub fn check(config_type: &str, content: &str) -> CheckResult {
-    match crate::model::validate::config_type(config_type) {
+    match tacos_core::validate::config_type(config_type) {
         "json" => check_json(content),
         "yaml" => check_yaml(content),
         "toml" => check_toml(content),

@@ -31,7 +31,7 @@ use std::io::{Cursor, Read, Write};
 use serde::{Deserialize, Serialize};
 
 use super::syntax;
-use crate::model::validate;
+use tacos_core::validate;
 
 /// Nacos 2's metadata entry.
 pub const METADATA: &str = ".metadata.yml";
@@ -42,7 +42,7 @@ pub const MAX_ENTRIES: usize = 10_000;
 /// Most bytes a metadata entry may hold.
 pub const MAX_METADATA_BYTES: usize = 16 * 1024 * 1024;
 /// Most bytes all entries of one zip may hold, uncompressed. An import is
-/// one write of at most [`MAX_IMPORT_BYTES`](crate::service::MAX_IMPORT_BYTES)
+/// one write of at most [`MAX_IMPORT_BYTES`](tacos_app::service::MAX_IMPORT_BYTES)
 /// (the service says so if the configs still come to more).
 pub const MAX_TOTAL_BYTES: u64 = 64 * 1024 * 1024;
 

@@ -1,0 +1,624 @@
+//! Users, logins, tokens and permissions.
+//!
+//! * Users live in the replicated state ([`tacos_state::User`]): a password
+//!   hash (argon2id, [`password`]), an admin flag, and per-namespace access
+//!   (read, or read-write; `*` for every namespace).
+//! * A login checks the password and returns a token ([`token`]) signed with
+//!   the cluster's key, which the first leader draws at cluster init and
+//!   replicates ([`bootstrap`]), so a token from one node works on all.
+//! * A request proves who it is with a token (`Authorization: Bearer`, an
+//!   `accessToken` header, parameter or gRPC metadata header) or with a
+//!   username and password on the request itself (`username`/`password`
+//!   parameters, as the npm client sends them, or HTTP Basic); a verified
+//!   pair is cached briefly so each request does not pay a hash.
+//! * Failed logins are rate-limited per user and per IP ([`limiter`]);
+//!   hashing runs on a bounded pool; secrets are compared in constant time
+//!   (argon2's verifier, the JWT signature check, the cache's digest compare).
+//!
+//! Which route needs what is declared where the route is registered
+//! (`api::guard`); this module answers "who is this" and "may they".
+
+pub mod bootstrap;
+pub mod limiter;
+pub mod password;
+pub mod token;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use dashmap::DashMap;
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+use crate::service::{propose, Caller, ServiceError};
+use tacos_core::command as pb;
+use tacos_core::now_ms;
+use tacos_core::validate::InvalidInput;
+use tacos_core::Op;
+use tacos_raft::node::Node;
+use tacos_state::{canonical_namespace, Access, User, ALL_NAMESPACES};
+
+use limiter::LoginLimiter;
+use password::Hasher;
+
+/// Why a request is not allowed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AuthError {
+    #[error(
+        "login required: send an access token (POST /nacos/v1/auth/login) or username and password"
+    )]
+    NoCredentials,
+    #[error("unknown user or wrong password")]
+    WrongCredentials,
+    #[error("token invalid!")]
+    TokenInvalid,
+    #[error("token expired!")]
+    TokenExpired,
+    #[error("user is disabled")]
+    Disabled,
+    #[error("authorization failed: {0}")]
+    Forbidden(String),
+    #[error("too many failed logins; try again in {} s", .0.as_secs().max(1))]
+    RateLimited(Duration),
+    #[error("auth is not initialized yet (the cluster has no leader yet?)")]
+    NotInitialized,
+    #[error("{0}")]
+    Internal(String),
+}
+
+/// Longest username.
+pub const MAX_USERNAME_LEN: usize = 64;
+
+/// Usernames: 1 to 64 of `a-zA-Z0-9_.@-`.
+pub fn check_username(name: &str) -> Result<(), InvalidInput> {
+    check_name("username", name)
+}
+
+/// Role names: like usernames.
+pub fn check_role(name: &str) -> Result<(), InvalidInput> {
+    check_name("role", name)
+}
+
+fn check_name(what: &'static str, name: &str) -> Result<(), InvalidInput> {
+    let ok = !name.is_empty()
+        && name.len() <= MAX_USERNAME_LEN
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '@' | '-'));
+    if ok {
+        Ok(())
+    } else {
+        Err(InvalidInput::Other(
+            what,
+            format!("{name:?} (1 to {MAX_USERNAME_LEN} of a-z A-Z 0-9 _ . @ -)"),
+        ))
+    }
+}
+
+/// Who is making a request, once checked.
+#[derive(Debug, Clone)]
+pub enum Principal {
+    /// Nobody in particular, on an open-API route while open-API auth is
+    /// off: allowed everything that route does (as in Nacos).
+    Open,
+    /// A logged-in user (as of the state the request was checked against).
+    User(Arc<User>),
+}
+
+impl Principal {
+    /// The user name, or "" for [`Principal::Open`].
+    pub fn name(&self) -> &str {
+        match self {
+            Principal::Open => "",
+            Principal::User(user) => &user.username,
+        }
+    }
+
+    pub fn is_admin(&self) -> bool {
+        matches!(self, Principal::User(user) if user.admin)
+    }
+
+    /// Whether this principal may do `access` in `namespace`.
+    pub fn can(&self, namespace: &str, access: Access) -> bool {
+        match self {
+            Principal::Open => true,
+            Principal::User(user) => user.access(namespace).is_some_and(|a| a >= access),
+        }
+    }
+
+    /// [`can`](Self::can), as an error naming what is missing.
+    pub fn require(&self, namespace: &str, access: Access) -> Result<(), AuthError> {
+        if self.can(namespace, access) {
+            return Ok(());
+        }
+        let shown = match canonical_namespace(namespace) {
+            "" => "public",
+            other => other,
+        };
+        let what = match access {
+            Access::Read => "read",
+            Access::ReadWrite => "write",
+        };
+        Err(AuthError::Forbidden(format!(
+            "{} may not {what} namespace {shown}",
+            self.name()
+        )))
+    }
+
+    /// The caller to stamp into writes: the user when logged in, else the
+    /// `src_user` the client claims.
+    pub fn caller(&self, claimed_user: &str, ip: String) -> Caller {
+        match self {
+            Principal::Open => Caller {
+                user: claimed_user.to_string(),
+                ip,
+                authenticated: false,
+            },
+            Principal::User(user) => Caller {
+                user: user.username.clone(),
+                ip,
+                authenticated: true,
+            },
+        }
+    }
+}
+
+/// What a request carries to prove who it is.
+#[derive(Default, Clone)]
+pub struct Credentials {
+    pub token: Option<String>,
+    pub username: Option<String>,
+    pub password: Option<String>,
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Credentials")
+            .field("token", &self.token.as_ref().map(|_| ".."))
+            .field("username", &self.username)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Credentials {
+    pub fn is_empty(&self) -> bool {
+        self.token.is_none() && (self.username.is_none() || self.password.is_none())
+    }
+}
+
+/// A username/password pair that verified recently.
+struct Verified {
+    digest: [u8; 32],
+    password_hash: String,
+    until: Instant,
+}
+
+/// How long a verified username/password pair is trusted without hashing.
+const VERIFIED_FOR: Duration = Duration::from_secs(300);
+/// How long a request waits for the cluster's auth init before failing.
+const INIT_WAIT: Duration = Duration::from_secs(5);
+/// Most cached pairs.
+const MAX_VERIFIED: usize = 10_000;
+
+/// Settings of [`Auth`].
+#[derive(Debug, Clone)]
+pub struct AuthSettings {
+    pub open_api_auth: bool,
+    pub token_ttl: u64,
+    pub audit_limit: u32,
+}
+
+/// Logins, request authentication, and user writes.
+pub struct Auth {
+    node: Arc<Node>,
+    hasher: Hasher,
+    limiter: LoginLimiter,
+    verified: DashMap<String, Verified>,
+    /// Per-process salt of the cache digests.
+    salt: Vec<u8>,
+    settings: AuthSettings,
+}
+
+/// A successful login.
+pub struct Login {
+    pub token: String,
+    pub ttl: u64,
+    pub user: Arc<User>,
+}
+
+impl Auth {
+    pub fn new(node: Arc<Node>, settings: AuthSettings) -> Result<Self, AuthError> {
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        Ok(Auth {
+            node,
+            hasher: Hasher::new(cores),
+            limiter: LoginLimiter::standard(),
+            verified: DashMap::new(),
+            salt: password::random_bytes(32)?,
+            settings,
+        })
+    }
+
+    pub fn open_api_auth(&self) -> bool {
+        self.settings.open_api_auth
+    }
+
+    pub fn hasher(&self) -> &Hasher {
+        &self.hasher
+    }
+
+    fn digest(&self, password: &str) -> [u8; 32] {
+        let mut sha = Sha256::new();
+        sha.update(&self.salt);
+        sha.update(password.as_bytes());
+        sha.finalize().into()
+    }
+
+    /// Checks a username and password (rate-limited, cached briefly).
+    pub async fn check_password(
+        &self,
+        username: &str,
+        password: &str,
+        ip: &str,
+    ) -> Result<Arc<User>, AuthError> {
+        let now = Instant::now();
+        self.limiter
+            .check(username, ip, now)
+            .map_err(AuthError::RateLimited)?;
+        // With its roles' permissions: what the request may do.
+        let user = self.node.state().user_with_roles(username);
+        let digest = self.digest(password);
+        if let (Some(user), Some(cached)) = (&user, self.verified.get(username)) {
+            let same = bool::from(cached.digest.ct_eq(&digest));
+            if same && cached.password_hash == user.password_hash && now < cached.until {
+                return enabled(user.clone());
+            }
+        }
+        let hash = user.as_ref().map(|u| u.password_hash.as_str());
+        if !self.hasher.verify(password, hash).await? {
+            self.limiter.failed(username, ip, now);
+            return Err(AuthError::WrongCredentials);
+        }
+        let user = user.ok_or(AuthError::WrongCredentials)?;
+        self.limiter.succeeded(username);
+        if self.verified.len() >= MAX_VERIFIED {
+            self.verified.retain(|_, v| now < v.until);
+        }
+        if self.verified.len() < MAX_VERIFIED {
+            self.verified.insert(
+                username.to_string(),
+                Verified {
+                    digest,
+                    password_hash: user.password_hash.clone(),
+                    until: now + VERIFIED_FOR,
+                },
+            );
+        }
+        enabled(user)
+    }
+
+    /// The user a token names, if the token is signed by the cluster key,
+    /// unexpired, and issued since the user's last password change.
+    pub fn check_token(&self, token: &str) -> Result<Arc<User>, AuthError> {
+        let state = self.node.state();
+        let key = state.auth_key().ok_or(AuthError::NotInitialized)?;
+        let claims = token::verify(&key.token_key, token)?;
+        let user = state
+            .user_with_roles(&claims.sub)
+            .ok_or(AuthError::TokenInvalid)?;
+        if user.generation != claims.gen {
+            return Err(AuthError::TokenInvalid);
+        }
+        enabled(user)
+    }
+
+    /// Waits (bounded) until the cluster's auth is initialized: right after
+    /// a cluster's first start, the first leader's `InitAuth` may still be
+    /// on its way, and a request then should wait a moment, not fail.
+    async fn wait_initialized(&self) -> Result<(), AuthError> {
+        let deadline = Instant::now() + INIT_WAIT;
+        while self.node.state().auth_key().is_none() {
+            if Instant::now() >= deadline {
+                return Err(AuthError::NotInitialized);
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        Ok(())
+    }
+
+    /// Who `credentials` prove to be (a token wins over a password).
+    pub async fn authenticate(
+        &self,
+        credentials: &Credentials,
+        ip: &str,
+    ) -> Result<Arc<User>, AuthError> {
+        if credentials.is_empty() {
+            return Err(AuthError::NoCredentials);
+        }
+        self.wait_initialized().await?;
+        if let Some(token) = &credentials.token {
+            return self.check_token(token);
+        }
+        match (&credentials.username, &credentials.password) {
+            (Some(username), Some(password)) => self.check_password(username, password, ip).await,
+            _ => Err(AuthError::NoCredentials),
+        }
+    }
+
+    /// A login: checks the password and issues a token.
+    pub async fn login(
+        &self,
+        username: &str,
+        password: &str,
+        ip: &str,
+    ) -> Result<Login, AuthError> {
+        self.wait_initialized().await?;
+        let checked = self.check_password(username, password, ip).await;
+        record_login(username, ip, &checked);
+        let user = checked?;
+        let state = self.node.state();
+        let key = state.auth_key().ok_or(AuthError::NotInitialized)?;
+        let now = jsonwebtoken::get_current_timestamp();
+        let token = token::issue(
+            &key.token_key,
+            &user.username,
+            user.generation,
+            now,
+            self.settings.token_ttl,
+        )?;
+        Ok(Login {
+            token,
+            ttl: self.settings.token_ttl,
+            user,
+        })
+    }
+
+    // ---- user writes (admin routes) ---------------------------------------
+
+    async fn propose(&self, op: Op, caller: &Caller) -> Result<(), ServiceError> {
+        propose(&self.node, op, caller, self.settings.audit_limit)
+            .await
+            .map(|_| ())
+    }
+
+    async fn hash_new(&self, password: &str) -> Result<String, ServiceError> {
+        password::check_new(password)
+            .map_err(|e| InvalidInput::Other("password", e.to_string()))?;
+        self.hasher
+            .hash(password)
+            .await
+            .map_err(|e| ServiceError::Internal(e.to_string()))
+    }
+
+    pub async fn create_user(
+        &self,
+        username: &str,
+        password: &str,
+        admin: bool,
+        caller: &Caller,
+    ) -> Result<(), ServiceError> {
+        check_username(username)?;
+        let password_hash = self.hash_new(password).await?;
+        let op = Op::CreateUser(pb::CreateUser {
+            username: username.to_string(),
+            password_hash,
+            admin,
+            time_ms: now_ms(),
+        });
+        self.propose(op, caller).await
+    }
+
+    /// Changes what is `Some`: the password, the admin flag, enabled.
+    pub async fn update_user(
+        &self,
+        username: &str,
+        new_password: Option<&str>,
+        admin: Option<bool>,
+        enabled: Option<bool>,
+        caller: &Caller,
+    ) -> Result<(), ServiceError> {
+        check_username(username)?;
+        let password_hash = match new_password {
+            Some(password) => Some(self.hash_new(password).await?),
+            None => None,
+        };
+        if password_hash.is_none() && admin.is_none() && enabled.is_none() {
+            return Err(InvalidInput::Missing("newPassword").into());
+        }
+        let op = Op::UpdateUser(pb::UpdateUser {
+            username: username.to_string(),
+            password_hash,
+            admin,
+            enabled,
+            time_ms: now_ms(),
+        });
+        self.propose(op, caller).await
+    }
+
+    pub async fn remove_user(&self, username: &str, caller: &Caller) -> Result<(), ServiceError> {
+        check_username(username)?;
+        let op = Op::RemoveUser(pb::RemoveUser {
+            username: username.to_string(),
+        });
+        self.propose(op, caller).await
+    }
+
+    /// Grants `access` in `namespace` (`*` = all); `None` revokes.
+    pub async fn set_permission(
+        &self,
+        username: &str,
+        namespace: &str,
+        access: Option<Access>,
+        caller: &Caller,
+    ) -> Result<(), ServiceError> {
+        check_username(username)?;
+        if namespace != ALL_NAMESPACES {
+            tacos_core::validate::namespace(namespace)?;
+        }
+        let op = Op::SetPermission(pb::SetPermission {
+            username: username.to_string(),
+            namespace: namespace.to_string(),
+            access: access.map_or(pb::Access::None, Access::to_pb) as i32,
+        });
+        self.propose(op, caller).await
+    }
+
+    /// Binds `username` to `role` (creating the role).
+    pub async fn bind_role(
+        &self,
+        role: &str,
+        username: &str,
+        caller: &Caller,
+    ) -> Result<(), ServiceError> {
+        check_role(role)?;
+        check_username(username)?;
+        let op = Op::BindRole(pb::BindRole {
+            role: role.to_string(),
+            username: username.to_string(),
+        });
+        self.propose(op, caller).await
+    }
+
+    /// Unbinds `username` from `role`; with no username, removes the role
+    /// with its bindings and permissions.
+    pub async fn unbind_role(
+        &self,
+        role: &str,
+        username: Option<&str>,
+        caller: &Caller,
+    ) -> Result<(), ServiceError> {
+        check_role(role)?;
+        if let Some(username) = username {
+            check_username(username)?;
+        }
+        let op = Op::UnbindRole(pb::UnbindRole {
+            role: role.to_string(),
+            username: username.unwrap_or_default().to_string(),
+        });
+        self.propose(op, caller).await
+    }
+
+    /// Grants a role `access` in `namespace` (`*` = all); `None` revokes.
+    pub async fn set_role_permission(
+        &self,
+        role: &str,
+        namespace: &str,
+        access: Option<Access>,
+        caller: &Caller,
+    ) -> Result<(), ServiceError> {
+        check_role(role)?;
+        if namespace != ALL_NAMESPACES {
+            tacos_core::validate::namespace(namespace)?;
+        }
+        let op = Op::SetRolePermission(pb::SetRolePermission {
+            role: role.to_string(),
+            namespace: namespace.to_string(),
+            access: access.map_or(pb::Access::None, Access::to_pb) as i32,
+        });
+        self.propose(op, caller).await
+    }
+
+    /// Records a change that is not a state change (membership) in the
+    /// audit log.
+    pub async fn audit_note(
+        &self,
+        action: &str,
+        target: &str,
+        detail: &str,
+        caller: &Caller,
+    ) -> Result<(), ServiceError> {
+        let op = Op::AuditNote(pb::AuditNote {
+            action: action.to_string(),
+            target: target.to_string(),
+            detail: detail.to_string(),
+        });
+        self.propose(op, caller).await
+    }
+}
+
+/// Counts a login by outcome (`tacos_logins_total`) and logs it; refusals
+/// by the rate limiter are only counted (they can come by the thousand).
+/// The username is cut and escaped: it is whatever the client sent.
+fn record_login(username: &str, ip: &str, outcome: &Result<Arc<User>, AuthError>) {
+    let label = match outcome {
+        Ok(_) => "ok",
+        Err(AuthError::WrongCredentials) => "wrong_credentials",
+        Err(AuthError::Disabled) => "disabled",
+        Err(AuthError::RateLimited(_)) => "rate_limited",
+        Err(_) => "error",
+    };
+    metrics::counter!("tacos_logins_total", "outcome" => label).increment(1);
+    let user: String = username.chars().take(MAX_USERNAME_LEN).collect();
+    match outcome {
+        Ok(_) => tracing::info!(user = ?user, ip, "login"),
+        Err(AuthError::RateLimited(_)) => {}
+        Err(e) => tracing::warn!(user = ?user, ip, "login refused: {e}"),
+    }
+}
+
+fn enabled(user: Arc<User>) -> Result<Arc<User>, AuthError> {
+    if user.enabled {
+        Ok(user)
+    } else {
+        Err(AuthError::Disabled)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    fn user(admin: bool, permissions: &[(&str, Access)]) -> Principal {
+        Principal::User(Arc::new(User {
+            username: "u".into(),
+            password_hash: String::new(),
+            admin,
+            enabled: true,
+            create_time: 0,
+            modify_time: 0,
+            generation: 0,
+            permissions: permissions
+                .iter()
+                .map(|(ns, a)| (ns.to_string(), *a))
+                .collect::<BTreeMap<_, _>>(),
+        }))
+    }
+
+    #[test]
+    fn principals_can_what_their_permissions_say() {
+        let reader = user(false, &[("", Access::Read), ("dev", Access::ReadWrite)]);
+        assert!(reader.can("public", Access::Read));
+        assert!(!reader.can("", Access::ReadWrite));
+        assert!(reader.can("dev", Access::ReadWrite));
+        assert!(!reader.can("prod", Access::Read));
+        let error = reader.require("", Access::ReadWrite).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "authorization failed: u may not write namespace public"
+        );
+        assert!(user(true, &[]).can("anything", Access::ReadWrite));
+        assert!(user(false, &[("*", Access::Read)]).can("x", Access::Read));
+        assert!(Principal::Open.can("x", Access::ReadWrite));
+    }
+
+    #[test]
+    fn usernames_are_checked() {
+        check_username("alice.b@corp-1_x").unwrap();
+        for bad in ["", "a b", "a/b", "ä", &"x".repeat(65)] {
+            assert!(check_username(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn credentials_never_show_a_token_or_password() {
+        let c = Credentials {
+            token: Some("secret-token".into()),
+            username: Some("bob".into()),
+            password: Some("secret-pass".into()),
+        };
+        let shown = format!("{c:?}");
+        assert!(!shown.contains("secret"), "{shown}");
+    }
+}

@@ -1,0 +1,17 @@
+//! The application layer: every rule of Tacos' use cases, once, below every
+//! protocol that needs it.
+//!
+//! HTTP (Nacos v1, v2, the console, admin) and gRPC handlers parse a
+//! request, call one function here, and render its answer. What is checked,
+//! stamped (time, md5, limits) and proposed for a write, and who may do it,
+//! is decided here, never in a handler.
+//!
+//! - [`service`]: config, beta and namespace writes (validation, stamping,
+//!   proposing one command per use case).
+//! - [`auth`]: users, passwords, tokens, permissions, roles, login limits.
+//! - [`watch`]: the watch hub: held long polls and gRPC listeners woken by
+//!   applied changes.
+
+pub mod auth;
+pub mod service;
+pub mod watch;

@@ -1,0 +1,719 @@
+//! Listeners: the watch hub that holds long-poll requests and gRPC
+//! subscriptions, and wakes them when an applied change touches their keys.
+//! HTTP long polls and gRPC listeners are fed by the same change reports.
+//!
+//! The state machine reports the keys each applied batch changed through a
+//! `tacos_raft::ChangeSink`. The hub is an actix actor: holds, cancellations and change
+//! reports are messages, so its tables need no locks. It compares md5s
+//! against the current state (loaded lock-free), so a change that lands
+//! between a request's first check and its registration is still seen: the
+//! hub re-checks every new hold when it registers it.
+//!
+//! The console asks who listens to a config ([`ListenersOf`]). A long poll
+//! is only held between a client's polls, so the hub also remembers, for
+//! [`RECENT_POLL_WINDOW`], the polls that ended (answered or timed out):
+//! that is how a client that was told of a change but has not come back
+//! with the new md5 shows up as out of sync.
+
+mod push;
+
+use std::collections::{HashMap, HashSet};
+
+use std::time::{Duration, Instant};
+
+use actix::prelude::*;
+use tokio::sync::oneshot;
+
+use tacos_state::StateHandle;
+use tacos_state::{Changes, ConfigKey, State};
+
+pub use push::PushQueue;
+
+/// One key a listener watches, with the strings exactly as the client sent
+/// them (replies echo them back) and the md5 it holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListenKey {
+    pub key: ConfigKey,
+    pub data_id: String,
+    pub group: String,
+    pub tenant: String,
+    pub md5: String,
+}
+
+/// The keys of `keys` whose md5 differs from what a client at `ip` should hold.
+pub fn changed_keys(state: &State, keys: &[ListenKey], ip: &str) -> Vec<ListenKey> {
+    keys.iter()
+        .filter(|k| state.md5_for(&k.key, ip) != k.md5)
+        .cloned()
+        .collect()
+}
+
+struct Held {
+    keys: Vec<ListenKey>,
+    client_ip: String,
+    reply: oneshot::Sender<Vec<ListenKey>>,
+    since: Instant,
+}
+
+/// How long a long-poll client stays listed after its last poll ended.
+/// Clients poll again at once (Nacos' default hold is 30 s), so one missing
+/// for longer than this is gone.
+pub const RECENT_POLL_WINDOW: Duration = Duration::from_secs(90);
+
+/// Most ended polls remembered (over all keys); past it expired ones are
+/// dropped, and if none has expired new ones are not remembered.
+const MAX_RECENT_POLLS: usize = 100_000;
+
+/// A long poll that ended: the md5 the client held then.
+struct RecentPoll {
+    client_ip: String,
+    md5: String,
+    ended: Instant,
+}
+
+/// A gRPC connection's listened keys (by canonical key, as last sent).
+struct Subscriber {
+    keys: HashMap<ConfigKey, ListenKey>,
+    queue: PushQueue,
+    /// The client's address (`ip:port`), for the listeners view.
+    client: String,
+}
+
+/// The watch hub actor.
+pub struct WatchHub {
+    state: StateHandle,
+    max_holds: usize,
+    next_id: u64,
+    holds: HashMap<u64, Held>,
+    by_key: HashMap<ConfigKey, HashSet<u64>>,
+    subscribers: HashMap<u64, Subscriber>,
+    subscribers_by_key: HashMap<ConfigKey, HashSet<u64>>,
+    /// Ended long polls by key (see [`RECENT_POLL_WINDOW`]).
+    recent: HashMap<ConfigKey, Vec<RecentPoll>>,
+    recent_count: usize,
+}
+
+impl WatchHub {
+    pub fn new(state: StateHandle, max_holds: usize) -> Self {
+        WatchHub {
+            state,
+            max_holds,
+            next_id: 0,
+            holds: HashMap::new(),
+            by_key: HashMap::new(),
+            subscribers: HashMap::new(),
+            subscribers_by_key: HashMap::new(),
+            recent: HashMap::new(),
+            recent_count: 0,
+        }
+    }
+
+    /// Remembers that a poll of `keys` by `client_ip` ended now.
+    fn remember_ended(&mut self, client_ip: &str, keys: &[ListenKey]) {
+        let now = Instant::now();
+        for k in keys {
+            if self.recent_count >= MAX_RECENT_POLLS {
+                self.forget_expired(now);
+                if self.recent_count >= MAX_RECENT_POLLS {
+                    return;
+                }
+            }
+            let polls = self.recent.entry(k.key.clone()).or_default();
+            match polls.iter_mut().find(|p| p.client_ip == client_ip) {
+                Some(poll) => {
+                    poll.md5.clone_from(&k.md5);
+                    poll.ended = now;
+                }
+                None => {
+                    polls.push(RecentPoll {
+                        client_ip: client_ip.to_string(),
+                        md5: k.md5.clone(),
+                        ended: now,
+                    });
+                    self.recent_count += 1;
+                }
+            }
+        }
+    }
+
+    /// A client polls again: its ended polls of `keys` are superseded.
+    fn forget_polls_of(&mut self, client_ip: &str, keys: &[ListenKey]) {
+        for k in keys {
+            if let Some(polls) = self.recent.get_mut(&k.key) {
+                let before = polls.len();
+                polls.retain(|p| p.client_ip != client_ip);
+                self.recent_count -= before - polls.len();
+                if polls.is_empty() {
+                    self.recent.remove(&k.key);
+                }
+            }
+        }
+    }
+
+    fn forget_expired(&mut self, now: Instant) {
+        let mut count = 0;
+        self.recent.retain(|_, polls| {
+            polls.retain(|p| now.duration_since(p.ended) < RECENT_POLL_WINDOW);
+            count += polls.len();
+            !polls.is_empty()
+        });
+        self.recent_count = count;
+    }
+
+    fn unsubscribe(&mut self, conn: u64, key: &ConfigKey) {
+        if let Some(conns) = self.subscribers_by_key.get_mut(key) {
+            conns.remove(&conn);
+            if conns.is_empty() {
+                self.subscribers_by_key.remove(key);
+            }
+        }
+    }
+
+    /// Queues a push of `keys` to every connection listening to them.
+    fn push(&self, keys: &[ConfigKey]) {
+        for key in keys {
+            for conn in self.subscribers_by_key.get(key).into_iter().flatten() {
+                if let Some(sub) = self.subscribers.get(conn) {
+                    if let Some(listen) = sub.keys.get(key) {
+                        sub.queue.mark(listen);
+                    }
+                }
+            }
+        }
+    }
+
+    fn remove(&mut self, id: u64) -> Option<Held> {
+        let held = self.holds.remove(&id)?;
+        for k in &held.keys {
+            if let Some(ids) = self.by_key.get_mut(&k.key) {
+                ids.remove(&id);
+                if ids.is_empty() {
+                    self.by_key.remove(&k.key);
+                }
+            }
+        }
+        self.remember_ended(&held.client_ip, &held.keys);
+        Some(held)
+    }
+
+    /// Answers every hold in `ids` whose keys changed; returns how many.
+    fn wake(&mut self, ids: Vec<u64>) -> usize {
+        let state = self.state.load();
+        let mut woken = 0;
+        for id in ids {
+            let Some(held) = self.holds.get(&id) else {
+                continue;
+            };
+            let changed = changed_keys(&state, &held.keys, &held.client_ip);
+            if !changed.is_empty() {
+                if let Some(held) = self.remove(id) {
+                    let _ = held.reply.send(changed);
+                    woken += 1;
+                }
+            }
+        }
+        woken
+    }
+}
+
+impl Actor for WatchHub {
+    type Context = Context<Self>;
+}
+
+/// Hold a long-poll until one of its keys changes.
+#[derive(Message)]
+#[rtype(result = "HoldOutcome")]
+pub struct Hold {
+    pub keys: Vec<ListenKey>,
+    pub client_ip: String,
+    pub reply: oneshot::Sender<Vec<ListenKey>>,
+}
+
+/// What became of a [`Hold`].
+#[derive(Debug, MessageResponse)]
+pub enum HoldOutcome {
+    /// Held; cancel with this id when the client's timeout ends.
+    Held(u64),
+    /// Already changed: the reply was sent at once.
+    Answered,
+    /// Too many held requests.
+    Full { limit: usize },
+}
+
+impl Handler<Hold> for WatchHub {
+    type Result = HoldOutcome;
+
+    fn handle(&mut self, msg: Hold, _: &mut Context<Self>) -> HoldOutcome {
+        let changed = changed_keys(&self.state.load(), &msg.keys, &msg.client_ip);
+        if !changed.is_empty() {
+            let _ = msg.reply.send(changed);
+            self.remember_ended(&msg.client_ip, &msg.keys);
+            return HoldOutcome::Answered;
+        }
+        if self.holds.len() >= self.max_holds {
+            return HoldOutcome::Full {
+                limit: self.max_holds,
+            };
+        }
+        self.next_id += 1;
+        let id = self.next_id;
+        for k in &msg.keys {
+            self.by_key.entry(k.key.clone()).or_default().insert(id);
+        }
+        self.forget_polls_of(&msg.client_ip, &msg.keys);
+        self.holds.insert(
+            id,
+            Held {
+                keys: msg.keys,
+                client_ip: msg.client_ip,
+                reply: msg.reply,
+                since: Instant::now(),
+            },
+        );
+        HoldOutcome::Held(id)
+    }
+}
+
+/// A poll that was answered without being held (a key had already
+/// changed, or the client asked for no hold): remembered like an ended
+/// poll, so the listeners view shows a client that holds a stale md5.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Polled {
+    pub keys: Vec<ListenKey>,
+    pub client_ip: String,
+}
+
+impl Handler<Polled> for WatchHub {
+    type Result = ();
+
+    fn handle(&mut self, msg: Polled, _: &mut Context<Self>) {
+        self.forget_polls_of(&msg.client_ip, &msg.keys);
+        self.remember_ended(&msg.client_ip, &msg.keys);
+    }
+}
+
+/// Stop holding (the client's timeout ended or it went away).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Cancel(pub u64);
+
+impl Handler<Cancel> for WatchHub {
+    type Result = ();
+
+    fn handle(&mut self, msg: Cancel, _: &mut Context<Self>) {
+        self.remove(msg.0);
+    }
+}
+
+/// An applied batch changed these keys (applied at the given instant).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Changed(pub Changes, pub std::time::Instant);
+
+impl Handler<Changed> for WatchHub {
+    type Result = ();
+
+    fn handle(&mut self, msg: Changed, _: &mut Context<Self>) {
+        let ids: Vec<u64> = match msg.0 {
+            Changes::All => {
+                for sub in self.subscribers.values() {
+                    sub.keys.values().for_each(|k| sub.queue.mark(k));
+                }
+                self.holds.keys().copied().collect()
+            }
+            Changes::Keys(keys) => {
+                self.push(&keys);
+                let mut ids: Vec<u64> = keys
+                    .iter()
+                    .filter_map(|k| self.by_key.get(k))
+                    .flatten()
+                    .copied()
+                    .collect();
+                ids.sort_unstable();
+                ids.dedup();
+                ids
+            }
+        };
+        let woken = self.wake(ids);
+        let latency = msg.1.elapsed().as_secs_f64();
+        for _ in 0..woken {
+            metrics::histogram!("tacos_watch_notify_seconds").record(latency);
+        }
+    }
+}
+
+/// A gRPC connection listens to `keys` (added to what it already listens
+/// to); changes are marked in `queue`.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Subscribe {
+    pub conn: u64,
+    pub keys: Vec<ListenKey>,
+    pub queue: PushQueue,
+    /// The connection's peer address (`ip:port`), or "" if unknown.
+    pub client: String,
+}
+
+impl Handler<Subscribe> for WatchHub {
+    type Result = ();
+
+    fn handle(&mut self, msg: Subscribe, _: &mut Context<Self>) {
+        let sub = self
+            .subscribers
+            .entry(msg.conn)
+            .or_insert_with(|| Subscriber {
+                keys: HashMap::new(),
+                queue: msg.queue,
+                client: msg.client,
+            });
+        for k in msg.keys {
+            self.subscribers_by_key
+                .entry(k.key.clone())
+                .or_default()
+                .insert(msg.conn);
+            sub.keys.insert(k.key.clone(), k);
+        }
+    }
+}
+
+/// A gRPC connection stops listening to `keys`.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Unsubscribe {
+    pub conn: u64,
+    pub keys: Vec<ConfigKey>,
+}
+
+impl Handler<Unsubscribe> for WatchHub {
+    type Result = ();
+
+    fn handle(&mut self, msg: Unsubscribe, _: &mut Context<Self>) {
+        if let Some(sub) = self.subscribers.get_mut(&msg.conn) {
+            for key in &msg.keys {
+                sub.keys.remove(key);
+            }
+        }
+        for key in &msg.keys {
+            self.unsubscribe(msg.conn, key);
+        }
+    }
+}
+
+/// A gRPC connection closed: forget everything it listened to.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Disconnect(pub u64);
+
+impl Handler<Disconnect> for WatchHub {
+    type Result = ();
+
+    fn handle(&mut self, msg: Disconnect, _: &mut Context<Self>) {
+        if let Some(sub) = self.subscribers.remove(&msg.0) {
+            for key in sub.keys.keys() {
+                self.unsubscribe(msg.0, key);
+            }
+        }
+    }
+}
+
+/// How many listeners the hub serves now.
+#[derive(Message)]
+#[rtype(result = "ListenerCounts")]
+pub struct CountListeners;
+
+/// Held long polls, and gRPC connections and the keys they listen to.
+#[derive(Debug, Clone, Copy, MessageResponse)]
+pub struct ListenerCounts {
+    pub long_polls: usize,
+    pub grpc_connections: usize,
+    pub grpc_keys: usize,
+}
+
+impl Handler<CountListeners> for WatchHub {
+    type Result = ListenerCounts;
+
+    fn handle(&mut self, _: CountListeners, _: &mut Context<Self>) -> ListenerCounts {
+        ListenerCounts {
+            long_polls: self.holds.len(),
+            grpc_connections: self.subscribers.len(),
+            grpc_keys: self.subscribers.values().map(|s| s.keys.len()).sum(),
+        }
+    }
+}
+
+/// Answer every held request now with no changes (shutdown).
+#[derive(Message)]
+#[rtype(result = "usize")]
+pub struct ReleaseAll;
+
+impl Handler<ReleaseAll> for WatchHub {
+    type Result = usize;
+
+    fn handle(&mut self, _: ReleaseAll, _: &mut Context<Self>) -> usize {
+        let ids: Vec<u64> = self.holds.keys().copied().collect();
+        let count = ids.len();
+        for id in ids {
+            if let Some(held) = self.remove(id) {
+                let _ = held.reply.send(Vec::new());
+            }
+        }
+        count
+    }
+}
+
+/// Who listens to one config (the console's listeners page).
+#[derive(Message)]
+#[rtype(result = "Vec<ListenerInfo>")]
+pub struct ListenersOf(pub ConfigKey);
+
+/// How a listener listens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListenProtocol {
+    /// Nacos 1.x long polling over HTTP.
+    Http,
+    /// A Nacos 2.x gRPC connection (server push).
+    Grpc,
+}
+
+/// Where a listener is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListenState {
+    /// A long poll held now.
+    Waiting,
+    /// A long poll that ended (answered or timed out) and has not been
+    /// followed by another from the same client yet.
+    BetweenPolls,
+    /// A gRPC connection listening; `push_pending` while a change to the
+    /// key waits in its push queue.
+    Subscribed { push_pending: bool },
+}
+
+/// One listener of a config, as the hub sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListenerInfo {
+    pub protocol: ListenProtocol,
+    /// HTTP: the client's IP. gRPC: the connection's peer address
+    /// (`ip:port`).
+    pub client: String,
+    /// The md5 the client said it holds (gRPC: in its last listen request).
+    pub md5: String,
+    pub state: ListenState,
+    /// Since the poll started (waiting), ended (between polls), or nothing
+    /// (gRPC).
+    pub age: Duration,
+}
+
+impl Handler<ListenersOf> for WatchHub {
+    type Result = Vec<ListenerInfo>;
+
+    fn handle(&mut self, msg: ListenersOf, _: &mut Context<Self>) -> Vec<ListenerInfo> {
+        let now = Instant::now();
+        self.forget_expired(now);
+        let key = &msg.0;
+        let mut found = Vec::new();
+        for id in self.by_key.get(key).into_iter().flatten() {
+            let Some(held) = self.holds.get(id) else {
+                continue;
+            };
+            for k in held.keys.iter().filter(|k| &k.key == key) {
+                found.push(ListenerInfo {
+                    protocol: ListenProtocol::Http,
+                    client: held.client_ip.clone(),
+                    md5: k.md5.clone(),
+                    state: ListenState::Waiting,
+                    age: now.duration_since(held.since),
+                });
+            }
+        }
+        for poll in self.recent.get(key).into_iter().flatten() {
+            found.push(ListenerInfo {
+                protocol: ListenProtocol::Http,
+                client: poll.client_ip.clone(),
+                md5: poll.md5.clone(),
+                state: ListenState::BetweenPolls,
+                age: now.duration_since(poll.ended),
+            });
+        }
+        for conn in self.subscribers_by_key.get(key).into_iter().flatten() {
+            let Some(sub) = self.subscribers.get(conn) else {
+                continue;
+            };
+            if let Some(listen) = sub.keys.get(key) {
+                found.push(ListenerInfo {
+                    protocol: ListenProtocol::Grpc,
+                    client: if sub.client.is_empty() {
+                        format!("connection {conn}")
+                    } else {
+                        sub.client.clone()
+                    },
+                    md5: listen.md5.clone(),
+                    state: ListenState::Subscribed {
+                        push_pending: sub.queue.contains(key),
+                    },
+                    age: Duration::ZERO,
+                });
+            }
+        }
+        found
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arc_swap::ArcSwap;
+    use std::sync::Arc;
+    use tacos_core::command as pb;
+    use tacos_core::{md5_hex, Command, Op};
+
+    fn listen(data_id: &str, md5: &str) -> ListenKey {
+        ListenKey {
+            key: ConfigKey::new("", "G", data_id),
+            data_id: data_id.into(),
+            group: "G".into(),
+            tenant: String::new(),
+            md5: md5.into(),
+        }
+    }
+
+    fn publish(state: &StateHandle, data_id: &str, content: &str) -> ConfigKey {
+        let mut next = State::clone(&state.load());
+        let command = Command::of(Op::PublishConfig(pb::PublishConfig {
+            key: Some(pb::ConfigKey {
+                namespace: String::new(),
+                group: "G".into(),
+                data_id: data_id.into(),
+            }),
+            content: content.into(),
+            md5: md5_hex(content),
+            config_type: "text".into(),
+            history_limit: 10,
+            ..Default::default()
+        }));
+        let mut changed = Vec::new();
+        next.apply(&command, &mut changed);
+        state.store(Arc::new(next));
+        ConfigKey::new("", "G", data_id)
+    }
+
+    #[actix::test]
+    async fn listeners_of_a_key_cover_held_ended_and_grpc_listeners() {
+        let state: StateHandle = Arc::new(ArcSwap::from_pointee(State::default()));
+        let key = publish(&state, "a", "one");
+        let hub = WatchHub::new(state.clone(), 10).start();
+
+        // A held poll with the current md5.
+        let (reply, answer) = oneshot::channel();
+        let held = hub
+            .send(Hold {
+                keys: vec![listen("a", &md5_hex("one"))],
+                client_ip: "10.0.0.7".into(),
+                reply,
+            })
+            .await
+            .unwrap();
+        assert!(matches!(held, HoldOutcome::Held(_)));
+        // A gRPC connection that listens with an old md5.
+        let queue = PushQueue::default();
+        hub.send(Subscribe {
+            conn: 42,
+            keys: vec![listen("a", "old")],
+            queue: queue.clone(),
+            client: "10.0.0.8:50123".into(),
+        })
+        .await
+        .unwrap();
+
+        let now = hub.send(ListenersOf(key.clone())).await.unwrap();
+        assert_eq!(now.len(), 2, "{now:?}");
+        let http = now
+            .iter()
+            .find(|l| l.protocol == ListenProtocol::Http)
+            .unwrap();
+        assert_eq!(
+            (http.client.as_str(), http.md5.as_str(), http.state),
+            ("10.0.0.7", md5_hex("one").as_str(), ListenState::Waiting)
+        );
+        let grpc = now
+            .iter()
+            .find(|l| l.protocol == ListenProtocol::Grpc)
+            .unwrap();
+        assert_eq!(
+            (grpc.client.as_str(), grpc.md5.as_str()),
+            ("10.0.0.8:50123", "old")
+        );
+        assert_eq!(
+            grpc.state,
+            ListenState::Subscribed {
+                push_pending: false
+            }
+        );
+
+        // A change answers the poll and queues a push: the poll is now
+        // remembered as ended, with the md5 the client held.
+        publish(&state, "a", "two");
+        hub.send(Changed(Changes::Keys(vec![key.clone()]), Instant::now()))
+            .await
+            .unwrap();
+        assert_eq!(answer.await.unwrap(), vec![listen("a", &md5_hex("one"))]);
+        let after = hub.send(ListenersOf(key.clone())).await.unwrap();
+        let http = after
+            .iter()
+            .find(|l| l.protocol == ListenProtocol::Http)
+            .unwrap();
+        assert_eq!(http.state, ListenState::BetweenPolls);
+        assert_eq!(http.md5, md5_hex("one"));
+        let grpc = after
+            .iter()
+            .find(|l| l.protocol == ListenProtocol::Grpc)
+            .unwrap();
+        assert_eq!(grpc.state, ListenState::Subscribed { push_pending: true });
+
+        // The client polls again with the new md5: one row, waiting.
+        let (reply, _answer) = oneshot::channel();
+        hub.send(Hold {
+            keys: vec![listen("a", &md5_hex("two"))],
+            client_ip: "10.0.0.7".into(),
+            reply,
+        })
+        .await
+        .unwrap();
+        let again = hub.send(ListenersOf(key.clone())).await.unwrap();
+        let http: Vec<_> = again
+            .iter()
+            .filter(|l| l.protocol == ListenProtocol::Http)
+            .collect();
+        assert_eq!(http.len(), 1, "{again:?}");
+        assert_eq!(http[0].state, ListenState::Waiting);
+        assert_eq!(http[0].md5, md5_hex("two"));
+
+        // A poll answered at once (it holds an md5 that is already stale)
+        // is listed too, with that md5, between polls.
+        hub.send(Polled {
+            keys: vec![listen("a", "stale")],
+            client_ip: "10.0.0.9".into(),
+        })
+        .await
+        .unwrap();
+        let listed = hub.send(ListenersOf(key.clone())).await.unwrap();
+        let stale = listed
+            .iter()
+            .find(|l| l.client == "10.0.0.9")
+            .expect("the answered poll is listed");
+        assert_eq!(
+            (stale.md5.as_str(), stale.state),
+            ("stale", ListenState::BetweenPolls)
+        );
+
+        // Other keys have no listeners; a disconnect removes the gRPC one.
+        hub.send(Disconnect(42)).await.unwrap();
+        let gone = hub.send(ListenersOf(key)).await.unwrap();
+        assert!(gone.iter().all(|l| l.protocol == ListenProtocol::Http));
+        assert!(hub
+            .send(ListenersOf(ConfigKey::new("", "G", "b")))
+            .await
+            .unwrap()
+            .is_empty());
+    }
+}

@@ -1,0 +1,50 @@
+//! The openraft type configuration: what a log entry carries, what apply
+//! returns, and how nodes are addressed.
+
+use std::fmt;
+use std::io::Cursor;
+
+use serde::{Deserialize, Serialize};
+
+use crate::{Batch, Response};
+
+/// Raft node ids. Node 1 initializes a new cluster.
+pub type NodeId = u64;
+
+/// How to reach a node: the address other nodes use for Raft traffic, and
+/// the address clients use for HTTP.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeInfo {
+    pub cluster_addr: String,
+    pub http_addr: String,
+}
+
+impl fmt::Display for NodeInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "cluster={} http={}", self.cluster_addr, self.http_addr)
+    }
+}
+
+openraft::declare_raft_types!(
+    /// Tacos' Raft types: an entry carries a [`Batch`] of commands; apply
+    /// answers one [`Response`] per command.
+    pub TypeConfig:
+        D = Batch,
+        R = Vec<Response>,
+        NodeId = NodeId,
+        Node = NodeInfo,
+        Entry = openraft::Entry<TypeConfig>,
+        SnapshotData = Cursor<Vec<u8>>,
+        AsyncRuntime = openraft::TokioRuntime,
+);
+
+pub type Entry = openraft::Entry<TypeConfig>;
+pub type LogId = openraft::LogId<NodeId>;
+pub type Vote = openraft::Vote<NodeId>;
+pub type Membership = openraft::Membership<NodeId, NodeInfo>;
+pub type StoredMembership = openraft::StoredMembership<NodeId, NodeInfo>;
+pub type SnapshotMeta = openraft::SnapshotMeta<NodeId, NodeInfo>;
+pub type Snapshot = openraft::Snapshot<TypeConfig>;
+pub type StorageError = openraft::StorageError<NodeId>;
+pub type Raft = openraft::Raft<TypeConfig>;
+pub type RaftMetrics = openraft::RaftMetrics<NodeId, NodeInfo>;

@@ -1,0 +1,412 @@
+//! The replicated state: in-memory tables and the deterministic `apply`.
+//!
+//! The tables are persistent (structurally shared) maps from `imbl`, so
+//! cloning a [`State`] is O(1). The state machine keeps the current state in
+//! an `ArcSwap`: readers load it without a lock or an actor hop, `apply`
+//! builds the next version and swaps it in, and a snapshot is just a clone
+//! taken at one applied index, encoded off the write path.
+//!
+//! Applying a [`Command`] depends only on the command and the state: no
+//! clock, no randomness (the accepting node stamps time, md5 and limits into
+//! the command). Deterministic refusals are returned as
+//! [`Response::Rejected`]; they never stop the node.
+
+mod audit;
+mod auth;
+mod roles;
+mod snapshot;
+mod types;
+
+use std::sync::Arc;
+
+use imbl::{OrdMap, Vector};
+
+pub use audit::AuditRow;
+pub use auth::{Access, AuthKey, User, ALL_NAMESPACES};
+pub use roles::{Role, ADMIN_ROLE};
+pub use snapshot::{user_record, DecodeError, Record};
+pub use tacos_core::{canonical_namespace, ApplyError, ConfigKey, Response, PUBLIC_NAMESPACE};
+pub use types::{Beta, Config, HistoryRow, Namespace, OpType};
+
+use tacos_core::command as pb;
+use tacos_core::types::{LogId, StoredMembership};
+use tacos_core::{Command, Op};
+
+/// Shared, lock-free access to the current state: the state machine swaps
+/// in each new version; readers load it without a lock.
+pub type StateHandle = Arc<arc_swap::ArcSwap<State>>;
+
+/// What an applied batch changed.
+#[derive(Debug, Clone)]
+pub enum Changes {
+    /// These configs (or their betas) changed.
+    Keys(Vec<ConfigKey>),
+    /// Anything may have changed (a snapshot was installed).
+    All,
+}
+
+/// The state at one applied log index.
+#[derive(Debug, Clone, Default)]
+pub struct State {
+    /// The last log entry applied to this state.
+    pub last_applied: Option<LogId>,
+    /// The membership as of `last_applied`.
+    pub membership: StoredMembership,
+    configs: OrdMap<ConfigKey, Arc<Config>>,
+    betas: OrdMap<ConfigKey, Arc<Beta>>,
+    /// Per config, oldest first, at most the history limit.
+    history: OrdMap<ConfigKey, Vector<Arc<HistoryRow>>>,
+    history_keys: OrdMap<u64, ConfigKey>,
+    namespaces: OrdMap<String, Arc<Namespace>>,
+    auth: Option<Arc<AuthKey>>,
+    users: OrdMap<String, Arc<User>>,
+    roles: OrdMap<String, Arc<Role>>,
+    audit: Vector<Arc<AuditRow>>,
+    next_config_id: u64,
+    next_history_id: u64,
+    next_audit_id: u64,
+}
+
+impl State {
+    // ---- reads -----------------------------------------------------------
+
+    pub fn config(&self, key: &ConfigKey) -> Option<&Arc<Config>> {
+        self.configs.get(key)
+    }
+
+    pub fn beta(&self, key: &ConfigKey) -> Option<&Arc<Beta>> {
+        self.betas.get(key)
+    }
+
+    /// The md5 a client at `ip` should hold for `key` ("" if absent).
+    pub fn md5_for(&self, key: &ConfigKey, ip: &str) -> &str {
+        if let Some(beta) = self.betas.get(key) {
+            if beta.serves(ip) {
+                return &beta.md5;
+            }
+        }
+        self.configs.get(key).map_or("", |c| c.md5.as_str())
+    }
+
+    /// Number of configs.
+    pub fn config_count(&self) -> usize {
+        self.configs.len()
+    }
+
+    /// The configs of one (canonical) namespace, in key order.
+    pub fn configs_in<'a>(
+        &'a self,
+        namespace: &'a str,
+    ) -> impl Iterator<Item = (&'a ConfigKey, &'a Arc<Config>)> + 'a {
+        let start = ConfigKey::from_parts(namespace.to_string(), String::new(), String::new());
+        self.configs
+            .range(start..)
+            .take_while(move |(key, _)| key.namespace == namespace)
+    }
+
+    /// The history rows of a config, oldest first.
+    pub fn history(&self, key: &ConfigKey) -> impl DoubleEndedIterator<Item = &Arc<HistoryRow>> {
+        self.history
+            .get(key)
+            .into_iter()
+            .flat_map(|rows| rows.iter())
+    }
+
+    /// One history row by id.
+    pub fn history_row(&self, id: u64) -> Option<&Arc<HistoryRow>> {
+        let key = self.history_keys.get(&id)?;
+        self.history(key).find(|row| row.id == id)
+    }
+
+    /// The row before `id` of the same config.
+    pub fn previous_history_row(&self, id: u64) -> Option<&Arc<HistoryRow>> {
+        let key = self.history_keys.get(&id)?;
+        self.history(key).rev().find(|row| row.id < id)
+    }
+
+    /// Custom namespaces (the public one is implicit).
+    pub fn namespaces(&self) -> impl Iterator<Item = &Arc<Namespace>> {
+        self.namespaces.values()
+    }
+
+    /// Whether `namespace` (canonical) exists.
+    pub fn has_namespace(&self, namespace: &str) -> bool {
+        namespace.is_empty() || self.namespaces.contains_key(namespace)
+    }
+
+    // ---- apply -----------------------------------------------------------
+
+    /// Applies one command; keys whose content (or beta) changed are pushed
+    /// to `changed` so listeners can be told. A command with an actor is
+    /// recorded in the audit log, refused or not.
+    pub fn apply(&mut self, command: &Command, changed: &mut Vec<ConfigKey>) -> Response {
+        let response = self.apply_op(command.op.as_ref(), changed);
+        if let Some(actor) = &command.actor {
+            self.record_audit(actor, command.op.as_ref(), &response);
+        }
+        response
+    }
+
+    fn apply_op(&mut self, op: Option<&Op>, changed: &mut Vec<ConfigKey>) -> Response {
+        let result = match op {
+            Some(Op::PublishConfig(publish)) => self.publish(publish, changed),
+            Some(Op::RemoveConfig(remove)) => self.remove(remove, changed),
+            Some(Op::PublishBeta(beta)) => self.publish_beta(beta, changed),
+            Some(Op::StopBeta(stop)) => self.stop_beta(stop, changed),
+            Some(Op::CreateNamespace(create)) => self.create_namespace(create),
+            Some(Op::UpdateNamespace(update)) => self.update_namespace(update),
+            Some(Op::RemoveNamespace(remove)) => self.remove_namespace(remove),
+            Some(Op::InitAuth(init)) => self.init_auth(init),
+            Some(Op::CreateUser(create)) => self.create_user(create),
+            Some(Op::UpdateUser(update)) => self.update_user(update),
+            Some(Op::RemoveUser(remove)) => self.remove_user(remove),
+            Some(Op::SetPermission(permission)) => self.set_permission(permission),
+            Some(Op::AuditNote(_)) => Ok(Response::Done),
+            Some(Op::ImportConfigs(import)) => self.import(import, changed),
+            Some(Op::BindRole(bind)) => self.bind_role(bind),
+            Some(Op::UnbindRole(unbind)) => self.unbind_role(unbind),
+            Some(Op::SetRolePermission(permission)) => self.set_role_permission(permission),
+            None => Err(ApplyError::UnknownCommand),
+        };
+        result.unwrap_or_else(Response::Rejected)
+    }
+
+    fn key_in_existing_namespace(
+        &self,
+        key: Option<&pb::ConfigKey>,
+    ) -> Result<ConfigKey, ApplyError> {
+        let key = ConfigKey::from(key.ok_or(ApplyError::UnknownCommand)?);
+        if !self.has_namespace(&key.namespace) {
+            return Err(ApplyError::NamespaceNotFound(key.namespace.clone()));
+        }
+        Ok(key)
+    }
+
+    fn publish(
+        &mut self,
+        p: &pb::PublishConfig,
+        changed: &mut Vec<ConfigKey>,
+    ) -> Result<Response, ApplyError> {
+        let key = self.key_in_existing_namespace(p.key.as_ref())?;
+        let origin = p.origin.clone().unwrap_or_default();
+        let old = self.configs.get(&key).cloned();
+        if let (Some(cas), Some(old)) = (&p.cas_md5, &old) {
+            if *cas != old.md5 {
+                return Err(ApplyError::CasMismatch);
+            }
+        }
+        let (id, create_time) = match &old {
+            Some(old) => (old.id, old.create_time),
+            None => {
+                self.next_config_id += 1;
+                (self.next_config_id, origin.time_ms)
+            }
+        };
+        let config = Config {
+            id,
+            content: p.content.clone(),
+            md5: p.md5.clone(),
+            config_type: p.config_type.clone(),
+            desc: p.desc.clone(),
+            app_name: p.app_name.clone(),
+            tags: p.tags.clone(),
+            create_time,
+            modify_time: origin.time_ms,
+            src_user: origin.src_user.clone(),
+            src_ip: origin.src_ip.clone(),
+        };
+        // Nacos keeps the new content for an insert and the replaced
+        // content for an update.
+        let (op, recorded) = match &old {
+            Some(old) => (OpType::Update, old.as_ref()),
+            None => (OpType::Insert, &config),
+        };
+        let (content, md5, app_name) = (
+            recorded.content.clone(),
+            recorded.md5.clone(),
+            recorded.app_name.clone(),
+        );
+        self.configs.insert(key.clone(), Arc::new(config));
+        self.record_history(&key, op, content, md5, app_name, &origin, p.history_limit);
+        changed.push(key);
+        Ok(Response::Done)
+    }
+
+    /// Applies every publish of an import, or none: they go to a copy of
+    /// the state (O(1) to take) that replaces this one only if all of them
+    /// were accepted.
+    fn import(
+        &mut self,
+        import: &pb::ImportConfigs,
+        changed: &mut Vec<ConfigKey>,
+    ) -> Result<Response, ApplyError> {
+        let mut next = self.clone();
+        let mut keys = Vec::with_capacity(import.publishes.len());
+        for publish in &import.publishes {
+            next.publish(publish, &mut keys)
+                .map_err(|reason| ApplyError::ImportRefused {
+                    entry: publish
+                        .key
+                        .as_ref()
+                        .map_or_else(String::new, |k| format!("{}/{}", k.group, k.data_id)),
+                    reason: Box::new(reason),
+                })?;
+        }
+        *self = next;
+        changed.extend(keys);
+        Ok(Response::Done)
+    }
+
+    fn remove(
+        &mut self,
+        r: &pb::RemoveConfig,
+        changed: &mut Vec<ConfigKey>,
+    ) -> Result<Response, ApplyError> {
+        let key = ConfigKey::from(r.key.as_ref().ok_or(ApplyError::UnknownCommand)?);
+        let Some(old) = self.configs.remove(&key) else {
+            return Ok(Response::Removed { existed: false });
+        };
+        let origin = r.origin.clone().unwrap_or_default();
+        self.record_history(
+            &key,
+            OpType::Delete,
+            old.content.clone(),
+            old.md5.clone(),
+            old.app_name.clone(),
+            &origin,
+            r.history_limit,
+        );
+        changed.push(key);
+        Ok(Response::Removed { existed: true })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn record_history(
+        &mut self,
+        key: &ConfigKey,
+        op: OpType,
+        content: String,
+        md5: String,
+        app_name: String,
+        origin: &pb::Origin,
+        limit: u32,
+    ) {
+        self.next_history_id += 1;
+        let id = self.next_history_id;
+        let rows = self.history.entry(key.clone()).or_default();
+        let row = HistoryRow {
+            id,
+            last_id: rows.last().map_or(0, |r| r.id),
+            key: key.clone(),
+            content,
+            md5,
+            app_name,
+            src_user: origin.src_user.clone(),
+            src_ip: origin.src_ip.clone(),
+            op,
+            created_time: origin.time_ms,
+            last_modified_time: origin.time_ms,
+        };
+        rows.push_back(Arc::new(row));
+        let mut dropped = Vec::new();
+        while rows.len() > limit.max(1) as usize {
+            if let Some(old) = rows.pop_front() {
+                dropped.push(old.id);
+            }
+        }
+        for old in dropped {
+            self.history_keys.remove(&old);
+        }
+        self.history_keys.insert(id, key.clone());
+    }
+
+    fn publish_beta(
+        &mut self,
+        b: &pb::PublishBeta,
+        changed: &mut Vec<ConfigKey>,
+    ) -> Result<Response, ApplyError> {
+        let key = self.key_in_existing_namespace(b.key.as_ref())?;
+        let origin = b.origin.clone().unwrap_or_default();
+        let beta = Beta {
+            content: b.content.clone(),
+            md5: b.md5.clone(),
+            ips: b.beta_ips.clone(),
+            src_user: origin.src_user,
+            src_ip: origin.src_ip,
+            modify_time: origin.time_ms,
+        };
+        self.betas.insert(key.clone(), Arc::new(beta));
+        changed.push(key);
+        Ok(Response::Done)
+    }
+
+    fn stop_beta(
+        &mut self,
+        s: &pb::StopBeta,
+        changed: &mut Vec<ConfigKey>,
+    ) -> Result<Response, ApplyError> {
+        let key = ConfigKey::from(s.key.as_ref().ok_or(ApplyError::UnknownCommand)?);
+        let existed = self.betas.remove(&key).is_some();
+        if existed {
+            changed.push(key);
+        }
+        Ok(Response::Removed { existed })
+    }
+
+    fn create_namespace(&mut self, c: &pb::CreateNamespace) -> Result<Response, ApplyError> {
+        let id = canonical_namespace(&c.id);
+        if id.is_empty() || self.namespaces.contains_key(id) {
+            return Err(ApplyError::NamespaceExists(c.id.clone()));
+        }
+        let namespace = Namespace {
+            id: id.to_string(),
+            name: c.name.clone(),
+            desc: c.desc.clone(),
+            create_time: c.time_ms,
+        };
+        self.namespaces.insert(id.to_string(), Arc::new(namespace));
+        Ok(Response::Done)
+    }
+
+    fn update_namespace(&mut self, u: &pb::UpdateNamespace) -> Result<Response, ApplyError> {
+        let Some(old) = self.namespaces.get(&u.id) else {
+            return Err(ApplyError::NamespaceNotFound(u.id.clone()));
+        };
+        let mut namespace = Namespace::clone(old);
+        namespace.name = u.name.clone();
+        namespace.desc = u.desc.clone();
+        self.namespaces.insert(u.id.clone(), Arc::new(namespace));
+        Ok(Response::Done)
+    }
+
+    fn remove_namespace(&mut self, r: &pb::RemoveNamespace) -> Result<Response, ApplyError> {
+        if !self.namespaces.contains_key(&r.id) {
+            return Err(ApplyError::NamespaceNotFound(r.id.clone()));
+        }
+        let count = self.configs_in(&r.id).count();
+        if count > 0 {
+            return Err(ApplyError::NamespaceNotEmpty(r.id.clone(), count));
+        }
+        self.namespaces.remove(&r.id);
+        // Permissions in it go too, so a namespace created later under the
+        // same id does not inherit them.
+        let holders: Vec<String> = self
+            .users
+            .values()
+            .filter(|u| u.permissions.contains_key(&r.id))
+            .map(|u| u.username.clone())
+            .collect();
+        for username in holders {
+            if let Some(user) = self.users.get(&username) {
+                let mut user = User::clone(user);
+                user.permissions.remove(&r.id);
+                self.users.insert(username, Arc::new(user));
+            }
+        }
+        self.revoke_namespace_from_roles(&r.id);
+        Ok(Response::Removed { existed: true })
+    }
+}
+
+#[cfg(test)]
+mod tests;

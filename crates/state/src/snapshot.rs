@@ -1,0 +1,373 @@
+//! The state as snapshot records, and back.
+//!
+//! Each record is one byte of kind followed by a protobuf message from
+//! `proto/snapshot.proto`. Order: counters, namespaces, configs, betas,
+//! history rows (per config, oldest first), then the auth key, users, roles
+//! and audit rows (oldest first), so loading can append rows.
+
+use std::sync::Arc;
+
+use prost::Message;
+
+use super::{
+    Access, AuthKey, Beta, Config, ConfigKey, HistoryRow, Namespace, OpType, Role, State, User,
+};
+use tacos_core::snapshot as pb;
+
+const COUNTERS: u8 = 1;
+const NAMESPACE: u8 = 2;
+const CONFIG: u8 = 3;
+const BETA: u8 = 4;
+const HISTORY: u8 = 5;
+const AUTH: u8 = 6;
+const USER: u8 = 7;
+const AUDIT: u8 = 8;
+const ROLE: u8 = 9;
+
+/// Why snapshot records could not be turned back into a state.
+#[derive(Debug, thiserror::Error)]
+pub enum DecodeError {
+    #[error("empty snapshot record")]
+    Empty,
+    #[error("unknown snapshot record kind {0}")]
+    UnknownKind(u8),
+    #[error("bad snapshot record: {0}")]
+    Protobuf(#[from] prost::DecodeError),
+    #[error("snapshot record without a config key")]
+    MissingKey,
+    #[error("unknown history op type {0:?}")]
+    BadOpType(String),
+    #[error("user {0:?} has a permission with no access")]
+    BadAccess(String),
+    #[error("role {0:?} has a permission with no access")]
+    BadRoleAccess(String),
+}
+
+fn record(kind: u8, message: &impl Message) -> Vec<u8> {
+    let mut buf = Vec::with_capacity(1 + message.encoded_len());
+    buf.push(kind);
+    message.encode(&mut buf).expect("a Vec grows as needed");
+    buf
+}
+
+/// One snapshot record, for tools that build a state from another source
+/// (`tacos-migrate`): encode each with [`Record::encode`], load them with
+/// [`State::load_snapshot_record`] in the order the module docs give, and
+/// write them with `store::snapshot::encode`.
+#[derive(Debug, Clone)]
+pub enum Record {
+    Counters(pb::CountersRecord),
+    Namespace(pb::NamespaceRecord),
+    Config(pb::ConfigRecord),
+    History(pb::HistoryRecord),
+    User(pb::UserRecord),
+    Audit(pb::AuditRecord),
+}
+
+impl Record {
+    /// The record's bytes in a snapshot file body.
+    pub fn encode(&self) -> Vec<u8> {
+        match self {
+            Record::Counters(r) => record(COUNTERS, r),
+            Record::Namespace(r) => record(NAMESPACE, r),
+            Record::Config(r) => record(CONFIG, r),
+            Record::History(r) => record(HISTORY, r),
+            Record::User(r) => record(USER, r),
+            Record::Audit(r) => record(AUDIT, r),
+        }
+    }
+}
+
+fn key_of(key: Option<&tacos_core::command::ConfigKey>) -> Result<ConfigKey, DecodeError> {
+    key.map(ConfigKey::from).ok_or(DecodeError::MissingKey)
+}
+
+impl State {
+    /// A digest of every table (md5 over the snapshot records, which come in
+    /// a fixed order): nodes that applied the same log have the same digest.
+    pub fn digest(&self) -> String {
+        let mut md5 = md5::Context::new();
+        for record in self.snapshot_records() {
+            md5.consume((record.len() as u64).to_le_bytes());
+            md5.consume(&record);
+        }
+        format!("{:x}", md5.compute())
+    }
+
+    /// The tables as snapshot record payloads.
+    pub fn snapshot_records(&self) -> impl Iterator<Item = Vec<u8>> + '_ {
+        let counters = std::iter::once(record(
+            COUNTERS,
+            &pb::CountersRecord {
+                next_config_id: self.next_config_id,
+                next_history_id: self.next_history_id,
+                next_audit_id: self.next_audit_id,
+            },
+        ));
+        let namespaces = self.namespaces.values().map(|n| {
+            record(
+                NAMESPACE,
+                &pb::NamespaceRecord {
+                    id: n.id.clone(),
+                    name: n.name.clone(),
+                    desc: n.desc.clone(),
+                    create_time: n.create_time,
+                },
+            )
+        });
+        let configs = self.configs.iter().map(|(key, c)| {
+            record(
+                CONFIG,
+                &pb::ConfigRecord {
+                    key: Some(key.into()),
+                    id: c.id,
+                    content: c.content.clone(),
+                    md5: c.md5.clone(),
+                    config_type: c.config_type.clone(),
+                    desc: c.desc.clone(),
+                    app_name: c.app_name.clone(),
+                    tags: c.tags.clone(),
+                    create_time: c.create_time,
+                    modify_time: c.modify_time,
+                    src_user: c.src_user.clone(),
+                    src_ip: c.src_ip.clone(),
+                },
+            )
+        });
+        let betas = self.betas.iter().map(|(key, b)| {
+            record(
+                BETA,
+                &pb::BetaRecord {
+                    key: Some(key.into()),
+                    content: b.content.clone(),
+                    md5: b.md5.clone(),
+                    beta_ips: b.ips.clone(),
+                    src_user: b.src_user.clone(),
+                    src_ip: b.src_ip.clone(),
+                    modify_time: b.modify_time,
+                },
+            )
+        });
+        let history = self.history.values().flat_map(|rows| rows.iter()).map(|h| {
+            record(
+                HISTORY,
+                &pb::HistoryRecord {
+                    id: h.id,
+                    key: Some((&h.key).into()),
+                    content: h.content.clone(),
+                    md5: h.md5.clone(),
+                    app_name: h.app_name.clone(),
+                    src_user: h.src_user.clone(),
+                    src_ip: h.src_ip.clone(),
+                    op_type: h.op.code().to_string(),
+                    created_time: h.created_time,
+                    last_modified_time: h.last_modified_time,
+                    last_id: h.last_id,
+                },
+            )
+        });
+        let auth = self.auth.iter().map(|a| {
+            record(
+                AUTH,
+                &pb::AuthRecord {
+                    token_key: a.token_key.clone(),
+                    init_time: a.init_time,
+                },
+            )
+        });
+        let users = self.users.values().map(|u| record(USER, &user_record(u)));
+        let roles = self.roles.values().map(|r| {
+            record(
+                ROLE,
+                &pb::RoleRecord {
+                    role: r.name.clone(),
+                    usernames: r.users.iter().cloned().collect(),
+                    permissions: permission_records(&r.permissions),
+                },
+            )
+        });
+        let audit = self.audit.iter().map(|a| {
+            record(
+                AUDIT,
+                &pb::AuditRecord {
+                    id: a.id,
+                    time_ms: a.time_ms,
+                    user: a.user.to_string(),
+                    ip: a.ip.to_string(),
+                    action: a.action.to_string(),
+                    target: a.target.clone(),
+                    detail: a.detail.clone(),
+                    outcome: a.outcome.to_string(),
+                },
+            )
+        });
+        counters
+            .chain(namespaces)
+            .chain(configs)
+            .chain(betas)
+            .chain(history)
+            .chain(auth)
+            .chain(users)
+            .chain(roles)
+            .chain(audit)
+    }
+
+    /// Adds one snapshot record (from [`State::snapshot_records`]) to the tables.
+    pub fn load_snapshot_record(&mut self, payload: &[u8]) -> Result<(), DecodeError> {
+        let (&kind, body) = payload.split_first().ok_or(DecodeError::Empty)?;
+        match kind {
+            COUNTERS => {
+                let r = pb::CountersRecord::decode(body)?;
+                self.next_config_id = r.next_config_id;
+                self.next_history_id = r.next_history_id;
+                self.next_audit_id = r.next_audit_id;
+            }
+            NAMESPACE => {
+                let r = pb::NamespaceRecord::decode(body)?;
+                let namespace = Namespace {
+                    id: r.id.clone(),
+                    name: r.name,
+                    desc: r.desc,
+                    create_time: r.create_time,
+                };
+                self.namespaces.insert(r.id, Arc::new(namespace));
+            }
+            CONFIG => {
+                let r = pb::ConfigRecord::decode(body)?;
+                let key = key_of(r.key.as_ref())?;
+                let config = Config {
+                    id: r.id,
+                    content: r.content,
+                    md5: r.md5,
+                    config_type: r.config_type,
+                    desc: r.desc,
+                    app_name: r.app_name,
+                    tags: r.tags,
+                    create_time: r.create_time,
+                    modify_time: r.modify_time,
+                    src_user: r.src_user,
+                    src_ip: r.src_ip,
+                };
+                self.configs.insert(key, Arc::new(config));
+            }
+            BETA => {
+                let r = pb::BetaRecord::decode(body)?;
+                let key = key_of(r.key.as_ref())?;
+                let beta = Beta {
+                    content: r.content,
+                    md5: r.md5,
+                    ips: r.beta_ips,
+                    src_user: r.src_user,
+                    src_ip: r.src_ip,
+                    modify_time: r.modify_time,
+                };
+                self.betas.insert(key, Arc::new(beta));
+            }
+            HISTORY => {
+                let r = pb::HistoryRecord::decode(body)?;
+                let key = key_of(r.key.as_ref())?;
+                let op = OpType::from_code(&r.op_type).ok_or(DecodeError::BadOpType(r.op_type))?;
+                let row = HistoryRow {
+                    id: r.id,
+                    last_id: r.last_id,
+                    key: key.clone(),
+                    content: r.content,
+                    md5: r.md5,
+                    app_name: r.app_name,
+                    src_user: r.src_user,
+                    src_ip: r.src_ip,
+                    op,
+                    created_time: r.created_time,
+                    last_modified_time: r.last_modified_time,
+                };
+                self.history_keys.insert(r.id, key.clone());
+                self.history
+                    .entry(key)
+                    .or_default()
+                    .push_back(Arc::new(row));
+            }
+            AUTH => {
+                let r = pb::AuthRecord::decode(body)?;
+                self.auth = Some(Arc::new(AuthKey {
+                    token_key: r.token_key,
+                    init_time: r.init_time,
+                }));
+            }
+            USER => {
+                let user = user_from_record(pb::UserRecord::decode(body)?)?;
+                self.users.insert(user.username.clone(), Arc::new(user));
+            }
+            ROLE => {
+                let r = pb::RoleRecord::decode(body)?;
+                let permissions = permissions_from_records(r.permissions)
+                    .ok_or_else(|| DecodeError::BadRoleAccess(r.role.clone()))?;
+                self.load_role(Role {
+                    name: r.role,
+                    users: r.usernames.into_iter().collect(),
+                    permissions,
+                });
+            }
+            AUDIT => {
+                let r = pb::AuditRecord::decode(body)?;
+                let repeating = super::audit::Repeating {
+                    user: &r.user,
+                    ip: &r.ip,
+                    action: &r.action,
+                    outcome: &r.outcome,
+                };
+                self.push_audit(r.id, r.time_ms, repeating, r.target, r.detail);
+            }
+            other => return Err(DecodeError::UnknownKind(other)),
+        }
+        Ok(())
+    }
+}
+
+/// A user as a snapshot record (also what `tacos-migrate` writes).
+pub fn user_record(u: &User) -> pb::UserRecord {
+    pb::UserRecord {
+        username: u.username.clone(),
+        password_hash: u.password_hash.clone(),
+        admin: u.admin,
+        disabled: !u.enabled,
+        create_time: u.create_time,
+        modify_time: u.modify_time,
+        generation: u.generation,
+        permissions: permission_records(&u.permissions),
+    }
+}
+
+type Permissions = std::collections::BTreeMap<String, Access>;
+
+fn permission_records(permissions: &Permissions) -> Vec<pb::PermissionRecord> {
+    permissions
+        .iter()
+        .map(|(namespace, access)| pb::PermissionRecord {
+            namespace: namespace.clone(),
+            access: access.to_pb() as i32,
+        })
+        .collect()
+}
+
+/// `None` if a record has no access.
+fn permissions_from_records(records: Vec<pb::PermissionRecord>) -> Option<Permissions> {
+    records
+        .into_iter()
+        .map(|p| Some((p.namespace, Access::from_pb(p.access)?)))
+        .collect()
+}
+
+fn user_from_record(r: pb::UserRecord) -> Result<User, DecodeError> {
+    let permissions = permissions_from_records(r.permissions)
+        .ok_or_else(|| DecodeError::BadAccess(r.username.clone()))?;
+    Ok(User {
+        username: r.username,
+        password_hash: r.password_hash,
+        admin: r.admin,
+        enabled: !r.disabled,
+        create_time: r.create_time,
+        modify_time: r.modify_time,
+        generation: r.generation,
+        permissions,
+    })
+}

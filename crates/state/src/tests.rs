@@ -1,0 +1,670 @@
+//! Apply rules of the config tables.
+
+use super::*;
+use tacos_core::md5_hex;
+
+fn key(ns: &str, data_id: &str) -> pb::ConfigKey {
+    pb::ConfigKey {
+        namespace: ns.into(),
+        group: "DEFAULT_GROUP".into(),
+        data_id: data_id.into(),
+    }
+}
+
+fn publish(ns: &str, data_id: &str, content: &str, time: i64) -> Command {
+    Command::of(Op::PublishConfig(pb::PublishConfig {
+        key: Some(key(ns, data_id)),
+        content: content.into(),
+        md5: md5_hex(content),
+        config_type: "text".into(),
+        origin: Some(pb::Origin {
+            src_user: "alice".into(),
+            src_ip: "10.0.0.1".into(),
+            time_ms: time,
+        }),
+        history_limit: 3,
+        ..Default::default()
+    }))
+}
+
+fn remove(ns: &str, data_id: &str) -> Command {
+    Command::of(Op::RemoveConfig(pb::RemoveConfig {
+        key: Some(key(ns, data_id)),
+        origin: None,
+        history_limit: 3,
+    }))
+}
+
+fn apply(state: &mut State, command: Command) -> (Response, Vec<ConfigKey>) {
+    let mut changed = Vec::new();
+    let response = state.apply(&command, &mut changed);
+    (response, changed)
+}
+
+#[test]
+fn publish_update_delete_record_history_like_nacos() {
+    let mut s = State::default();
+    let k = ConfigKey::new("", "DEFAULT_GROUP", "a");
+    assert_eq!(
+        apply(&mut s, publish("", "a", "one", 10)),
+        (Response::Done, vec![k.clone()])
+    );
+    assert_eq!(
+        apply(&mut s, publish("public", "a", "two", 20)).0,
+        Response::Done
+    );
+    let c = s.config(&k).unwrap();
+    assert_eq!(
+        (c.content.as_str(), c.create_time, c.modify_time, c.id),
+        ("two", 10, 20, 1)
+    );
+    assert_eq!(
+        apply(&mut s, remove("", "a")).0,
+        Response::Removed { existed: true }
+    );
+    assert_eq!(
+        apply(&mut s, remove("", "a")),
+        (Response::Removed { existed: false }, vec![])
+    );
+    let rows: Vec<(u64, &str, &str, u64)> = s
+        .history(&k)
+        .map(|r| (r.id, r.op.code(), r.content.as_str(), r.last_id))
+        .collect();
+    // Insert keeps the new content; update and delete keep the replaced one.
+    assert_eq!(
+        rows,
+        vec![(1, "I", "one", 0), (2, "U", "one", 1), (3, "D", "two", 2)]
+    );
+    assert_eq!(s.previous_history_row(3).unwrap().id, 2);
+    assert!(s.previous_history_row(1).is_none());
+    assert_eq!(s.md5_for(&k, "10.0.0.1"), "");
+}
+
+#[test]
+fn history_is_bounded_and_ids_never_repeat_even_after_a_snapshot() {
+    let mut s = State::default();
+    for i in 0..5 {
+        apply(&mut s, publish("", "a", &format!("v{i}"), i));
+    }
+    let k = ConfigKey::new("", "DEFAULT_GROUP", "a");
+    let ids: Vec<u64> = s.history(&k).map(|r| r.id).collect();
+    assert_eq!(ids, vec![3, 4, 5], "limit 3 keeps the newest");
+    assert!(s.history_row(1).is_none());
+
+    let mut loaded = State::default();
+    for record in s.snapshot_records() {
+        loaded.load_snapshot_record(&record).unwrap();
+    }
+    apply(&mut loaded, publish("", "b", "x", 9));
+    let b = ConfigKey::new("", "DEFAULT_GROUP", "b");
+    assert_eq!(loaded.history(&b).next().unwrap().id, 6);
+    assert_eq!(loaded.config(&b).unwrap().id, 2);
+    assert_eq!(loaded.config(&k), s.config(&k));
+}
+
+#[test]
+fn cas_namespaces_and_betas_are_checked_at_apply() {
+    let mut s = State::default();
+    apply(&mut s, publish("", "a", "one", 1));
+    let mut cas = publish("", "a", "two", 2);
+    if let Some(Op::PublishConfig(p)) = cas.op.as_mut() {
+        p.cas_md5 = Some("stale".into());
+    }
+    assert_eq!(
+        apply(&mut s, cas.clone()),
+        (Response::Rejected(ApplyError::CasMismatch), vec![])
+    );
+    if let Some(Op::PublishConfig(p)) = cas.op.as_mut() {
+        p.cas_md5 = Some(md5_hex("one"));
+    }
+    assert_eq!(apply(&mut s, cas).0, Response::Done);
+
+    assert_eq!(
+        apply(&mut s, publish("dev", "a", "x", 3)).0,
+        Response::Rejected(ApplyError::NamespaceNotFound("dev".into()))
+    );
+    let create = Command::of(Op::CreateNamespace(pb::CreateNamespace {
+        id: "dev".into(),
+        name: "Dev".into(),
+        desc: String::new(),
+        time_ms: 1,
+    }));
+    assert_eq!(apply(&mut s, create.clone()).0, Response::Done);
+    assert_eq!(
+        apply(&mut s, create).0,
+        Response::Rejected(ApplyError::NamespaceExists("dev".into()))
+    );
+    assert_eq!(apply(&mut s, publish("dev", "a", "x", 3)).0, Response::Done);
+    let drop_dev = Command::of(Op::RemoveNamespace(pb::RemoveNamespace {
+        id: "dev".into(),
+    }));
+    assert_eq!(
+        apply(&mut s, drop_dev.clone()).0,
+        Response::Rejected(ApplyError::NamespaceNotEmpty("dev".into(), 1))
+    );
+    apply(&mut s, remove("dev", "a"));
+    assert_eq!(
+        apply(&mut s, drop_dev).0,
+        Response::Removed { existed: true }
+    );
+
+    let k = ConfigKey::new("", "DEFAULT_GROUP", "a");
+    let beta = Command::of(Op::PublishBeta(pb::PublishBeta {
+        key: Some(key("", "a")),
+        content: "beta".into(),
+        md5: md5_hex("beta"),
+        beta_ips: vec!["10.0.0.9".into()],
+        ..Default::default()
+    }));
+    assert_eq!(apply(&mut s, beta), (Response::Done, vec![k.clone()]));
+    assert_eq!(s.md5_for(&k, "10.0.0.9"), md5_hex("beta"));
+    assert_eq!(s.md5_for(&k, "10.0.0.8"), md5_hex("two"));
+    let stop = Command::of(Op::StopBeta(pb::StopBeta {
+        key: Some(key("", "a")),
+    }));
+    assert_eq!(
+        apply(&mut s, stop),
+        (Response::Removed { existed: true }, vec![k.clone()])
+    );
+    assert_eq!(s.md5_for(&k, "10.0.0.9"), md5_hex("two"));
+    assert_eq!(
+        apply(&mut s, Command::default()).0,
+        Response::Rejected(ApplyError::UnknownCommand)
+    );
+}
+
+fn import(publishes: Vec<Command>, time: i64) -> Command {
+    let publishes = publishes
+        .into_iter()
+        .map(|c| match c.op {
+            Some(Op::PublishConfig(p)) => p,
+            other => panic!("not a publish: {other:?}"),
+        })
+        .collect();
+    Command::by(
+        Op::ImportConfigs(pb::ImportConfigs { publishes }),
+        actor("alice", time, 100),
+    )
+}
+
+#[test]
+fn an_import_applies_every_publish_or_none() {
+    let mut s = State::default();
+    apply(&mut s, publish("", "a", "one", 1));
+    let audit_before = s.audit().len();
+
+    // The second publish's compare-and-set fails: nothing of the import
+    // is applied, not even the first (a new config), and no listener is told.
+    let mut stale = publish("", "a", "two", 2);
+    if let Some(Op::PublishConfig(p)) = stale.op.as_mut() {
+        p.cas_md5 = Some("stale".into());
+    }
+    let (response, changed) = apply(&mut s, import(vec![publish("", "b", "new", 2), stale], 2));
+    assert_eq!(
+        response,
+        Response::Rejected(ApplyError::ImportRefused {
+            entry: "DEFAULT_GROUP/a".into(),
+            reason: Box::new(ApplyError::CasMismatch),
+        })
+    );
+    assert!(changed.is_empty());
+    assert!(s
+        .config(&ConfigKey::new("", "DEFAULT_GROUP", "b"))
+        .is_none());
+    assert_eq!(
+        s.config(&ConfigKey::new("", "DEFAULT_GROUP", "a"))
+            .unwrap()
+            .content,
+        "one"
+    );
+    // Only the audit log moved: a row per config, each saying it was refused.
+    let rows: Vec<_> = s.audit().skip(audit_before).collect();
+    assert_eq!(
+        rows.iter()
+            .map(|r| (&*r.action, r.target.as_str()))
+            .collect::<Vec<_>>(),
+        [
+            ("config.import", "public/DEFAULT_GROUP/b"),
+            ("config.import", "public/DEFAULT_GROUP/a")
+        ]
+    );
+    assert!(rows.iter().all(|r| *r.outcome
+        == *"refused: nothing imported: DEFAULT_GROUP/a was refused: \
+            Cas publish fail, server md5 may have changed."));
+    let mut without_audit = s.clone();
+    without_audit.audit = Vector::new();
+    without_audit.next_audit_id = 0;
+    let mut expected = State::default();
+    apply(&mut expected, publish("", "a", "one", 1));
+    assert_eq!(without_audit.digest(), expected.digest());
+
+    // A namespace that does not exist refuses the whole import too.
+    let (response, _) = apply(
+        &mut s,
+        import(
+            vec![publish("", "c", "x", 3), publish("nope", "d", "y", 3)],
+            3,
+        ),
+    );
+    assert!(matches!(
+        response,
+        Response::Rejected(ApplyError::ImportRefused { ref reason, .. })
+            if **reason == ApplyError::NamespaceNotFound("nope".into())
+    ));
+    assert!(s
+        .config(&ConfigKey::new("", "DEFAULT_GROUP", "c"))
+        .is_none());
+
+    // All accepted: every config is written, with history, and each
+    // changed key is reported once.
+    let mut cas = publish("", "a", "two", 4);
+    if let Some(Op::PublishConfig(p)) = cas.op.as_mut() {
+        p.cas_md5 = Some(md5_hex("one"));
+    }
+    let (response, changed) = apply(&mut s, import(vec![publish("", "b", "new", 4), cas], 4));
+    assert_eq!(response, Response::Done);
+    assert_eq!(
+        changed,
+        [
+            ConfigKey::new("", "DEFAULT_GROUP", "b"),
+            ConfigKey::new("", "DEFAULT_GROUP", "a")
+        ]
+    );
+    assert_eq!(
+        s.config(&ConfigKey::new("", "DEFAULT_GROUP", "a"))
+            .unwrap()
+            .content,
+        "two"
+    );
+    assert_eq!(
+        s.config(&ConfigKey::new("", "DEFAULT_GROUP", "b"))
+            .unwrap()
+            .content,
+        "new"
+    );
+    let ops: Vec<&str> = s
+        .history(&ConfigKey::new("", "DEFAULT_GROUP", "a"))
+        .map(|r| r.op.code())
+        .collect();
+    assert_eq!(ops, ["I", "U"]);
+    assert!(s
+        .audit()
+        .rev()
+        .take(2)
+        .all(|r| &*r.outcome == "ok" && &*r.action == "config.import"));
+}
+
+// ---- auth tables and the audit log ---------------------------------------------
+
+fn actor(user: &str, time: i64, limit: u32) -> pb::Actor {
+    pb::Actor {
+        user: user.into(),
+        ip: "10.0.0.9".into(),
+        time_ms: time,
+        audit_limit: limit,
+    }
+}
+
+fn init_auth(admin: &str) -> Command {
+    Command::by(
+        Op::InitAuth(pb::InitAuth {
+            token_key: vec![1; 32],
+            admin_username: admin.into(),
+            admin_password_hash: "$argon2id$stand-in".into(),
+            time_ms: 5,
+        }),
+        actor("system", 5, 100),
+    )
+}
+
+fn create_user(name: &str, admin: bool) -> Command {
+    Command::by(
+        Op::CreateUser(pb::CreateUser {
+            username: name.into(),
+            password_hash: format!("hash-of-{name}"),
+            admin,
+            time_ms: 6,
+        }),
+        actor("nacos", 6, 100),
+    )
+}
+
+fn set_permission(name: &str, namespace: &str, access: pb::Access) -> Command {
+    Command::by(
+        Op::SetPermission(pb::SetPermission {
+            username: name.into(),
+            namespace: namespace.into(),
+            access: access as i32,
+        }),
+        actor("nacos", 7, 100),
+    )
+}
+
+#[test]
+fn auth_is_initialized_once_and_the_first_init_wins() {
+    let mut s = State::default();
+    assert!(s.auth_key().is_none());
+    assert_eq!(apply(&mut s, init_auth("nacos")).0, Response::Done);
+    assert_eq!(s.auth_key().unwrap().token_key, vec![1; 32]);
+    let admin = s.user("nacos").unwrap();
+    assert!(admin.admin && admin.enabled);
+    assert_eq!(
+        apply(&mut s, init_auth("other")).0,
+        Response::Rejected(ApplyError::AuthInitialized)
+    );
+    assert!(s.user("other").is_none());
+}
+
+#[test]
+fn an_existing_user_keeps_its_password_at_init() {
+    let mut s = State::default();
+    apply(&mut s, create_user("nacos", false));
+    apply(&mut s, init_auth("nacos"));
+    let user = s.user("nacos").unwrap();
+    assert_eq!(user.password_hash, "hash-of-nacos");
+}
+
+#[test]
+fn permissions_grant_namespaces_and_the_last_admin_stays() {
+    let mut s = State::default();
+    apply(&mut s, init_auth("nacos"));
+    apply(
+        &mut s,
+        Command::of(Op::CreateNamespace(pb::CreateNamespace {
+            id: "dev".into(),
+            name: "dev".into(),
+            ..Default::default()
+        })),
+    );
+    assert_eq!(apply(&mut s, create_user("bob", false)).0, Response::Done);
+    assert_eq!(
+        apply(&mut s, create_user("bob", false)).0,
+        Response::Rejected(ApplyError::UserExists("bob".into()))
+    );
+    apply(&mut s, set_permission("bob", "dev", pb::Access::Read));
+    let bob = s.user("bob").unwrap().clone();
+    assert_eq!(bob.access("dev"), Some(Access::Read));
+    assert_eq!(bob.access(""), None);
+    assert_eq!(bob.access("public"), None);
+    apply(&mut s, set_permission("bob", "*", pb::Access::ReadWrite));
+    assert_eq!(
+        s.user("bob").unwrap().access("prod"),
+        Some(Access::ReadWrite)
+    );
+    assert_eq!(
+        apply(&mut s, set_permission("bob", "nope", pb::Access::Read)).0,
+        Response::Rejected(ApplyError::NamespaceNotFound("nope".into()))
+    );
+    // Revoking, and removing the namespace drops permissions in it.
+    apply(&mut s, set_permission("bob", "*", pb::Access::None));
+    assert_eq!(s.user("bob").unwrap().access("prod"), None);
+    apply(
+        &mut s,
+        Command::of(Op::RemoveNamespace(pb::RemoveNamespace {
+            id: "dev".into(),
+        })),
+    );
+    assert!(s.user("bob").unwrap().permissions.is_empty());
+
+    let remove = |name: &str| {
+        Command::of(Op::RemoveUser(pb::RemoveUser {
+            username: name.into(),
+        }))
+    };
+    assert_eq!(
+        apply(&mut s, remove("nacos")).0,
+        Response::Rejected(ApplyError::LastAdmin("nacos".into()))
+    );
+    let demote = Command::of(Op::UpdateUser(pb::UpdateUser {
+        username: "nacos".into(),
+        admin: Some(false),
+        ..Default::default()
+    }));
+    assert_eq!(
+        apply(&mut s, demote.clone()).0,
+        Response::Rejected(ApplyError::LastAdmin("nacos".into()))
+    );
+    apply(&mut s, create_user("root", true));
+    assert_eq!(apply(&mut s, demote).0, Response::Done);
+    assert_eq!(
+        apply(&mut s, remove("nacos")).0,
+        Response::Removed { existed: true }
+    );
+}
+
+#[test]
+fn a_new_password_bumps_the_generation() {
+    let mut s = State::default();
+    apply(&mut s, create_user("bob", false));
+    let change = Command::of(Op::UpdateUser(pb::UpdateUser {
+        username: "bob".into(),
+        password_hash: Some("new-hash".into()),
+        time_ms: 9,
+        ..Default::default()
+    }));
+    apply(&mut s, change);
+    let bob = s.user("bob").unwrap();
+    assert_eq!(
+        (bob.generation, bob.password_hash.as_str()),
+        (1, "new-hash")
+    );
+    assert_eq!(bob.modify_time, 9);
+}
+
+#[test]
+fn the_audit_log_records_outcomes_and_keeps_its_limit() {
+    let mut s = State::default();
+    let mut published = publish("", "a", "one", 10);
+    published.actor = Some(actor("alice", 10, 3));
+    apply(&mut s, published);
+    apply(&mut s, init_auth("nacos"));
+    apply(&mut s, init_auth("nacos")); // refused, still recorded
+    let rows: Vec<_> = s.audit().collect();
+    assert_eq!(rows.len(), 3);
+    assert_eq!(&*rows[0].action, "config.publish");
+    assert_eq!(rows[0].target, "public/DEFAULT_GROUP/a");
+    assert_eq!((&*rows[0].user, &*rows[0].ip), ("alice", "10.0.0.9"));
+    assert_eq!(&*rows[2].outcome, "refused: auth is already initialized");
+    // What repeats from one row to the next is stored once.
+    assert!(Arc::ptr_eq(&rows[1].user, &rows[2].user));
+    assert!(Arc::ptr_eq(&rows[0].outcome, &rows[1].outcome));
+    assert!(!Arc::ptr_eq(&rows[0].user, &rows[1].user));
+    // Commands without an actor are not audited; a smaller limit trims.
+    apply(&mut s, publish("", "b", "two", 11));
+    assert_eq!(s.audit().len(), 3);
+    let mut trimmed = publish("", "c", "three", 12);
+    trimmed.actor = Some(actor("alice", 12, 2));
+    apply(&mut s, trimmed);
+    let ids: Vec<u64> = s.audit().map(|r| r.id).collect();
+    assert_eq!(ids, [3, 4]);
+}
+
+#[test]
+fn users_and_audit_survive_a_snapshot_round_trip() {
+    let mut s = State::default();
+    apply(&mut s, init_auth("nacos"));
+    apply(&mut s, create_user("bob", false));
+    apply(&mut s, set_permission("bob", "*", pb::Access::Read));
+    let mut loaded = State::default();
+    for record in s.snapshot_records() {
+        loaded.load_snapshot_record(&record).unwrap();
+    }
+    assert_eq!(loaded.digest(), s.digest());
+    assert_eq!(loaded.user("bob"), s.user("bob"));
+    assert_eq!(loaded.auth_key(), s.auth_key());
+    assert_eq!(loaded.audit().len(), 3);
+    let rows: Vec<_> = loaded.audit().collect();
+    assert!(
+        Arc::ptr_eq(&rows[1].user, &rows[2].user),
+        "loading shares too"
+    );
+    // Debug never shows a hash or the key.
+    let shown = format!("{:?} {:?}", loaded.user("bob"), loaded.auth_key());
+    assert!(
+        !shown.contains("hash-of") && !shown.contains("[1, 1"),
+        "{shown}"
+    );
+}
+
+// ---- roles -------------------------------------------------------------------
+
+fn role_op(op: Op) -> Command {
+    Command::by(op, actor("nacos", 8, 100))
+}
+
+fn bind(role: &str, user: &str) -> Command {
+    role_op(Op::BindRole(pb::BindRole {
+        role: role.into(),
+        username: user.into(),
+    }))
+}
+
+fn unbind(role: &str, user: &str) -> Command {
+    role_op(Op::UnbindRole(pb::UnbindRole {
+        role: role.into(),
+        username: user.into(),
+    }))
+}
+
+fn grant_role(role: &str, namespace: &str, access: pb::Access) -> Command {
+    role_op(Op::SetRolePermission(pb::SetRolePermission {
+        role: role.into(),
+        namespace: namespace.into(),
+        access: access as i32,
+    }))
+}
+
+fn namespace(id: &str) -> Command {
+    Command::of(Op::CreateNamespace(pb::CreateNamespace {
+        id: id.into(),
+        name: id.into(),
+        ..Default::default()
+    }))
+}
+
+#[test]
+fn roles_grant_their_namespaces_to_every_bound_user() {
+    let mut s = State::default();
+    apply(&mut s, init_auth("nacos"));
+    apply(&mut s, namespace("dev"));
+    apply(&mut s, namespace("prod"));
+    apply(&mut s, create_user("bob", false));
+    apply(&mut s, create_user("carol", false));
+    apply(&mut s, set_permission("bob", "prod", pb::Access::Read));
+
+    // A permission needs the role to exist; binding creates it.
+    assert_eq!(
+        apply(&mut s, grant_role("devs", "dev", pb::Access::ReadWrite)).0,
+        Response::Rejected(ApplyError::RoleNotFound("devs".into()))
+    );
+    assert_eq!(apply(&mut s, bind("devs", "bob")).0, Response::Done);
+    assert_eq!(apply(&mut s, bind("devs", "carol")).0, Response::Done);
+    assert_eq!(
+        apply(&mut s, bind("devs", "bob")).0,
+        Response::Rejected(ApplyError::RoleBound {
+            role: "devs".into(),
+            username: "bob".into()
+        })
+    );
+    assert_eq!(
+        apply(&mut s, bind("devs", "nobody")).0,
+        Response::Rejected(ApplyError::UserNotFound("nobody".into()))
+    );
+    assert_eq!(
+        apply(&mut s, bind(ADMIN_ROLE, "bob")).0,
+        Response::Rejected(ApplyError::RoleReserved(ADMIN_ROLE.into()))
+    );
+    assert_eq!(
+        apply(&mut s, grant_role("devs", "nope", pb::Access::Read)).0,
+        Response::Rejected(ApplyError::NamespaceNotFound("nope".into()))
+    );
+    apply(&mut s, grant_role("devs", "dev", pb::Access::ReadWrite));
+    apply(&mut s, grant_role("devs", "prod", pb::Access::Read));
+
+    // Own and role permissions fold together, the stronger winning; the
+    // stored user keeps only its own.
+    let bob = s.user_with_roles("bob").unwrap();
+    assert_eq!(bob.access("dev"), Some(Access::ReadWrite));
+    assert_eq!(bob.access("prod"), Some(Access::Read));
+    assert_eq!(bob.access(""), None);
+    assert_eq!(s.user("bob").unwrap().access("dev"), None);
+    assert_eq!(
+        s.user_with_roles("carol").unwrap().access("dev"),
+        Some(Access::ReadWrite)
+    );
+    // An admin is all-powerful anyway; no user, no answer.
+    assert!(Arc::ptr_eq(
+        &s.user_with_roles("nacos").unwrap(),
+        s.user("nacos").unwrap()
+    ));
+    assert!(s.user_with_roles("nobody").is_none());
+
+    // Survives a snapshot.
+    let mut loaded = State::default();
+    for record in s.snapshot_records() {
+        loaded.load_snapshot_record(&record).unwrap();
+    }
+    assert_eq!(loaded.digest(), s.digest());
+    assert_eq!(loaded.role("devs"), s.role("devs"));
+
+    // Unbinding ends the grant for that user only; revoking for all.
+    assert_eq!(
+        apply(&mut s, unbind("devs", "carol")).0,
+        Response::Removed { existed: true }
+    );
+    assert_eq!(s.user_with_roles("carol").unwrap().access("dev"), None);
+    apply(&mut s, grant_role("devs", "prod", pb::Access::None));
+    assert_eq!(
+        s.user_with_roles("bob").unwrap().access("prod"),
+        Some(Access::Read),
+        "bob's own permission stays"
+    );
+    // Removing a namespace or a user leaves the roles clean.
+    apply(&mut s, set_permission("bob", "prod", pb::Access::None));
+    apply(
+        &mut s,
+        Command::of(Op::RemoveNamespace(pb::RemoveNamespace {
+            id: "dev".into(),
+        })),
+    );
+    assert!(s.role("devs").unwrap().permissions.is_empty());
+    apply(
+        &mut s,
+        Command::of(Op::RemoveUser(pb::RemoveUser {
+            username: "bob".into(),
+        })),
+    );
+    assert!(s.role("devs").is_none(), "no users, no permissions: gone");
+
+    // A role with permissions outlives its last user, until removed.
+    apply(&mut s, bind("ops", "carol"));
+    apply(&mut s, grant_role("ops", "*", pb::Access::Read));
+    apply(&mut s, unbind("ops", "carol"));
+    assert_eq!(s.role("ops").unwrap().permissions.len(), 1);
+    assert_eq!(
+        apply(&mut s, unbind("ops", "")).0,
+        Response::Removed { existed: true }
+    );
+    assert!(s.role("ops").is_none());
+    assert_eq!(
+        apply(&mut s, unbind(ADMIN_ROLE, "")).0,
+        Response::Rejected(ApplyError::RoleReserved(ADMIN_ROLE.into()))
+    );
+
+    let actions: Vec<(String, String, String)> = s
+        .audit()
+        .filter(|r| r.action.starts_with("role."))
+        .map(|r| (r.action.to_string(), r.target.clone(), r.detail.clone()))
+        .take(3)
+        .collect();
+    assert_eq!(
+        actions[0],
+        (
+            "role.permission".to_string(),
+            "devs".to_string(),
+            "namespace=dev access=rw".to_string()
+        )
+    );
+    assert_eq!(actions[1].0, "role.bind");
+    assert_eq!(actions[1].2, "user=bob");
+}

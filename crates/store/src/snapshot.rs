@@ -1,0 +1,248 @@
+//! Snapshot files: a point-in-time copy of the state machine.
+//!
+//! ```text
+//! file    = magic "TACOSNP1" (8 bytes), then records (see record.rs):
+//!   header:  JSON of openraft's SnapshotMeta (last log id, membership, id)
+//!   body:    one record per state item, encoded by the state (first byte = kind)
+//!   trailer: 0xFF, then the number of body records as u64 LE
+//! ```
+//! Every record carries its own checksum and the trailer proves the file is
+//! whole. The same bytes are what a leader streams to a lagging follower.
+//!
+//! Files live in `snapshots/`, named `<index+1>-<term>.snap` (zero-padded,
+//! so names sort by log position). One is written as `*.tmp`, fsynced,
+//! renamed into place and the directory fsynced; then all but the newest two
+//! are deleted. On start the newest file that decodes is used; the older one
+//! is the fallback if the newest is damaged.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::error::{Result, StoreError};
+use super::fs::Fs;
+use super::record::{self, Decoded};
+use tacos_core::types::SnapshotMeta;
+
+/// The first bytes of every snapshot file.
+pub const MAGIC: &[u8; 8] = b"TACOSNP1";
+/// Name of the snapshot directory in the data dir.
+pub const SNAPSHOT_DIR: &str = "snapshots";
+/// How many snapshot files are kept.
+pub const KEEP: usize = 2;
+const TRAILER: u8 = 0xFF;
+
+/// Encodes a snapshot file from its metadata and body records.
+pub fn encode(meta: &SnapshotMeta, body: impl Iterator<Item = Vec<u8>>) -> Vec<u8> {
+    let mut out = MAGIC.to_vec();
+    let header = serde_json::to_vec(meta).expect("snapshot metadata always serializes");
+    record::encode(&header, &mut out);
+    let mut count: u64 = 0;
+    for payload in body {
+        debug_assert_ne!(payload.first(), Some(&TRAILER), "0xFF is the trailer kind");
+        record::encode(&payload, &mut out);
+        count += 1;
+    }
+    let mut trailer = vec![TRAILER];
+    trailer.extend_from_slice(&count.to_le_bytes());
+    record::encode(&trailer, &mut out);
+    out
+}
+
+/// Decodes a snapshot file, handing each body record to `visit`. Returns the
+/// metadata, or why the bytes are not a whole, valid snapshot.
+pub fn decode<E: std::fmt::Display>(
+    bytes: &[u8],
+    mut visit: impl FnMut(&[u8]) -> std::result::Result<(), E>,
+) -> std::result::Result<SnapshotMeta, String> {
+    if bytes.len() < MAGIC.len() || &bytes[..MAGIC.len()] != MAGIC {
+        return Err("not a tacos snapshot (bad magic)".into());
+    }
+    let mut offset = MAGIC.len();
+    let next_record = |offset: &mut usize| -> std::result::Result<Option<&[u8]>, String> {
+        match record::decode_at(bytes, *offset) {
+            Decoded::Record { payload, next } => {
+                *offset = next;
+                Ok(Some(payload))
+            }
+            Decoded::End => Ok(None),
+            other => Err(format!("damaged record at offset {offset}: {other:?}")),
+        }
+    };
+    let header = next_record(&mut offset)?.ok_or("snapshot has no header")?;
+    let meta: SnapshotMeta =
+        serde_json::from_slice(header).map_err(|e| format!("bad snapshot header: {e}"))?;
+    let mut count: u64 = 0;
+    loop {
+        let at = offset;
+        let payload =
+            next_record(&mut offset)?.ok_or("snapshot has no trailer: it is cut short")?;
+        if payload.first() == Some(&TRAILER) {
+            let expected = payload
+                .get(1..9)
+                .and_then(|b| b.try_into().ok())
+                .map(u64::from_le_bytes)
+                .ok_or("bad snapshot trailer")?;
+            if expected != count {
+                return Err(format!(
+                    "snapshot trailer says {expected} records, found {count}"
+                ));
+            }
+            if offset != bytes.len() {
+                return Err(format!(
+                    "trailing bytes after the snapshot trailer at {offset}"
+                ));
+            }
+            return Ok(meta);
+        }
+        visit(payload).map_err(|e| format!("bad snapshot record at offset {at}: {e}"))?;
+        count += 1;
+    }
+}
+
+/// The snapshot files of one data dir.
+#[derive(Debug, Clone)]
+pub struct SnapshotFiles {
+    fs: Arc<dyn Fs>,
+    dir: PathBuf,
+}
+
+fn file_name(meta: &SnapshotMeta) -> String {
+    let (position, term) = meta
+        .last_log_id
+        .map_or((0, 0), |id| (id.index + 1, id.leader_id.term));
+    format!("{position:020}-{term:020}.snap")
+}
+
+impl SnapshotFiles {
+    /// Opens the snapshot directory, removing temp files a crash left behind.
+    pub fn open(fs: Arc<dyn Fs>, data_dir: &Path) -> Result<Self> {
+        let dir = data_dir.join(SNAPSHOT_DIR);
+        fs.create_dir_all(&dir)
+            .map_err(StoreError::io("create", &dir))?;
+        for path in fs.list(&dir).map_err(StoreError::io("list", &dir))? {
+            if path.extension().is_some_and(|e| e == "tmp") {
+                fs.remove(&path).map_err(StoreError::io("remove", &path))?;
+            }
+        }
+        Ok(SnapshotFiles { fs, dir })
+    }
+
+    fn snapshot_paths(&self) -> Result<Vec<PathBuf>> {
+        let mut paths: Vec<PathBuf> = self
+            .fs
+            .list(&self.dir)
+            .map_err(StoreError::io("list", &self.dir))?
+            .into_iter()
+            .filter(|p| p.extension().is_some_and(|e| e == "snap"))
+            .collect();
+        paths.sort();
+        Ok(paths)
+    }
+
+    /// Writes a snapshot file durably, then deletes all but the newest [`KEEP`].
+    pub fn save(&self, meta: &SnapshotMeta, bytes: &[u8]) -> Result<PathBuf> {
+        let path = self.dir.join(file_name(meta));
+        let temp = path.with_extension("tmp");
+        let mut file = self
+            .fs
+            .create(&temp)
+            .map_err(StoreError::io("create", &temp))?;
+        file.write_all(bytes)
+            .map_err(StoreError::io("write", &temp))?;
+        file.sync_data().map_err(StoreError::io("fsync", &temp))?;
+        drop(file);
+        self.fs
+            .rename(&temp, &path)
+            .map_err(StoreError::io("rename", &temp))?;
+        self.fs
+            .sync_dir(&self.dir)
+            .map_err(StoreError::io("fsync", &self.dir))?;
+        let paths = self.snapshot_paths()?;
+        if paths.len() > KEEP {
+            for old in &paths[..paths.len() - KEEP] {
+                if old != &path {
+                    self.fs.remove(old).map_err(StoreError::io("remove", old))?;
+                }
+            }
+            self.fs
+                .sync_dir(&self.dir)
+                .map_err(StoreError::io("fsync", &self.dir))?;
+        }
+        Ok(path)
+    }
+
+    /// The newest snapshot that decodes, with its bytes. Damaged files are
+    /// skipped with a warning.
+    pub fn latest(&self) -> Result<Option<(SnapshotMeta, Vec<u8>)>> {
+        for path in self.snapshot_paths()?.into_iter().rev() {
+            let bytes = self.fs.read(&path).map_err(StoreError::io("read", &path))?;
+            match decode(&bytes, |_| Ok::<(), String>(())) {
+                Ok(meta) => return Ok(Some((meta, bytes))),
+                Err(reason) => {
+                    tracing::warn!(file = %path.display(), "skipping a damaged snapshot: {reason}")
+                }
+            }
+        }
+        Ok(None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fs::StdFs;
+
+    fn meta(index: u64) -> SnapshotMeta {
+        SnapshotMeta {
+            last_log_id: Some(openraft::LogId::new(
+                openraft::CommittedLeaderId::new(1, 1),
+                index,
+            )),
+            last_membership: Default::default(),
+            snapshot_id: format!("s{index}"),
+        }
+    }
+
+    #[test]
+    fn encode_decode_and_damage() {
+        let bytes = encode(&meta(5), vec![vec![1, 2], vec![1, 3]].into_iter());
+        let mut seen = Vec::new();
+        let back = decode(&bytes, |r| {
+            seen.push(r.to_vec());
+            Ok::<_, String>(())
+        })
+        .unwrap();
+        assert_eq!(back, meta(5));
+        assert_eq!(seen, vec![vec![1, 2], vec![1, 3]]);
+        for cut in 0..bytes.len() {
+            assert!(
+                decode(&bytes[..cut], |_| Ok::<_, String>(())).is_err(),
+                "cut at {cut}"
+            );
+        }
+        for at in 0..bytes.len() {
+            let mut flipped = bytes.clone();
+            flipped[at] ^= 0x01;
+            assert!(
+                decode(&flipped, |_| Ok::<_, String>(())).is_err(),
+                "flip at {at}"
+            );
+        }
+    }
+
+    #[test]
+    fn keeps_the_newest_two_and_falls_back_past_damage() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = SnapshotFiles::open(Arc::new(StdFs), dir.path()).unwrap();
+        assert!(files.latest().unwrap().is_none());
+        let mut paths = Vec::new();
+        for index in [3, 7, 11] {
+            let bytes = encode(&meta(index), std::iter::empty());
+            paths.push(files.save(&meta(index), &bytes).unwrap());
+        }
+        assert!(!paths[0].exists(), "the oldest is deleted");
+        assert_eq!(files.latest().unwrap().unwrap().0, meta(11));
+        std::fs::write(&paths[2], b"TACOSNP1garbage").unwrap();
+        assert_eq!(files.latest().unwrap().unwrap().0, meta(7));
+    }
+}
