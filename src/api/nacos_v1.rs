@@ -16,6 +16,7 @@ use crate::api::guard::Authed;
 use tacos_app::auth::Principal;
 use tacos_app::service::{checked_key, Caller, PublishRequest, ServiceError};
 use tacos_app::watch::{changed_keys, Cancel, Hold, HoldOutcome, ListenKey, Polled, WatchHub};
+use tacos_core::command::Expect;
 use tacos_core::validate::{self, InvalidInput};
 use tacos_state::{canonical_namespace, Access, Config, ConfigKey, State};
 
@@ -278,6 +279,7 @@ pub(super) fn publish_request(
         app_name: params.str("appName").to_string(),
         tags: params.any(&["config_tags", "configTags"]).to_string(),
         cas_md5,
+        expect: Expect::Any,
         beta_ips: beta_ips
             .unwrap_or_default()
             .split(',')

@@ -11,6 +11,7 @@ use super::GrpcState;
 use tacos_app::auth::Principal;
 use tacos_app::service::{checked_key, PublishRequest, ServiceError};
 use tacos_app::watch::{changed_keys, ListenKey, Subscribe, Unsubscribe};
+use tacos_core::command::Expect;
 use tacos_state::{Access, ApplyError};
 
 /// `ConfigQueryRequest{dataId, group, tenant}` → `ConfigQueryResponse`; a
@@ -117,6 +118,7 @@ pub async fn publish(
         app_name: extra("appName"),
         tags: extra("config_tags"),
         cas_md5: req.opt_str("casMd5").map(str::to_string),
+        expect: Expect::Any,
         beta_ips: extra("betaIps")
             .split(',')
             .map(str::trim)

@@ -12,7 +12,7 @@ use tacos_core::validate::{self, InvalidInput};
 use tacos_core::{md5_hex, now_ms, Command, Op};
 use tacos_raft::node::Node;
 use tacos_raft::rpc::RouteError;
-use tacos_state::{canonical_namespace, ApplyError, ConfigKey, Response, State};
+use tacos_state::{canonical_namespace, ApplyError, ConfigKey, HistoryRow, Response, State};
 
 /// Most bytes one import may take encoded: it is one log entry, which must
 /// stay well inside a log record and a cluster frame.
@@ -86,6 +86,8 @@ pub struct PublishRequest {
     pub tags: String,
     /// Compare-and-set against this md5 (when `Some` and not empty).
     pub cas_md5: Option<String>,
+    /// What the config must be before the write (checked in apply).
+    pub expect: pb::Expect,
     /// Publish as a beta to these IPs (when not empty).
     pub beta_ips: Vec<String>,
 }
@@ -175,6 +177,7 @@ impl ConfigService {
             origin: Some(origin(caller)),
             cas_md5: req.cas_md5.filter(|m| !m.is_empty()),
             history_limit: self.limits.history_limit,
+            expect: req.expect.into(),
         };
         Ok((publish, req.beta_ips))
     }
@@ -274,6 +277,53 @@ impl ConfigService {
             self.propose(op, caller).await?,
             Response::Removed { existed: true }
         ))
+    }
+
+    /// Makes the beta the user saw (`beta_md5`) the config, keeping the
+    /// config's metadata, and ends the beta: one command, so a failure
+    /// leaves both as they were. `cas_md5` is the config version the user
+    /// saw.
+    pub async fn promote_beta(
+        &self,
+        key: &ConfigKey,
+        beta_md5: &str,
+        cas_md5: Option<String>,
+        caller: &Caller,
+    ) -> Result<(), ServiceError> {
+        let op = Op::PromoteBeta(pb::PromoteBeta {
+            key: Some(key.into()),
+            beta_md5: beta_md5.to_string(),
+            cas_md5: cas_md5.filter(|m| !m.is_empty()),
+            origin: Some(origin(caller)),
+            history_limit: self.limits.history_limit,
+        });
+        self.propose(op, caller).await.map(|_| ())
+    }
+
+    /// Publishes a history row's content again over its config, keeping the
+    /// config's metadata. `cas_md5` is the config version the user saw.
+    pub async fn rollback(
+        &self,
+        row: &HistoryRow,
+        cas_md5: Option<String>,
+        caller: &Caller,
+    ) -> Result<(), ServiceError> {
+        let state = self.state();
+        if state.config(&row.key).is_some_and(|c| c.md5 == row.md5) {
+            return Err(InvalidInput::Other(
+                "id",
+                format!("row {} holds the current content already", row.id),
+            )
+            .into());
+        }
+        let mut publish = state.republish(&row.key, &row.content, &row.md5, &row.app_name);
+        drop(state);
+        publish.origin = Some(origin(caller));
+        publish.cas_md5 = cas_md5.filter(|m| !m.is_empty());
+        publish.history_limit = self.limits.history_limit;
+        self.propose(Op::PublishConfig(publish), caller)
+            .await
+            .map(|_| ())
     }
 
     /// Creates a namespace; an empty id gets a generated one. Returns the id.

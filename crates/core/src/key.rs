@@ -94,3 +94,12 @@ pub fn canonical_namespace(namespace: &str) -> &str {
         namespace
     }
 }
+
+/// A namespace as people name it: the public one is `public`, whichever way
+/// it was spelled.
+pub fn shown_namespace(namespace: &str) -> &str {
+    match canonical_namespace(namespace) {
+        "" => PUBLIC_NAMESPACE,
+        other => other,
+    }
+}

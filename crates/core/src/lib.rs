@@ -23,7 +23,7 @@ pub mod response;
 pub mod types;
 pub mod validate;
 
-pub use key::{canonical_namespace, ConfigKey, KeyParts, PUBLIC_NAMESPACE};
+pub use key::{canonical_namespace, shown_namespace, ConfigKey, KeyParts, PUBLIC_NAMESPACE};
 pub use response::{ApplyError, Response};
 
 pub use command::command::Op;

@@ -18,6 +18,22 @@ pub enum Response {
 pub enum ApplyError {
     #[error("Cas publish fail, server md5 may have changed.")]
     CasMismatch,
+    /// A create found the config there already (`Expect::Absent`).
+    #[error(
+        "config {group}/{data_id} already exists in namespace {namespace}; open it to edit it"
+    )]
+    ConfigExists {
+        namespace: String,
+        group: String,
+        data_id: String,
+    },
+    /// An edit found the config removed (`Expect::Present`).
+    #[error("config {group}/{data_id} was deleted after you opened it; nothing was published")]
+    ConfigGone { group: String, data_id: String },
+    #[error("this config has no beta")]
+    BetaNotFound,
+    #[error("the beta was replaced after you opened it; reload to see the new one")]
+    BetaReplaced,
     #[error("namespace not exist: {0}")]
     NamespaceNotFound(String),
     #[error("namespace already exists: {0}")]

@@ -32,8 +32,9 @@ pub const PROTOCOL_HEADER: &str = "x-tacos-cluster-protocol";
 /// upgrade, and with a new command: a node that cannot apply an entry would
 /// refuse it where the others apply it); nodes of different versions refuse
 /// each other's calls. History: 1, the first; 2, adds `ImportConfigs` and the
-/// role commands (and their `ApplyError`s).
-pub const PROTOCOL_VERSION: &str = "2";
+/// role commands (and their `ApplyError`s); 3, adds `PromoteBeta`, the
+/// publish's `expect` and their `ApplyError`s.
+pub const PROTOCOL_VERSION: &str = "3";
 
 /// Largest frame accepted: a snapshot chunk or an entry batch with headroom.
 pub const MAX_FRAME: usize = 96 * 1024 * 1024;

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use super::{canonical_namespace, Response, State};
 use tacos_core::command as pb;
-use tacos_core::Op;
+use tacos_core::{shown_namespace, Op};
 
 /// One audit row. Never holds a password, hash or token.
 ///
@@ -47,20 +47,11 @@ fn share(previous: Option<&Arc<str>>, value: &str) -> Arc<str> {
     }
 }
 
-/// A canonical namespace as people name it ("" is "public").
-fn shown(namespace: &str) -> &str {
-    if namespace.is_empty() {
-        "public"
-    } else {
-        namespace
-    }
-}
-
 fn config_target(key: Option<&pb::ConfigKey>) -> String {
     key.map_or_else(String::new, |k| {
         format!(
             "{}/{}/{}",
-            shown(canonical_namespace(&k.namespace)),
+            shown_namespace(canonical_namespace(&k.namespace)),
             k.group,
             k.data_id
         )
@@ -78,7 +69,7 @@ fn publish_detail(p: &pb::PublishConfig) -> String {
 fn grant_detail(namespace: &str, access: i32) -> String {
     format!(
         "namespace={} access={}",
-        shown(canonical_namespace(namespace)),
+        shown_namespace(canonical_namespace(namespace)),
         super::Access::from_pb(access).map_or("none", super::Access::code)
     )
 }
@@ -107,6 +98,11 @@ fn describe(op: Option<&Op>) -> (&str, String, String) {
             "config.beta.stop",
             config_target(s.key.as_ref()),
             String::new(),
+        ),
+        Some(Op::PromoteBeta(p)) => (
+            "config.beta.promote",
+            config_target(p.key.as_ref()),
+            format!("md5={}", p.beta_md5),
         ),
         Some(Op::CreateNamespace(c)) => {
             ("namespace.create", c.id.clone(), format!("name={}", c.name))

@@ -25,7 +25,9 @@ pub use audit::AuditRow;
 pub use auth::{Access, AuthKey, User, ALL_NAMESPACES};
 pub use roles::{Role, ADMIN_ROLE};
 pub use snapshot::{user_record, DecodeError, Record};
-pub use tacos_core::{canonical_namespace, ApplyError, ConfigKey, Response, PUBLIC_NAMESPACE};
+pub use tacos_core::{
+    canonical_namespace, shown_namespace, ApplyError, ConfigKey, Response, PUBLIC_NAMESPACE,
+};
 pub use types::{Beta, Config, HistoryRow, Namespace, OpType};
 
 use tacos_core::command as pb;
@@ -76,6 +78,33 @@ impl State {
 
     pub fn beta(&self, key: &ConfigKey) -> Option<&Arc<Beta>> {
         self.betas.get(key)
+    }
+
+    /// A publish of `content` over `key` that keeps the current config's
+    /// type, desc, app and tags (for a config that is gone: type text and
+    /// `app_if_gone`): what a beta promotion and a history rollback write.
+    /// The caller stamps origin, CAS and the history limit.
+    pub fn republish(
+        &self,
+        key: &ConfigKey,
+        content: &str,
+        md5: &str,
+        app_if_gone: &str,
+    ) -> pb::PublishConfig {
+        let config = self.configs.get(key);
+        let kept = |field: fn(&Config) -> &String, gone: &str| {
+            config.map_or_else(|| gone.to_string(), |c| field(c).clone())
+        };
+        pb::PublishConfig {
+            key: Some(key.into()),
+            content: content.to_string(),
+            md5: md5.to_string(),
+            config_type: kept(|c| &c.config_type, "text"),
+            desc: kept(|c| &c.desc, ""),
+            app_name: kept(|c| &c.app_name, app_if_gone),
+            tags: kept(|c| &c.tags, ""),
+            ..Default::default()
+        }
     }
 
     /// The md5 a client at `ip` should hold for `key` ("" if absent).
@@ -153,6 +182,7 @@ impl State {
             Some(Op::RemoveConfig(remove)) => self.remove(remove, changed),
             Some(Op::PublishBeta(beta)) => self.publish_beta(beta, changed),
             Some(Op::StopBeta(stop)) => self.stop_beta(stop, changed),
+            Some(Op::PromoteBeta(promote)) => self.promote_beta(promote, changed),
             Some(Op::CreateNamespace(create)) => self.create_namespace(create),
             Some(Op::UpdateNamespace(update)) => self.update_namespace(update),
             Some(Op::RemoveNamespace(remove)) => self.remove_namespace(remove),
@@ -190,6 +220,22 @@ impl State {
         let key = self.key_in_existing_namespace(p.key.as_ref())?;
         let origin = p.origin.clone().unwrap_or_default();
         let old = self.configs.get(&key).cloned();
+        match (p.expect(), &old) {
+            (pb::Expect::Absent, Some(_)) => {
+                return Err(ApplyError::ConfigExists {
+                    namespace: shown_namespace(&key.namespace).to_string(),
+                    group: key.group.clone(),
+                    data_id: key.data_id.clone(),
+                })
+            }
+            (pb::Expect::Present, None) => {
+                return Err(ApplyError::ConfigGone {
+                    group: key.group.clone(),
+                    data_id: key.data_id.clone(),
+                })
+            }
+            _ => {}
+        }
         if let (Some(cas), Some(old)) = (&p.cas_md5, &old) {
             if *cas != old.md5 {
                 return Err(ApplyError::CasMismatch);
@@ -351,6 +397,30 @@ impl State {
             changed.push(key);
         }
         Ok(Response::Removed { existed })
+    }
+
+    fn promote_beta(
+        &mut self,
+        p: &pb::PromoteBeta,
+        changed: &mut Vec<ConfigKey>,
+    ) -> Result<Response, ApplyError> {
+        let key = self.key_in_existing_namespace(p.key.as_ref())?;
+        let beta = self
+            .betas
+            .get(&key)
+            .cloned()
+            .ok_or(ApplyError::BetaNotFound)?;
+        if beta.md5 != p.beta_md5 {
+            return Err(ApplyError::BetaReplaced);
+        }
+        let mut publish = self.republish(&key, &beta.content, &beta.md5, "");
+        publish.origin = p.origin.clone();
+        publish.cas_md5 = p.cas_md5.clone();
+        publish.history_limit = p.history_limit;
+        // A refused publish changes nothing, so the beta stays with it.
+        self.publish(&publish, changed)?;
+        self.betas.remove(&key);
+        Ok(Response::Done)
     }
 
     fn create_namespace(&mut self, c: &pb::CreateNamespace) -> Result<Response, ApplyError> {

@@ -668,3 +668,146 @@ fn roles_grant_their_namespaces_to_every_bound_user() {
     assert_eq!(actions[1].0, "role.bind");
     assert_eq!(actions[1].2, "user=bob");
 }
+
+fn beta(data_id: &str, content: &str) -> Command {
+    Command::of(Op::PublishBeta(pb::PublishBeta {
+        key: Some(key("", data_id)),
+        content: content.into(),
+        md5: md5_hex(content),
+        beta_ips: vec!["10.0.0.9".into()],
+        ..Default::default()
+    }))
+}
+
+fn promote(data_id: &str, beta_md5: &str, cas_md5: Option<&str>) -> Command {
+    Command::of(Op::PromoteBeta(pb::PromoteBeta {
+        key: Some(key("", data_id)),
+        beta_md5: beta_md5.into(),
+        cas_md5: cas_md5.map(str::to_string),
+        origin: Some(pb::Origin {
+            src_user: "bob".into(),
+            src_ip: "10.0.0.2".into(),
+            time_ms: 30,
+        }),
+        history_limit: 3,
+    }))
+}
+
+#[test]
+fn promoting_a_beta_publishes_it_and_ends_it_in_one_apply() {
+    let mut s = State::default();
+    let k = ConfigKey::new("", "DEFAULT_GROUP", "a");
+    let mut first = publish("", "a", "one", 10);
+    if let Some(Op::PublishConfig(p)) = &mut first.op {
+        p.config_type = "yaml".into();
+        p.desc = "the app's settings".into();
+        p.tags = "t1".into();
+    }
+    apply(&mut s, first);
+    assert_eq!(
+        apply(&mut s, promote("a", &md5_hex("beta"), None)).0,
+        Response::Rejected(ApplyError::BetaNotFound)
+    );
+    apply(&mut s, beta("a", "beta"));
+
+    // Refusals leave both the config and the beta as they were.
+    let before = (s.config(&k).cloned(), s.beta(&k).cloned());
+    assert_eq!(
+        apply(&mut s, promote("a", &md5_hex("another beta"), None)).0,
+        Response::Rejected(ApplyError::BetaReplaced)
+    );
+    assert_eq!(
+        apply(
+            &mut s,
+            promote("a", &md5_hex("beta"), Some(&md5_hex("stale")))
+        )
+        .0,
+        Response::Rejected(ApplyError::CasMismatch)
+    );
+    assert_eq!((s.config(&k).cloned(), s.beta(&k).cloned()), before);
+
+    assert_eq!(
+        apply(
+            &mut s,
+            promote("a", &md5_hex("beta"), Some(&md5_hex("one")))
+        ),
+        (Response::Done, vec![k.clone()])
+    );
+    let c = s.config(&k).unwrap();
+    assert_eq!(
+        (
+            c.content.as_str(),
+            c.config_type.as_str(),
+            c.desc.as_str(),
+            c.tags.as_str()
+        ),
+        ("beta", "yaml", "the app's settings", "t1"),
+        "the config's metadata is kept"
+    );
+    assert_eq!((c.src_user.as_str(), c.modify_time), ("bob", 30));
+    assert!(s.beta(&k).is_none());
+    assert_eq!(s.md5_for(&k, "10.0.0.9"), md5_hex("beta"));
+    // Recorded as an update, like any publish over a config.
+    let last = s.history(&k).next_back().unwrap();
+    assert_eq!((last.op, last.content.as_str()), (OpType::Update, "one"));
+}
+
+#[test]
+fn a_publish_can_expect_the_config_absent_or_present() {
+    let mut s = State::default();
+    let with = |expect: pb::Expect, content: &str, cas: Option<&str>| {
+        let mut command = publish("", "a", content, 10);
+        if let Some(Op::PublishConfig(p)) = &mut command.op {
+            p.expect = expect.into();
+            p.cas_md5 = cas.map(str::to_string);
+        }
+        command
+    };
+    let gone = ApplyError::ConfigGone {
+        group: "DEFAULT_GROUP".into(),
+        data_id: "a".into(),
+    };
+    assert_eq!(
+        apply(&mut s, with(pb::Expect::Present, "one", Some("x"))).0,
+        Response::Rejected(gone.clone())
+    );
+    assert_eq!(s.config_count(), 0);
+    assert_eq!(
+        apply(&mut s, with(pb::Expect::Absent, "one", None)).0,
+        Response::Done
+    );
+    assert_eq!(
+        apply(&mut s, with(pb::Expect::Absent, "two", None)).0,
+        Response::Rejected(ApplyError::ConfigExists {
+            namespace: "public".into(),
+            group: "DEFAULT_GROUP".into(),
+            data_id: "a".into(),
+        })
+    );
+    assert_eq!(
+        apply(
+            &mut s,
+            with(pb::Expect::Present, "two", Some(&md5_hex("one")))
+        )
+        .0,
+        Response::Done
+    );
+    apply(&mut s, remove("", "a"));
+    assert_eq!(
+        apply(
+            &mut s,
+            with(pb::Expect::Present, "three", Some(&md5_hex("two")))
+        )
+        .0,
+        Response::Rejected(gone)
+    );
+    // Nacos' own publish (Any) with a CAS md5 over nothing creates it.
+    assert_eq!(
+        apply(
+            &mut s,
+            with(pb::Expect::Any, "three", Some(&md5_hex("two")))
+        )
+        .0,
+        Response::Done
+    );
+}

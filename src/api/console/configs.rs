@@ -16,7 +16,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde::{Deserialize, Serialize};
 
 use super::transfer::{self, Existing, Item, Policy, TransferError};
-use super::{diff, json_body, ok_json, shown_namespace, syntax, ConsoleError, CAS_MESSAGE};
+use super::{diff, json_body, ok_json, syntax, ConsoleError};
 use crate::api::guard::Authed;
 use crate::api::params::{client_ip, Params};
 use crate::api::render::Page;
@@ -24,7 +24,9 @@ use crate::api::AppState;
 use tacos_app::auth::Principal;
 use tacos_app::service::{checked_key, PublishRequest, ServiceError};
 use tacos_app::watch::{ListenProtocol, ListenState, ListenersOf};
+use tacos_core::command::Expect;
 use tacos_core::md5_hex;
+use tacos_core::shown_namespace;
 use tacos_core::validate::{self, InvalidInput};
 use tacos_state::{canonical_namespace, Access, ApplyError, Config, ConfigKey, State};
 
@@ -411,7 +413,7 @@ pub async fn publish(
     let form: PublishBody = json_body(&body)?;
     validate::namespace(&form.namespace)?;
     require(&principal, &form.namespace, Access::ReadWrite)?;
-    let key = checked_publish(
+    checked_publish(
         &form.namespace,
         &form.group,
         &form.data_id,
@@ -419,30 +421,14 @@ pub async fn publish(
         &form.config_type,
         app.service.max_content_size(),
     )?;
-    let state = app.service.state();
-    let current = state.config(&key);
     let cas_md5 = form.cas_md5.filter(|m| !m.is_empty());
-    match (form.create, current, &cas_md5) {
-        (true, Some(_), _) => {
-            return Err(ConsoleError::Conflict(format!(
-                "config {}/{} already exists in namespace {}; open it to edit it",
-                key.group,
-                key.data_id,
-                shown_namespace(&key.namespace)
-            )))
-        }
-        (false, None, Some(_)) => {
-            return Err(ConsoleError::Conflict(format!(
-                "config {}/{} was deleted after you opened it; nothing was published",
-                key.group, key.data_id
-            )))
-        }
-        (false, Some(c), Some(cas)) if &c.md5 != cas => {
-            return Err(ConsoleError::Conflict(CAS_MESSAGE.into()))
-        }
-        _ => {}
-    }
-    drop(state);
+    // A new config must not exist yet; an edit of a loaded version must
+    // still exist (and match it): both checked in apply, atomically.
+    let expect = match (form.create, &cas_md5) {
+        (true, _) => Expect::Absent,
+        (false, Some(_)) => Expect::Present,
+        (false, None) => Expect::Any,
+    };
     let md5 = md5_hex(&form.content);
     let request = PublishRequest {
         namespace: form.namespace,
@@ -454,6 +440,7 @@ pub async fn publish(
         app_name: form.app_name,
         tags: form.tags,
         cas_md5,
+        expect,
         beta_ips: Vec::new(),
     };
     let caller = principal.caller("", client_ip(&req));
@@ -670,7 +657,7 @@ struct PromoteBody {
 }
 
 /// Publishes the beta's content as the config (a CAS against the version
-/// the user saw), then ends the beta.
+/// the user saw) and ends the beta, as one write.
 pub async fn promote_beta(
     req: HttpRequest,
     body: web::Bytes,
@@ -680,39 +667,11 @@ pub async fn promote_beta(
     let form: PromoteBody = json_body(&body)?;
     let key = checked_key(&form.namespace, &form.group, &form.data_id)?;
     require(&principal, &key.namespace, Access::ReadWrite)?;
-    let state = app.service.state();
-    let Some(beta) = state.beta(&key).cloned() else {
-        return Err(ConsoleError::NotFound("this config has no beta".into()));
-    };
-    if beta.md5 != form.beta_md5 {
-        return Err(ConsoleError::Conflict(
-            "the beta was replaced after you opened it; reload to see the new one".into(),
-        ));
-    }
-    let config = state.config(&key).cloned();
-    drop(state);
-    let request = PublishRequest {
-        namespace: form.namespace,
-        group: form.group,
-        data_id: form.data_id,
-        content: beta.content.clone(),
-        config_type: config
-            .as_ref()
-            .map_or("text".into(), |c| c.config_type.clone()),
-        desc: config.as_ref().map_or(String::new(), |c| c.desc.clone()),
-        app_name: config
-            .as_ref()
-            .map_or(String::new(), |c| c.app_name.clone()),
-        tags: config.as_ref().map_or(String::new(), |c| c.tags.clone()),
-        cas_md5: form.cas_md5.filter(|m| !m.is_empty()),
-        beta_ips: Vec::new(),
-    };
     let caller = principal.caller("", client_ip(&req));
-    app.service.publish(request, &caller).await?;
     app.service
-        .stop_beta(&key.namespace, &key.group, &key.data_id, &caller)
+        .promote_beta(&key, &form.beta_md5, form.cas_md5, &caller)
         .await?;
-    Ok(ok_json(serde_json::json!({ "md5": beta.md5 })))
+    Ok(ok_json(serde_json::json!({ "md5": form.beta_md5 })))
 }
 
 // ---- listeners ----------------------------------------------------------------
@@ -982,6 +941,13 @@ pub async fn import(
         desc: item.desc,
         app_name: item.app_name,
         tags: String::new(),
+        // A planned create must still be absent, a planned overwrite still
+        // the version the plan saw: checked in apply, for the whole import.
+        expect: if cas_md5.is_some() {
+            Expect::Present
+        } else {
+            Expect::Absent
+        },
         cas_md5,
         beta_ips: Vec::new(),
     };

@@ -18,7 +18,6 @@ use crate::api::params::{client_ip, Params};
 use crate::api::render::Page;
 use crate::api::AppState;
 use tacos_app::auth::Principal;
-use tacos_app::service::PublishRequest;
 use tacos_core::validate::InvalidInput;
 use tacos_state::{Access, HistoryRow, State};
 
@@ -186,31 +185,8 @@ pub async fn rollback(
     let state = app.service.state();
     let row = readable_row(&state, &principal, form.id)?.clone();
     require(&principal, &row.key.namespace, Access::ReadWrite)?;
-    let config = state.config(&row.key).cloned();
     drop(state);
-    if config.as_ref().is_some_and(|c| c.md5 == row.md5) {
-        return Err(ConsoleError::Invalid(InvalidInput::Other(
-            "id",
-            format!("row {} holds the current content already", row.id),
-        )));
-    }
-    let request = PublishRequest {
-        namespace: row.key.namespace.clone(),
-        group: row.key.group.clone(),
-        data_id: row.key.data_id.clone(),
-        content: row.content.clone(),
-        config_type: config
-            .as_ref()
-            .map_or("text".into(), |c| c.config_type.clone()),
-        desc: config.as_ref().map_or(String::new(), |c| c.desc.clone()),
-        app_name: config
-            .as_ref()
-            .map_or(row.app_name.clone(), |c| c.app_name.clone()),
-        tags: config.as_ref().map_or(String::new(), |c| c.tags.clone()),
-        cas_md5: form.cas_md5.filter(|m| !m.is_empty()),
-        beta_ips: Vec::new(),
-    };
     let caller = principal.caller("", client_ip(&req));
-    app.service.publish(request, &caller).await?;
+    app.service.rollback(&row, form.cas_md5, &caller).await?;
     Ok(ok_json(serde_json::json!({ "md5": row.md5 })))
 }

@@ -170,7 +170,13 @@ impl ConsoleError {
             ConsoleError::Conflict(_) => "conflict",
             ConsoleError::NotFound(_) => "not-found",
             ConsoleError::Denied(_) => "denied",
-            ConsoleError::Service(ServiceError::Rejected(ApplyError::CasMismatch)) => "conflict",
+            ConsoleError::Service(ServiceError::Rejected(
+                ApplyError::CasMismatch
+                | ApplyError::ConfigExists { .. }
+                | ApplyError::ConfigGone { .. }
+                | ApplyError::BetaReplaced,
+            )) => "conflict",
+            ConsoleError::Service(ServiceError::Rejected(ApplyError::BetaNotFound)) => "not-found",
             ConsoleError::Service(ServiceError::Invalid(_)) => "invalid",
             ConsoleError::Service(ServiceError::Write(_)) => "unavailable",
             ConsoleError::Service(_) => "refused",
@@ -206,13 +212,18 @@ impl ResponseError for ConsoleError {
                 ServiceError::Invalid(_) => StatusCode::BAD_REQUEST,
                 ServiceError::Rejected(
                     ApplyError::CasMismatch
+                    | ApplyError::ConfigExists { .. }
+                    | ApplyError::ConfigGone { .. }
+                    | ApplyError::BetaReplaced
                     | ApplyError::NamespaceExists(_)
                     | ApplyError::NamespaceNotEmpty(..)
                     | ApplyError::UserExists(_)
                     | ApplyError::LastAdmin(_),
                 ) => StatusCode::CONFLICT,
                 ServiceError::Rejected(
-                    ApplyError::NamespaceNotFound(_) | ApplyError::UserNotFound(_),
+                    ApplyError::NamespaceNotFound(_)
+                    | ApplyError::UserNotFound(_)
+                    | ApplyError::BetaNotFound,
                 ) => StatusCode::NOT_FOUND,
                 ServiceError::Rejected(_) => StatusCode::BAD_REQUEST,
                 ServiceError::Write(RouteError::Stopped(_)) | ServiceError::Internal(_) => {
@@ -266,14 +277,6 @@ fn ok_json(value: impl serde::Serialize) -> HttpResponse {
     HttpResponse::Ok()
         .insert_header(("Cache-Control", "no-store"))
         .json(value)
-}
-
-/// How a namespace is shown: the public one is `public`.
-fn shown_namespace(namespace: &str) -> &str {
-    match tacos_state::canonical_namespace(namespace) {
-        "" => "public",
-        other => other,
-    }
 }
 
 #[cfg(test)]
