@@ -21,8 +21,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Serialize;
 
 use super::guard::{refusal, Need, Routes};
-use super::nacos_v1::paging;
-use super::params::{client_ip, NameFilter, Params};
+use super::params::{client_ip, name_filter, paging, Params};
 use super::render::{v1_error, v1_service_error, Page};
 use super::AppState;
 use crate::api::guard::Authed;
@@ -123,12 +122,12 @@ impl UserView {
 
 async fn list_users(req: HttpRequest, app: web::Data<AppState>) -> HttpResponse {
     let params = Params::parse(&req, &[]);
-    let (page_no, page_size) = match paging(&params) {
+    let (page_no, page_size) = match paging(&params, 100) {
         Ok(p) => p,
         Err(e) => return bad_request(e),
     };
     // Nacos lists users by substring unless told `search=accurate`.
-    let name = NameFilter::of(&params, "username", true);
+    let name = name_filter(&params, "username", true);
     let state = app.service.state();
     let found: Vec<UserView> = state
         .users()
@@ -331,7 +330,7 @@ async fn audit(req: HttpRequest, app: web::Data<AppState>) -> HttpResponse {
     let params = Params::parse(&req, &[]);
     let filters = (|| {
         Ok::<_, InvalidInput>((
-            paging(&params)?,
+            paging(&params, 100)?,
             params.number("from", 0)? as i64,
             params.number("to", i64::MAX as u64)? as i64,
         ))

@@ -6,7 +6,7 @@ use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 
 use super::guard::{Need, Routes};
-use super::params::{client_ip, header, url_decode, url_encode, Params};
+use super::params::{client_ip, header, paging, url_decode, url_encode, Params};
 use super::render::{
     content_type_for, http_date, v1_error, v1_service_error, ConfigDetail, ConfigInfoWrapper,
     ConfigItem, HistoryItem, Page,
@@ -14,6 +14,7 @@ use super::render::{
 use super::{allow, AppState};
 use crate::api::guard::Authed;
 use tacos_app::auth::Principal;
+use tacos_app::query::NameMatch;
 use tacos_app::service::{checked_key, Caller, PublishRequest, ServiceError};
 use tacos_app::watch::{changed_keys, Cancel, Hold, HoldOutcome, ListenKey, Polled, WatchHub};
 use tacos_core::command::Expect;
@@ -73,19 +74,6 @@ pub(super) fn key_from(params: &Params, namespace_param: &str) -> Result<ConfigK
     let data_id = params.required("dataId")?;
     let group = params.required("group")?;
     checked_key(params.str(namespace_param), group, data_id)
-}
-
-/// Page number and size, checked (size at most 500, as Nacos).
-pub(super) fn paging(params: &Params) -> Result<(u64, u64), InvalidInput> {
-    let page_no = params.number("pageNo", 1)?.max(1);
-    let page_size = params.number("pageSize", 100)?;
-    if page_size == 0 || page_size > 500 {
-        return Err(InvalidInput::Other(
-            "pageSize",
-            format!("{page_size} (must be 1 to 500)"),
-        ));
-    }
-    Ok((page_no, page_size))
 }
 
 fn no_cache(builder: &mut actix_web::HttpResponseBuilder) -> &mut actix_web::HttpResponseBuilder {
@@ -162,7 +150,7 @@ pub(super) fn search(
         "blur" => true,
         other => return Err(InvalidInput::Other("search", other.to_string())),
     };
-    let (page_no, page_size) = paging(params)?;
+    let (page_no, page_size) = paging(params, 100)?;
     let namespace = params.str(namespace_param);
     validate::namespace(namespace)?;
     let namespace = canonical_namespace(namespace);
@@ -175,14 +163,7 @@ pub(super) fn search(
         .map(str::trim)
         .filter(|t| !t.is_empty())
         .collect();
-    let matches = |pattern: &str, value: &str| {
-        pattern.is_empty()
-            || if blur {
-                blur_match(pattern, value)
-            } else {
-                pattern == value
-            }
-    };
+    let matches = |pattern, value: &str| NameMatch { pattern, blur }.matches(value);
     let found: Vec<(&ConfigKey, &Config)> = state
         .configs_in(namespace)
         .filter(|(k, c)| {
@@ -202,34 +183,6 @@ pub(super) fn search(
         page_no,
         page_size,
     ))
-}
-
-/// Nacos' blur search: `*` is a wildcard; without one, a substring match.
-fn blur_match(pattern: &str, value: &str) -> bool {
-    if !pattern.contains('*') {
-        return value.contains(pattern);
-    }
-    let parts: Vec<&str> = pattern.split('*').collect();
-    let mut rest = value;
-    for (i, part) in parts.iter().enumerate() {
-        if part.is_empty() {
-            continue;
-        }
-        if i == 0 {
-            match rest.strip_prefix(part) {
-                Some(r) => rest = r,
-                None => return false,
-            }
-        } else if i == parts.len() - 1 {
-            return rest.ends_with(part);
-        } else {
-            match rest.find(part) {
-                Some(at) => rest = &rest[at + part.len()..],
-                None => return false,
-            }
-        }
-    }
-    true
 }
 
 async fn publish_config(
@@ -514,7 +467,7 @@ async fn history(
     if let Err(denied) = allow(&principal, params.str("tenant"), Access::Read) {
         return *denied;
     }
-    let result = key_from(&params, "tenant").and_then(|key| Ok((key, paging(&params)?)));
+    let result = key_from(&params, "tenant").and_then(|key| Ok((key, paging(&params, 100)?)));
     match result {
         Ok((key, (page_no, page_size))) => {
             HttpResponse::Ok().json(history_page(&state, &key, page_no, page_size))
@@ -731,15 +684,5 @@ mod tests {
         fn arbitrary_unicode_never_panics(raw in "\\PC{0,100}") {
             let _ = parse_listening_configs(&raw, 10_000);
         }
-    }
-
-    #[test]
-    fn blur_patterns() {
-        assert!(blur_match("app", "my-app.yaml"));
-        assert!(blur_match("*.yaml", "my-app.yaml"));
-        assert!(blur_match("my*", "my-app.yaml"));
-        assert!(blur_match("my*yaml", "my-app.yaml"));
-        assert!(!blur_match("*.json", "my-app.yaml"));
-        assert!(!blur_match("x*", "my-app.yaml"));
     }
 }

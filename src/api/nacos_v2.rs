@@ -5,7 +5,8 @@ use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 
 use super::guard::{Need, Routes};
-use super::nacos_v1::{history_page, key_from, namespace_configs, paging, publish_request, search};
+use super::nacos_v1::{history_page, key_from, namespace_configs, publish_request, search};
+use super::params::paging;
 use super::params::{client_ip, header, Params};
 use super::render::{v2_error, v2_ok, v2_service_error, HistoryItem};
 use super::{allow, AppState};
@@ -145,7 +146,7 @@ async fn history_list(
     if let Err(denied) = allow(&principal, params.str("namespaceId"), Access::Read) {
         return *denied;
     }
-    match key_from(&params, "namespaceId").and_then(|k| Ok((k, paging(&params)?))) {
+    match key_from(&params, "namespaceId").and_then(|k| Ok((k, paging(&params, 100)?))) {
         Ok((key, (page_no, page_size))) => {
             v2_ok(history_page(&app.service.state(), &key, page_no, page_size))
         }

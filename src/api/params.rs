@@ -7,6 +7,7 @@ use actix_web::http::header::CONTENT_TYPE;
 use actix_web::HttpRequest;
 use percent_encoding::{percent_decode_str, AsciiSet, NON_ALPHANUMERIC};
 
+use tacos_app::query::{NameMatch, Paging};
 use tacos_core::validate::InvalidInput;
 
 /// Merged query and form parameters.
@@ -109,35 +110,27 @@ pub fn header(req: &HttpRequest, name: &str) -> Option<String> {
         .map(str::to_string)
 }
 
-/// A name filter of Nacos' list routes: `search=blur` matches substrings,
-/// `search=accurate` whole names, an empty value everything; without
-/// `search`, the route's default.
-pub struct NameFilter<'a> {
-    value: &'a str,
-    blur: bool,
+/// The name filter on parameter `name` of a Nacos list route: `search=blur`
+/// or `search=accurate`; without `search`, the route's default.
+pub fn name_filter<'a>(params: &'a Params, name: &str, blur_by_default: bool) -> NameMatch<'a> {
+    NameMatch {
+        pattern: params.str(name),
+        blur: match params.get("search") {
+            Some("blur") => true,
+            Some("accurate") => false,
+            _ => blur_by_default,
+        },
+    }
 }
 
-impl<'a> NameFilter<'a> {
-    /// The filter on parameter `name`.
-    pub fn of(params: &'a Params, name: &str, blur_by_default: bool) -> Self {
-        NameFilter {
-            value: params.str(name),
-            blur: match params.get("search") {
-                Some("blur") => true,
-                Some("accurate") => false,
-                _ => blur_by_default,
-            },
-        }
-    }
-
-    pub fn matches(&self, candidate: &str) -> bool {
-        self.value.is_empty()
-            || if self.blur {
-                candidate.contains(self.value)
-            } else {
-                candidate == self.value
-            }
-    }
+/// `pageNo` and `pageSize` (default `default_size`), checked by
+/// [`Paging::new`].
+pub fn paging(params: &Params, default_size: u64) -> Result<(u64, u64), InvalidInput> {
+    let paging = Paging::new(
+        params.number("pageNo", 1)?,
+        params.number("pageSize", default_size)?,
+    )?;
+    Ok((paging.page_no, paging.page_size))
 }
 
 /// The client's IP as Nacos determines it: `X-Forwarded-For` (first hop),
@@ -177,15 +170,15 @@ mod tests {
             Params::parse(&req, &[])
         };
         let exact = params("role=dev&search=accurate");
-        let exact = NameFilter::of(&exact, "role", true);
+        let exact = name_filter(&exact, "role", true);
         assert!(exact.matches("dev") && !exact.matches("devops"));
         let blur = params("role=dev&search=blur");
-        let blur = NameFilter::of(&blur, "role", false);
+        let blur = name_filter(&blur, "role", false);
         assert!(blur.matches("devops") && !blur.matches("ops"));
         let default = params("role=dev");
-        assert!(NameFilter::of(&default, "role", true).matches("devops"));
-        assert!(!NameFilter::of(&default, "role", false).matches("devops"));
+        assert!(name_filter(&default, "role", true).matches("devops"));
+        assert!(!name_filter(&default, "role", false).matches("devops"));
         let all = params("search=accurate");
-        assert!(NameFilter::of(&all, "role", false).matches("anything"));
+        assert!(name_filter(&all, "role", false).matches("anything"));
     }
 }

@@ -24,11 +24,11 @@ use serde::Serialize;
 
 use super::auth::{bad_request, write_result};
 use super::guard::{Need, Routes};
-use super::nacos_v1::paging;
-use super::params::{client_ip, NameFilter, Params};
+use super::params::{client_ip, name_filter, paging, Params};
 use super::render::Page;
 use super::AppState;
 use crate::api::guard::Authed;
+use tacos_app::query::NameMatch;
 use tacos_core::validate::InvalidInput;
 use tacos_state::{canonical_namespace, Access, ADMIN_ROLE};
 
@@ -44,8 +44,8 @@ pub fn routes(r: &mut Routes) {
 
 /// A `username` or `role` filter: exact unless `search=blur` (Nacos'
 /// role and permission lists default to `accurate`).
-fn filter<'a>(params: &'a Params, name: &str) -> NameFilter<'a> {
-    NameFilter::of(params, name, false)
+fn filter<'a>(params: &'a Params, name: &str) -> NameMatch<'a> {
+    name_filter(params, name, false)
 }
 
 #[derive(Serialize)]
@@ -56,7 +56,7 @@ struct RoleItem {
 
 async fn list_roles(req: HttpRequest, app: web::Data<AppState>) -> HttpResponse {
     let params = Params::parse(&req, &[]);
-    let (page_no, page_size) = match paging(&params) {
+    let (page_no, page_size) = match paging(&params, 100) {
         Ok(p) => p,
         Err(e) => return bad_request(e),
     };
@@ -172,7 +172,7 @@ struct PermissionItem {
 
 async fn list_permissions(req: HttpRequest, app: web::Data<AppState>) -> HttpResponse {
     let params = Params::parse(&req, &[]);
-    let (page_no, page_size) = match paging(&params) {
+    let (page_no, page_size) = match paging(&params, 100) {
         Ok(p) => p,
         Err(e) => return bad_request(e),
     };

@@ -9,9 +9,11 @@
 //! - [`service`]: config, beta and namespace writes (validation, stamping,
 //!   proposing one command per use case).
 //! - [`auth`]: users, passwords, tokens, permissions, roles, login limits.
+//! - [`query`]: the rules of list routes (name filters, paging).
 //! - [`watch`]: the watch hub: held long polls and gRPC listeners woken by
 //!   applied changes.
 
 pub mod auth;
+pub mod query;
 pub mod service;
 pub mod watch;

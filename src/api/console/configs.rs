@@ -18,10 +18,11 @@ use serde::{Deserialize, Serialize};
 use super::transfer::{self, Existing, Item, Policy, TransferError};
 use super::{diff, json_body, ok_json, syntax, ConsoleError};
 use crate::api::guard::Authed;
-use crate::api::params::{client_ip, Params};
+use crate::api::params::{client_ip, paging, Params};
 use crate::api::render::Page;
 use crate::api::AppState;
 use tacos_app::auth::Principal;
+use tacos_app::query::NameMatch;
 use tacos_app::service::{checked_key, PublishRequest, ServiceError};
 use tacos_app::watch::{ListenProtocol, ListenState, ListenersOf};
 use tacos_core::command::Expect;
@@ -50,19 +51,6 @@ pub(super) fn key_param(params: &Params) -> Result<ConfigKey, ConsoleError> {
         params.required("group")?,
         params.required("dataId")?,
     )?)
-}
-
-/// Page number and size (at most 500).
-pub(super) fn paging(params: &Params) -> Result<(u64, u64), InvalidInput> {
-    let page_no = params.number("pageNo", 1)?.max(1);
-    let page_size = params.number("pageSize", 20)?;
-    if page_size == 0 || page_size > 500 {
-        return Err(InvalidInput::Other(
-            "pageSize",
-            format!("{page_size} (must be 1 to 500)"),
-        ));
-    }
-    Ok((page_no, page_size))
 }
 
 // ---- namespaces ---------------------------------------------------------------
@@ -180,29 +168,6 @@ pub async fn delete_namespace(
 
 // ---- config list --------------------------------------------------------------
 
-/// `*` matches any run of characters; without a `*`, a substring match.
-pub(super) fn wildcard(pattern: &str, value: &str) -> bool {
-    if !pattern.contains('*') {
-        return value.contains(pattern);
-    }
-    let mut parts = pattern.split('*');
-    let first = parts.next().unwrap_or("");
-    let Some(mut rest) = value.strip_prefix(first) else {
-        return false;
-    };
-    let parts: Vec<&str> = parts.collect();
-    for (i, part) in parts.iter().enumerate() {
-        if i + 1 == parts.len() {
-            return rest.ends_with(part);
-        }
-        match rest.find(part) {
-            Some(at) => rest = &rest[at + part.len()..],
-            None => return false,
-        }
-    }
-    true
-}
-
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct ConfigRow {
@@ -260,14 +225,7 @@ fn matching<'a>(
             )
         }
     };
-    let field = move |pattern: &str, value: &str| {
-        pattern.is_empty()
-            || if blur {
-                wildcard(pattern, value)
-            } else {
-                pattern == value
-            }
-    };
+    let field = move |pattern, value: &str| NameMatch { pattern, blur }.matches(value);
     let (data_id, group) = (params.str("dataId").trim(), params.str("group").trim());
     let config_type = params.str("type");
     let app_name = params.str("appName");
@@ -290,7 +248,7 @@ pub async fn list(
     let namespace = params.str("namespace");
     validate::namespace(namespace)?;
     require(&principal, namespace, Access::Read)?;
-    let (page_no, page_size) = paging(&params)?;
+    let (page_no, page_size) = paging(&params, 20)?;
     let state = app.service.state();
     let namespace = canonical_namespace(namespace);
     let found: Vec<_> = matching(&state, namespace, &params)?.collect();
@@ -994,18 +952,6 @@ pub async fn import(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn wildcards_and_substrings() {
-        assert!(wildcard("app", "my-app.yaml"));
-        assert!(wildcard("*.yaml", "my-app.yaml"));
-        assert!(wildcard("my*", "my-app.yaml"));
-        assert!(wildcard("my*app*yaml", "my-app.yaml"));
-        assert!(wildcard("*", "anything"));
-        assert!(!wildcard("*.json", "my-app.yaml"));
-        assert!(!wildcard("x*", "my-app.yaml"));
-        assert!(!wildcard("my*z*", "my-app.yaml"));
-    }
 
     #[test]
     fn publishes_are_checked_key_then_content_then_syntax() {

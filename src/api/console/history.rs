@@ -11,9 +11,10 @@
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde::{Deserialize, Serialize};
 
-use super::configs::{key_param, paging, require};
+use super::configs::{key_param, require};
 use super::{diff, json_body, ok_json, ConsoleError};
 use crate::api::guard::Authed;
+use crate::api::params::paging;
 use crate::api::params::{client_ip, Params};
 use crate::api::render::Page;
 use crate::api::AppState;
@@ -72,7 +73,7 @@ pub async fn list(
     let params = Params::parse(&req, &[]);
     let key = key_param(&params)?;
     require(&principal, &key.namespace, Access::Read)?;
-    let (page_no, page_size) = paging(&params)?;
+    let (page_no, page_size) = paging(&params, 20)?;
     let state = app.service.state();
     let current = state.config(&key).map_or("", |c| c.md5.as_str());
     let total = state.history(&key).count();

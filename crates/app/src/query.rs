@@ -1,0 +1,127 @@
+//! The rules of Nacos' list and search routes, shared by every surface that
+//! lists (v1, v2, the console, the users and roles APIs): how a name filter
+//! matches and how a page is chosen.
+
+use tacos_core::validate::InvalidInput;
+
+/// Most rows one page may ask for (as Nacos).
+pub const MAX_PAGE_SIZE: u64 = 500;
+
+/// Nacos' blur match: `*` matches any run of characters; a pattern without
+/// a `*` matches as a substring.
+pub fn blur_match(pattern: &str, value: &str) -> bool {
+    if !pattern.contains('*') {
+        return value.contains(pattern);
+    }
+    let mut parts = pattern.split('*');
+    let first = parts.next().unwrap_or("");
+    let Some(mut rest) = value.strip_prefix(first) else {
+        return false;
+    };
+    let parts: Vec<&str> = parts.collect();
+    for (i, part) in parts.iter().enumerate() {
+        if i + 1 == parts.len() {
+            return rest.ends_with(part);
+        }
+        match rest.find(part) {
+            Some(at) => rest = &rest[at + part.len()..],
+            None => return false,
+        }
+    }
+    true
+}
+
+/// One name filter of a list route: `search=blur` ([`blur_match`]),
+/// `search=accurate` (whole names); an empty pattern matches everything.
+#[derive(Debug, Clone, Copy)]
+pub struct NameMatch<'a> {
+    pub pattern: &'a str,
+    pub blur: bool,
+}
+
+impl NameMatch<'_> {
+    pub fn matches(&self, candidate: &str) -> bool {
+        self.pattern.is_empty()
+            || if self.blur {
+                blur_match(self.pattern, candidate)
+            } else {
+                candidate == self.pattern
+            }
+    }
+}
+
+/// A page of a list: 1-based number and size (1 to [`MAX_PAGE_SIZE`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Paging {
+    pub page_no: u64,
+    pub page_size: u64,
+}
+
+impl Paging {
+    /// Page numbers below 1 mean the first page (as Nacos); a size outside
+    /// 1 to 500 is refused.
+    pub fn new(page_no: u64, page_size: u64) -> Result<Self, InvalidInput> {
+        if page_size == 0 || page_size > MAX_PAGE_SIZE {
+            return Err(InvalidInput::Other(
+                "pageSize",
+                format!("{page_size} (must be 1 to {MAX_PAGE_SIZE})"),
+            ));
+        }
+        Ok(Paging {
+            page_no: page_no.max(1),
+            page_size,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wildcards_and_substrings() {
+        assert!(blur_match("app", "my-app.yaml"));
+        assert!(blur_match("*.yaml", "my-app.yaml"));
+        assert!(blur_match("my*", "my-app.yaml"));
+        assert!(blur_match("my*yaml", "my-app.yaml"));
+        assert!(blur_match("my*app*yaml", "my-app.yaml"));
+        assert!(blur_match("*", "anything"));
+        assert!(!blur_match("*.json", "my-app.yaml"));
+        assert!(!blur_match("x*", "my-app.yaml"));
+        assert!(!blur_match("my*z*", "my-app.yaml"));
+        assert!(!blur_match("ab*ab", "ab"));
+    }
+
+    #[test]
+    fn name_matches_blur_accurate_and_empty() {
+        let blur = NameMatch {
+            pattern: "dev",
+            blur: true,
+        };
+        assert!(blur.matches("devops") && !blur.matches("ops"));
+        let exact = NameMatch {
+            pattern: "dev",
+            blur: false,
+        };
+        assert!(exact.matches("dev") && !exact.matches("devops"));
+        let all = NameMatch {
+            pattern: "",
+            blur: false,
+        };
+        assert!(all.matches("anything"));
+    }
+
+    #[test]
+    fn pages_are_1_to_500_rows() {
+        assert_eq!(
+            Paging::new(0, 10).unwrap(),
+            Paging {
+                page_no: 1,
+                page_size: 10
+            }
+        );
+        assert!(Paging::new(1, 0).is_err());
+        assert!(Paging::new(1, 501).is_err());
+        assert!(Paging::new(3, 500).is_ok());
+    }
+}
