@@ -313,22 +313,8 @@ pub fn write_file_durably(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
         name.to_string_lossy(),
         std::process::id()
     ));
-    let written = (|| {
-        let mut file =
-            File::create(&temp).with_context(|| format!("cannot create {}", temp.display()))?;
-        file.write_all(bytes)
-            .with_context(|| format!("cannot write {}", temp.display()))?;
-        file.sync_all()
-            .with_context(|| format!("cannot fsync {}", temp.display()))?;
-        drop(file);
-        std::fs::rename(&temp, path)
-            .with_context(|| format!("cannot rename {} to {}", temp.display(), path.display()))?;
-        sync_dir(&dir)
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&temp);
-    }
-    written
+    tacos_store::fs::write_atomically(&tacos_store::StdFs, path, &temp, bytes)?;
+    Ok(())
 }
 
 /// Makes creations, renames and removals in `dir` durable.

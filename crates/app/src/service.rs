@@ -103,7 +103,7 @@ pub struct Limits {
 /// Config and namespace writes.
 #[derive(Clone)]
 pub struct ConfigService {
-    node: Arc<Node>,
+    writer: Writer,
     limits: Limits,
 }
 
@@ -115,19 +115,34 @@ pub fn checked_key(namespace: &str, group: &str, data_id: &str) -> Result<Config
     Ok(ConfigKey::new(namespace, group, data_id))
 }
 
-/// Proposes `op` on behalf of `caller` (audited) and turns a deterministic
-/// refusal into an error.
-pub async fn propose(
-    node: &Node,
-    op: Op,
-    caller: &Caller,
+/// Every write of the application goes through here: it stamps the audit
+/// actor on the operation, proposes it through the node (which routes it to
+/// the leader and waits for the apply), and turns a deterministic refusal
+/// into an error.
+#[derive(Clone)]
+pub struct Writer {
+    node: Arc<Node>,
     audit_limit: u32,
-) -> Result<Response, ServiceError> {
-    let command = Command::by(op, caller.actor(audit_limit));
-    let (_, response) = node.write(command).await?;
-    match response {
-        Response::Rejected(error) => Err(error.into()),
-        other => Ok(other),
+}
+
+impl Writer {
+    pub fn new(node: Arc<Node>, audit_limit: u32) -> Self {
+        Writer { node, audit_limit }
+    }
+
+    /// Proposes `op` on behalf of `caller` (audited).
+    pub async fn propose(&self, op: Op, caller: &Caller) -> Result<Response, ServiceError> {
+        let command = Command::by(op, caller.actor(self.audit_limit));
+        let (_, response) = self.node.write(command).await?;
+        match response {
+            Response::Rejected(error) => Err(error.into()),
+            other => Ok(other),
+        }
+    }
+
+    /// The current state (lock-free).
+    pub fn state(&self) -> Arc<State> {
+        self.node.state()
     }
 }
 
@@ -141,7 +156,10 @@ fn origin(caller: &Caller) -> pb::Origin {
 
 impl ConfigService {
     pub fn new(node: Arc<Node>, limits: Limits) -> Self {
-        ConfigService { node, limits }
+        ConfigService {
+            writer: Writer::new(node, limits.audit_limit),
+            limits,
+        }
     }
 
     /// The largest content a write may carry (`--max-content-size`).
@@ -151,11 +169,7 @@ impl ConfigService {
 
     /// The current state (lock-free).
     pub fn state(&self) -> Arc<State> {
-        self.node.state()
-    }
-
-    async fn propose(&self, op: Op, caller: &Caller) -> Result<Response, ServiceError> {
-        propose(&self.node, op, caller, self.limits.audit_limit).await
+        self.writer.state()
     }
 
     /// Checks a publish and stamps it; the beta IPs come back beside it.
@@ -198,7 +212,7 @@ impl ConfigService {
                 app_name: publish.app_name,
             })
         };
-        self.propose(op, caller).await.map(|_| ())
+        self.writer.propose(op, caller).await.map(|_| ())
     }
 
     /// Publishes several configs as one write: all of them, or (if one is
@@ -238,7 +252,7 @@ impl ConfigService {
             )
             .into());
         }
-        self.propose(op, caller).await.map(|_| ())
+        self.writer.propose(op, caller).await.map(|_| ())
     }
 
     /// Removes a config; removing an absent one is not an error.
@@ -256,7 +270,7 @@ impl ConfigService {
             history_limit: self.limits.history_limit,
         });
         Ok(matches!(
-            self.propose(op, caller).await?,
+            self.writer.propose(op, caller).await?,
             Response::Removed { existed: true }
         ))
     }
@@ -274,7 +288,7 @@ impl ConfigService {
             key: Some((&key).into()),
         });
         Ok(matches!(
-            self.propose(op, caller).await?,
+            self.writer.propose(op, caller).await?,
             Response::Removed { existed: true }
         ))
     }
@@ -297,7 +311,7 @@ impl ConfigService {
             origin: Some(origin(caller)),
             history_limit: self.limits.history_limit,
         });
-        self.propose(op, caller).await.map(|_| ())
+        self.writer.propose(op, caller).await.map(|_| ())
     }
 
     /// Publishes a history row's content again over its config, keeping the
@@ -321,7 +335,8 @@ impl ConfigService {
         publish.origin = Some(origin(caller));
         publish.cas_md5 = cas_md5.filter(|m| !m.is_empty());
         publish.history_limit = self.limits.history_limit;
-        self.propose(Op::PublishConfig(publish), caller)
+        self.writer
+            .propose(Op::PublishConfig(publish), caller)
             .await
             .map(|_| ())
     }
@@ -350,7 +365,7 @@ impl ConfigService {
             desc: desc.to_string(),
             time_ms: now_ms(),
         });
-        self.propose(op, caller).await?;
+        self.writer.propose(op, caller).await?;
         Ok(id)
     }
 
@@ -368,13 +383,13 @@ impl ConfigService {
             name: name.to_string(),
             desc: desc.to_string(),
         });
-        self.propose(op, caller).await.map(|_| ())
+        self.writer.propose(op, caller).await.map(|_| ())
     }
 
     pub async fn remove_namespace(&self, id: &str, caller: &Caller) -> Result<(), ServiceError> {
         validate::namespace(id)?;
         let op = Op::RemoveNamespace(pb::RemoveNamespace { id: id.to_string() });
-        self.propose(op, caller).await.map(|_| ())
+        self.writer.propose(op, caller).await.map(|_| ())
     }
 }
 

@@ -95,13 +95,13 @@ async fn run(raft: Raft, mut rx: mpsc::UnboundedReceiver<Pending>) {
         }
         let raft = raft.clone();
         tokio::spawn(async move {
-            propose(&raft, batch).await;
+            propose_batch(&raft, batch).await;
             drop(permit);
         });
     }
 }
 
-async fn propose(raft: &Raft, batch: Vec<Pending>) {
+async fn propose_batch(raft: &Raft, batch: Vec<Pending>) {
     let (commands, replies): (Vec<Command>, Vec<Reply>) =
         batch.into_iter().map(|p| (p.command, p.reply)).unzip();
     match raft.client_write(Batch { commands }).await {

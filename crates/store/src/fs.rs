@@ -58,6 +58,38 @@ pub trait AppendFile: Send + Debug {
     }
 }
 
+/// Writes `bytes` to `path` so that a crash leaves either the old file or
+/// the whole new one: write `temp` (beside `path`), fsync it, rename it over
+/// `path`, fsync the directory. Every durable file replacement (metadata,
+/// snapshots, backups) goes through here, and so through [`Fs`], where the
+/// fault tests inject errors. A failed step removes the temp file.
+pub fn write_atomically(
+    fs: &dyn Fs,
+    path: &Path,
+    temp: &Path,
+    bytes: &[u8],
+) -> Result<(), crate::StoreError> {
+    use crate::StoreError;
+    let dir = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let written = (|| {
+        let mut file = fs.create(temp).map_err(StoreError::io("create", temp))?;
+        file.write_all(bytes)
+            .map_err(StoreError::io("write", temp))?;
+        file.sync_data().map_err(StoreError::io("fsync", temp))?;
+        drop(file);
+        fs.rename(temp, path)
+            .map_err(StoreError::io("rename", temp))?;
+        fs.sync_dir(&dir).map_err(StoreError::io("fsync", &dir))
+    })();
+    if written.is_err() {
+        let _ = fs.remove(temp);
+    }
+    written
+}
+
 /// The real file system.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct StdFs;

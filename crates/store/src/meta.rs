@@ -57,15 +57,7 @@ pub fn store(fs: &dyn Fs, dir: &Path, meta: &Meta) -> Result<()> {
     let json = serde_json::to_vec(meta).expect("metadata always serializes");
     let mut buf = Vec::with_capacity(json.len() + record::HEADER_LEN);
     record::encode(&json, &mut buf);
-    let mut file = fs.create(&temp).map_err(StoreError::io("create", &temp))?;
-    file.write_all(&buf)
-        .map_err(StoreError::io("write", &temp))?;
-    file.sync_data().map_err(StoreError::io("fsync", &temp))?;
-    drop(file);
-    let target = path(dir);
-    fs.rename(&temp, &target)
-        .map_err(StoreError::io("rename", &temp))?;
-    fs.sync_dir(dir).map_err(StoreError::io("fsync", dir))
+    crate::fs::write_atomically(fs, &path(dir), &temp, &buf)
 }
 
 #[cfg(test)]

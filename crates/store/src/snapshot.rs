@@ -143,20 +143,7 @@ impl SnapshotFiles {
     pub fn save(&self, meta: &SnapshotMeta, bytes: &[u8]) -> Result<PathBuf> {
         let path = self.dir.join(file_name(meta));
         let temp = path.with_extension("tmp");
-        let mut file = self
-            .fs
-            .create(&temp)
-            .map_err(StoreError::io("create", &temp))?;
-        file.write_all(bytes)
-            .map_err(StoreError::io("write", &temp))?;
-        file.sync_data().map_err(StoreError::io("fsync", &temp))?;
-        drop(file);
-        self.fs
-            .rename(&temp, &path)
-            .map_err(StoreError::io("rename", &temp))?;
-        self.fs
-            .sync_dir(&self.dir)
-            .map_err(StoreError::io("fsync", &self.dir))?;
+        crate::fs::write_atomically(self.fs.as_ref(), &path, &temp, bytes)?;
         let paths = self.snapshot_paths()?;
         if paths.len() > KEEP {
             for old in &paths[..paths.len() - KEEP] {

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{password, Auth, AuthError};
-use crate::service::{propose, Caller, ServiceError};
+use crate::service::{Caller, ServiceError, Writer};
 use tacos_core::command as pb;
 use tacos_core::now_ms;
 use tacos_core::Op;
@@ -57,6 +57,7 @@ fn write_password_file(path: &Path, password: &str) -> std::io::Result<()> {
 
 /// Runs until the cluster's auth is initialized (by this node or another).
 pub async fn run(node: Arc<Node>, auth: Arc<Auth>, settings: InitSettings) {
+    let writer = Writer::new(node.clone(), settings.audit_limit);
     let file = settings.data_dir.join(PASSWORD_FILE);
     let mut prepared: Option<Prepared> = None;
     loop {
@@ -85,7 +86,7 @@ pub async fn run(node: Arc<Node>, auth: Arc<Auth>, settings: InitSettings) {
             admin_password_hash: p.hash.clone(),
             time_ms: now_ms(),
         });
-        match propose(&node, op, &Caller::system(), settings.audit_limit).await {
+        match writer.propose(op, &Caller::system()).await {
             Ok(_) | Err(ServiceError::Rejected(ApplyError::AuthInitialized)) => {}
             Err(e) => {
                 tracing::warn!("auth init not done yet: {e}; retrying");

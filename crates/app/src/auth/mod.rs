@@ -30,7 +30,7 @@ use dashmap::DashMap;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use crate::service::{propose, Caller, ServiceError};
+use crate::service::{Caller, ServiceError, Writer};
 use tacos_core::command as pb;
 use tacos_core::now_ms;
 use tacos_core::validate::InvalidInput;
@@ -211,6 +211,7 @@ pub struct AuthSettings {
 /// Logins, request authentication, and user writes.
 pub struct Auth {
     node: Arc<Node>,
+    writer: Writer,
     hasher: Hasher,
     limiter: LoginLimiter,
     verified: DashMap<String, Verified>,
@@ -230,6 +231,7 @@ impl Auth {
     pub fn new(node: Arc<Node>, settings: AuthSettings) -> Result<Self, AuthError> {
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
         Ok(Auth {
+            writer: Writer::new(node.clone(), settings.audit_limit),
             node,
             hasher: Hasher::new(cores),
             limiter: LoginLimiter::standard(),
@@ -376,9 +378,7 @@ impl Auth {
     // ---- user writes (admin routes) ---------------------------------------
 
     async fn propose(&self, op: Op, caller: &Caller) -> Result<(), ServiceError> {
-        propose(&self.node, op, caller, self.settings.audit_limit)
-            .await
-            .map(|_| ())
+        self.writer.propose(op, caller).await.map(|_| ())
     }
 
     async fn hash_new(&self, password: &str) -> Result<String, ServiceError> {
