@@ -21,7 +21,6 @@ use crate::api::guard::Authed;
 use crate::api::params::{client_ip, paging, Params};
 use crate::api::render::Page;
 use crate::api::AppState;
-use tacos_app::auth::Principal;
 use tacos_app::query::NameMatch;
 use tacos_app::service::{checked_key, PublishRequest, ServiceError};
 use tacos_app::watch::{ListenProtocol, ListenState, ListenersOf};
@@ -33,15 +32,6 @@ use tacos_state::{canonical_namespace, Access, ApplyError, Config, ConfigKey, St
 
 /// How long the listeners page waits for the watch hub.
 const HUB_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// Fails unless `principal` may do `access` in `namespace`.
-pub(super) fn require(
-    principal: &Principal,
-    namespace: &str,
-    access: Access,
-) -> Result<(), ConsoleError> {
-    principal.require(namespace, access).map_err(Into::into)
-}
 
 /// The config key named by the `namespace`, `group` and `dataId` query
 /// parameters.
@@ -247,7 +237,7 @@ pub async fn list(
     let params = Params::parse(&req, &[]);
     let namespace = params.str("namespace");
     validate::namespace(namespace)?;
-    require(&principal, namespace, Access::Read)?;
+    principal.require(namespace, Access::Read)?;
     let (page_no, page_size) = paging(&params, 20)?;
     let state = app.service.state();
     let namespace = canonical_namespace(namespace);
@@ -290,7 +280,7 @@ pub async fn get(
 ) -> Result<HttpResponse, ConsoleError> {
     let params = Params::parse(&req, &[]);
     let key = key_param(&params)?;
-    require(&principal, &key.namespace, Access::Read)?;
+    principal.require(&key.namespace, Access::Read)?;
     let state = app.service.state();
     let config = state.config(&key).map(|c| ConfigView {
         row: ConfigRow::of(&state, &key, c),
@@ -370,7 +360,7 @@ pub async fn publish(
 ) -> Result<HttpResponse, ConsoleError> {
     let form: PublishBody = json_body(&body)?;
     validate::namespace(&form.namespace)?;
-    require(&principal, &form.namespace, Access::ReadWrite)?;
+    principal.require(&form.namespace, Access::ReadWrite)?;
     checked_publish(
         &form.namespace,
         &form.group,
@@ -413,7 +403,7 @@ pub async fn remove(
 ) -> Result<HttpResponse, ConsoleError> {
     let params = Params::parse(&req, &[]);
     let key = key_param(&params)?;
-    require(&principal, &key.namespace, Access::ReadWrite)?;
+    principal.require(&key.namespace, Access::ReadWrite)?;
     let caller = principal.caller("", client_ip(&req));
     let existed = app
         .service
@@ -483,7 +473,7 @@ pub async fn preview(
 ) -> Result<HttpResponse, ConsoleError> {
     let form: PreviewBody = json_body(&body)?;
     let key = checked_key(&form.namespace, &form.group, &form.data_id)?;
-    require(&principal, &key.namespace, Access::Read)?;
+    principal.require(&key.namespace, Access::Read)?;
     let content_error = validate::content(&form.content, app.service.max_content_size())
         .err()
         .map(|e| e.to_string());
@@ -550,7 +540,7 @@ pub async fn publish_beta(
 ) -> Result<HttpResponse, ConsoleError> {
     let form: BetaBody = json_body(&body)?;
     validate::namespace(&form.namespace)?;
-    require(&principal, &form.namespace, Access::ReadWrite)?;
+    principal.require(&form.namespace, Access::ReadWrite)?;
     let key = checked_key(&form.namespace, &form.group, &form.data_id)?;
     let ips = beta_ips(&form.beta_ips)?;
     let state = app.service.state();
@@ -591,7 +581,7 @@ pub async fn stop_beta(
 ) -> Result<HttpResponse, ConsoleError> {
     let params = Params::parse(&req, &[]);
     let key = key_param(&params)?;
-    require(&principal, &key.namespace, Access::ReadWrite)?;
+    principal.require(&key.namespace, Access::ReadWrite)?;
     let caller = principal.caller("", client_ip(&req));
     let existed = app
         .service
@@ -624,7 +614,7 @@ pub async fn promote_beta(
 ) -> Result<HttpResponse, ConsoleError> {
     let form: PromoteBody = json_body(&body)?;
     let key = checked_key(&form.namespace, &form.group, &form.data_id)?;
-    require(&principal, &key.namespace, Access::ReadWrite)?;
+    principal.require(&key.namespace, Access::ReadWrite)?;
     let caller = principal.caller("", client_ip(&req));
     app.service
         .promote_beta(&key, &form.beta_md5, form.cas_md5, &caller)
@@ -725,7 +715,7 @@ pub async fn listeners(
 ) -> Result<HttpResponse, ConsoleError> {
     let params = Params::parse(&req, &[]);
     let key = key_param(&params)?;
-    require(&principal, &key.namespace, Access::Read)?;
+    principal.require(&key.namespace, Access::Read)?;
     let mut rows = local_listeners(&app, &key).await?;
     let mut unreachable = Vec::new();
     if params.get("local") != Some("true") {
@@ -777,7 +767,7 @@ pub async fn export(
     let params = Params::parse(&req, &[]);
     let namespace = params.str("namespace");
     validate::namespace(namespace)?;
-    require(&principal, namespace, Access::Read)?;
+    principal.require(namespace, Access::Read)?;
     let ids: Vec<u64> = params
         .str("ids")
         .split(',')
@@ -843,7 +833,7 @@ pub async fn import(
     let params = Params::parse(&req, &[]);
     let namespace = params.str("namespace").to_string();
     validate::namespace(&namespace)?;
-    require(&principal, &namespace, Access::ReadWrite)?;
+    principal.require(&namespace, Access::ReadWrite)?;
     let policy = Policy::parse(params.str("policy")).ok_or_else(|| {
         InvalidInput::Other(
             "policy",

@@ -11,7 +11,7 @@
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde::{Deserialize, Serialize};
 
-use super::configs::{key_param, require};
+use super::configs::key_param;
 use super::{diff, json_body, ok_json, ConsoleError};
 use crate::api::guard::Authed;
 use crate::api::params::paging;
@@ -72,7 +72,7 @@ pub async fn list(
 ) -> Result<HttpResponse, ConsoleError> {
     let params = Params::parse(&req, &[]);
     let key = key_param(&params)?;
-    require(&principal, &key.namespace, Access::Read)?;
+    principal.require(&key.namespace, Access::Read)?;
     let (page_no, page_size) = paging(&params, 20)?;
     let state = app.service.state();
     let current = state.config(&key).map_or("", |c| c.md5.as_str());
@@ -97,7 +97,7 @@ fn readable_row<'a>(
     let row = state
         .history_row(id)
         .ok_or_else(|| ConsoleError::NotFound(format!("history row {id} does not exist")))?;
-    require(principal, &row.key.namespace, Access::Read)?;
+    principal.require(&row.key.namespace, Access::Read)?;
     Ok(row)
 }
 
@@ -185,7 +185,7 @@ pub async fn rollback(
     let form: RollbackBody = json_body(&body)?;
     let state = app.service.state();
     let row = readable_row(&state, &principal, form.id)?.clone();
-    require(&principal, &row.key.namespace, Access::ReadWrite)?;
+    principal.require(&row.key.namespace, Access::ReadWrite)?;
     drop(state);
     let caller = principal.caller("", client_ip(&req));
     app.service.rollback(&row, form.cas_md5, &caller).await?;

@@ -22,6 +22,7 @@ pub mod bootstrap;
 pub mod limiter;
 pub mod password;
 pub mod token;
+mod users;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -30,13 +31,10 @@ use dashmap::DashMap;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use crate::service::{Caller, ServiceError, Writer};
-use tacos_core::command as pb;
-use tacos_core::now_ms;
+use crate::service::{Caller, Writer};
 use tacos_core::validate::InvalidInput;
-use tacos_core::Op;
 use tacos_raft::node::Node;
-use tacos_state::{canonical_namespace, Access, User, ALL_NAMESPACES};
+use tacos_state::{Access, User};
 
 use limiter::LoginLimiter;
 use password::Hasher;
@@ -131,10 +129,7 @@ impl Principal {
         if self.can(namespace, access) {
             return Ok(());
         }
-        let shown = match canonical_namespace(namespace) {
-            "" => "public",
-            other => other,
-        };
+        let shown = tacos_core::shown_namespace(namespace);
         let what = match access {
             Access::Read => "read",
             Access::ReadWrite => "write",
@@ -373,166 +368,6 @@ impl Auth {
             ttl: self.settings.token_ttl,
             user,
         })
-    }
-
-    // ---- user writes (admin routes) ---------------------------------------
-
-    async fn propose(&self, op: Op, caller: &Caller) -> Result<(), ServiceError> {
-        self.writer.propose(op, caller).await.map(|_| ())
-    }
-
-    async fn hash_new(&self, password: &str) -> Result<String, ServiceError> {
-        password::check_new(password)
-            .map_err(|e| InvalidInput::Other("password", e.to_string()))?;
-        self.hasher
-            .hash(password)
-            .await
-            .map_err(|e| ServiceError::Internal(e.to_string()))
-    }
-
-    pub async fn create_user(
-        &self,
-        username: &str,
-        password: &str,
-        admin: bool,
-        caller: &Caller,
-    ) -> Result<(), ServiceError> {
-        check_username(username)?;
-        let password_hash = self.hash_new(password).await?;
-        let op = Op::CreateUser(pb::CreateUser {
-            username: username.to_string(),
-            password_hash,
-            admin,
-            time_ms: now_ms(),
-        });
-        self.propose(op, caller).await
-    }
-
-    /// Changes what is `Some`: the password, the admin flag, enabled.
-    pub async fn update_user(
-        &self,
-        username: &str,
-        new_password: Option<&str>,
-        admin: Option<bool>,
-        enabled: Option<bool>,
-        caller: &Caller,
-    ) -> Result<(), ServiceError> {
-        check_username(username)?;
-        let password_hash = match new_password {
-            Some(password) => Some(self.hash_new(password).await?),
-            None => None,
-        };
-        if password_hash.is_none() && admin.is_none() && enabled.is_none() {
-            return Err(InvalidInput::Missing("newPassword").into());
-        }
-        let op = Op::UpdateUser(pb::UpdateUser {
-            username: username.to_string(),
-            password_hash,
-            admin,
-            enabled,
-            time_ms: now_ms(),
-        });
-        self.propose(op, caller).await
-    }
-
-    pub async fn remove_user(&self, username: &str, caller: &Caller) -> Result<(), ServiceError> {
-        check_username(username)?;
-        let op = Op::RemoveUser(pb::RemoveUser {
-            username: username.to_string(),
-        });
-        self.propose(op, caller).await
-    }
-
-    /// Grants `access` in `namespace` (`*` = all); `None` revokes.
-    pub async fn set_permission(
-        &self,
-        username: &str,
-        namespace: &str,
-        access: Option<Access>,
-        caller: &Caller,
-    ) -> Result<(), ServiceError> {
-        check_username(username)?;
-        if namespace != ALL_NAMESPACES {
-            tacos_core::validate::namespace(namespace)?;
-        }
-        let op = Op::SetPermission(pb::SetPermission {
-            username: username.to_string(),
-            namespace: namespace.to_string(),
-            access: access.map_or(pb::Access::None, Access::to_pb) as i32,
-        });
-        self.propose(op, caller).await
-    }
-
-    /// Binds `username` to `role` (creating the role).
-    pub async fn bind_role(
-        &self,
-        role: &str,
-        username: &str,
-        caller: &Caller,
-    ) -> Result<(), ServiceError> {
-        check_role(role)?;
-        check_username(username)?;
-        let op = Op::BindRole(pb::BindRole {
-            role: role.to_string(),
-            username: username.to_string(),
-        });
-        self.propose(op, caller).await
-    }
-
-    /// Unbinds `username` from `role`; with no username, removes the role
-    /// with its bindings and permissions.
-    pub async fn unbind_role(
-        &self,
-        role: &str,
-        username: Option<&str>,
-        caller: &Caller,
-    ) -> Result<(), ServiceError> {
-        check_role(role)?;
-        if let Some(username) = username {
-            check_username(username)?;
-        }
-        let op = Op::UnbindRole(pb::UnbindRole {
-            role: role.to_string(),
-            username: username.unwrap_or_default().to_string(),
-        });
-        self.propose(op, caller).await
-    }
-
-    /// Grants a role `access` in `namespace` (`*` = all); `None` revokes.
-    pub async fn set_role_permission(
-        &self,
-        role: &str,
-        namespace: &str,
-        access: Option<Access>,
-        caller: &Caller,
-    ) -> Result<(), ServiceError> {
-        check_role(role)?;
-        if namespace != ALL_NAMESPACES {
-            tacos_core::validate::namespace(namespace)?;
-        }
-        let op = Op::SetRolePermission(pb::SetRolePermission {
-            role: role.to_string(),
-            namespace: namespace.to_string(),
-            access: access.map_or(pb::Access::None, Access::to_pb) as i32,
-        });
-        self.propose(op, caller).await
-    }
-
-    /// Records a change that is not a state change (membership) in the
-    /// audit log.
-    pub async fn audit_note(
-        &self,
-        action: &str,
-        target: &str,
-        detail: &str,
-        caller: &Caller,
-    ) -> Result<(), ServiceError> {
-        let op = Op::AuditNote(pb::AuditNote {
-            action: action.to_string(),
-            target: target.to_string(),
-            detail: detail.to_string(),
-        });
-        self.propose(op, caller).await
     }
 }
 

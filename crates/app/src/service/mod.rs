@@ -1,0 +1,160 @@
+//! The config center's write use cases, one file each (the shape of
+//! mini-redis' commands): publish (a config, a beta, an import), remove,
+//! beta stop and promote, rollback, namespaces.
+//!
+//! Each one validates the input with Nacos' rules, stamps what apply must
+//! not compute itself (time, md5, generated ids, the history limit), builds
+//! one command — a use case is one command, applied atomically — proposes
+//! it through the [`Writer`], and turns the apply outcome into a typed
+//! result. Reads are not here: handlers read the in-memory state directly,
+//! with the list rules of `crate::query`.
+
+mod beta;
+mod namespaces;
+mod publish;
+mod remove;
+mod rollback;
+
+pub use publish::{PublishRequest, MAX_IMPORT_BYTES};
+
+use std::sync::Arc;
+
+use tacos_core::command as pb;
+use tacos_core::validate::{self, InvalidInput};
+use tacos_core::{now_ms, Command, Op};
+use tacos_raft::node::Node;
+use tacos_raft::rpc::RouteError;
+use tacos_state::{ApplyError, ConfigKey, Response, State};
+
+/// Why a write was not done.
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    #[error(transparent)]
+    Invalid(#[from] InvalidInput),
+    #[error(transparent)]
+    Rejected(#[from] ApplyError),
+    #[error(transparent)]
+    Write(#[from] RouteError),
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+/// Who is writing and from where.
+#[derive(Debug, Clone, Default)]
+pub struct Caller {
+    /// The logged-in user, or (open API without auth) the `src_user` the
+    /// client claims.
+    pub user: String,
+    pub ip: String,
+    /// Whether `user` was authenticated.
+    pub authenticated: bool,
+}
+
+impl Caller {
+    /// The server itself (bootstrap).
+    pub fn system() -> Self {
+        Caller {
+            user: "system".into(),
+            ip: String::new(),
+            authenticated: true,
+        }
+    }
+
+    /// The audit actor for a command accepted now.
+    pub fn actor(&self, audit_limit: u32) -> pb::Actor {
+        let user = if self.authenticated {
+            self.user.clone()
+        } else if self.user.is_empty() {
+            "anonymous".to_string()
+        } else {
+            format!("anonymous:{}", self.user)
+        };
+        pb::Actor {
+            user,
+            ip: self.ip.clone(),
+            time_ms: now_ms(),
+            audit_limit,
+        }
+    }
+}
+
+/// Limits the service enforces.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    pub max_content_size: usize,
+    pub history_limit: u32,
+    pub audit_limit: u32,
+}
+
+/// Config and namespace writes.
+#[derive(Clone)]
+pub struct ConfigService {
+    writer: Writer,
+    limits: Limits,
+}
+
+/// Checks a key as the client sent it and returns its canonical form.
+pub fn checked_key(namespace: &str, group: &str, data_id: &str) -> Result<ConfigKey, InvalidInput> {
+    validate::data_id(data_id)?;
+    validate::group(group)?;
+    validate::namespace(namespace)?;
+    Ok(ConfigKey::new(namespace, group, data_id))
+}
+
+/// Every write of the application goes through here: it stamps the audit
+/// actor on the operation, proposes it through the node (which routes it to
+/// the leader and waits for the apply), and turns a deterministic refusal
+/// into an error.
+#[derive(Clone)]
+pub struct Writer {
+    node: Arc<Node>,
+    audit_limit: u32,
+}
+
+impl Writer {
+    pub fn new(node: Arc<Node>, audit_limit: u32) -> Self {
+        Writer { node, audit_limit }
+    }
+
+    /// Proposes `op` on behalf of `caller` (audited).
+    pub async fn propose(&self, op: Op, caller: &Caller) -> Result<Response, ServiceError> {
+        let command = Command::by(op, caller.actor(self.audit_limit));
+        let (_, response) = self.node.write(command).await?;
+        match response {
+            Response::Rejected(error) => Err(error.into()),
+            other => Ok(other),
+        }
+    }
+
+    /// The current state (lock-free).
+    pub fn state(&self) -> Arc<State> {
+        self.node.state()
+    }
+}
+
+pub(crate) fn origin(caller: &Caller) -> pb::Origin {
+    pb::Origin {
+        src_user: caller.user.clone(),
+        src_ip: caller.ip.clone(),
+        time_ms: now_ms(),
+    }
+}
+
+impl ConfigService {
+    pub fn new(node: Arc<Node>, limits: Limits) -> Self {
+        ConfigService {
+            writer: Writer::new(node, limits.audit_limit),
+            limits,
+        }
+    }
+
+    /// The largest content a write may carry (`--max-content-size`).
+    pub fn max_content_size(&self) -> usize {
+        self.limits.max_content_size
+    }
+
+    /// The current state (lock-free).
+    pub fn state(&self) -> Arc<State> {
+        self.writer.state()
+    }
+}

@@ -1,0 +1,29 @@
+//! Remove a config.
+
+use tacos_core::command as pb;
+use tacos_core::Op;
+use tacos_state::Response;
+
+use super::{checked_key, origin, Caller, ConfigService, ServiceError};
+
+impl ConfigService {
+    /// Removes a config; removing an absent one is not an error.
+    pub async fn remove(
+        &self,
+        namespace: &str,
+        group: &str,
+        data_id: &str,
+        caller: &Caller,
+    ) -> Result<bool, ServiceError> {
+        let key = checked_key(namespace, group, data_id)?;
+        let op = Op::RemoveConfig(pb::RemoveConfig {
+            key: Some((&key).into()),
+            origin: Some(origin(caller)),
+            history_limit: self.limits.history_limit,
+        });
+        Ok(matches!(
+            self.writer.propose(op, caller).await?,
+            Response::Removed { existed: true }
+        ))
+    }
+}
