@@ -35,10 +35,14 @@
 //! docs/console.md describes every parameter.
 
 mod assets;
+mod beta;
 mod cluster;
 mod configs;
 mod diff;
 mod history;
+mod import_export;
+mod listeners;
+mod namespaces;
 mod syntax;
 mod transfer;
 
@@ -61,22 +65,22 @@ pub fn routes(r: &mut Routes) {
     r.get(
         "/tacos/api/console/namespaces",
         Need::Login,
-        configs::list_namespaces,
+        namespaces::list_namespaces,
     )
     .post(
         "/tacos/api/console/namespaces",
         Need::Admin,
-        configs::create_namespace,
+        namespaces::create_namespace,
     )
     .put(
         "/tacos/api/console/namespaces",
         Need::Admin,
-        configs::update_namespace,
+        namespaces::update_namespace,
     )
     .delete(
         "/tacos/api/console/namespaces",
         Need::Admin,
-        configs::delete_namespace,
+        namespaces::delete_namespace,
     )
     .get("/tacos/api/console/configs", Need::Login, configs::list)
     .get("/tacos/api/console/config", Need::Login, configs::get)
@@ -95,22 +99,22 @@ pub fn routes(r: &mut Routes) {
     .post(
         "/tacos/api/console/config/beta",
         Need::Login,
-        configs::publish_beta,
+        beta::publish_beta,
     )
     .delete(
         "/tacos/api/console/config/beta",
         Need::Login,
-        configs::stop_beta,
+        beta::stop_beta,
     )
     .post(
         "/tacos/api/console/config/beta/promote",
         Need::Login,
-        configs::promote_beta,
+        beta::promote_beta,
     )
     .get(
         "/tacos/api/console/config/listeners",
         Need::Login,
-        configs::listeners,
+        listeners::listeners,
     )
     .get("/tacos/api/console/history", Need::Login, history::list)
     .get(
@@ -128,8 +132,16 @@ pub fn routes(r: &mut Routes) {
         Need::Login,
         history::rollback,
     )
-    .get("/tacos/api/console/export", Need::Login, configs::export)
-    .post("/tacos/api/console/import", Need::Login, configs::import)
+    .get(
+        "/tacos/api/console/export",
+        Need::Login,
+        import_export::export,
+    )
+    .post(
+        "/tacos/api/console/import",
+        Need::Login,
+        import_export::import,
+    )
     .get("/tacos/api/console/cluster", Need::Admin, cluster::overview);
 }
 

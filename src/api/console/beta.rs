@@ -1,0 +1,160 @@
+//! Console routes for a config's beta (gray release by client IP): publish,
+//! stop, promote (one write: the beta becomes the config and ends).
+
+use std::net::IpAddr;
+
+use actix_web::{web, HttpRequest, HttpResponse};
+use serde::Deserialize;
+
+use super::{json_body, ok_json, ConsoleError};
+use crate::api::guard::Authed;
+use crate::api::params::{client_ip, Params};
+use crate::api::AppState;
+use tacos_app::service::{checked_key, PublishRequest};
+use tacos_core::validate::{self, InvalidInput};
+use tacos_state::Access;
+
+use super::configs::{checked_publish, key_param};
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct BetaBody {
+    #[serde(default)]
+    namespace: String,
+    group: String,
+    data_id: String,
+    content: String,
+    /// Comma-separated client IPs.
+    beta_ips: String,
+}
+
+/// Client IPs, each checked.
+fn beta_ips(text: &str) -> Result<Vec<String>, InvalidInput> {
+    let ips: Vec<String> = text
+        .split([',', ' ', '\n'])
+        .map(str::trim)
+        .filter(|ip| !ip.is_empty())
+        .map(str::to_string)
+        .collect();
+    if ips.is_empty() {
+        return Err(InvalidInput::Other(
+            "betaIps",
+            "list at least one client IP".into(),
+        ));
+    }
+    if let Some(bad) = ips.iter().find(|ip| ip.parse::<IpAddr>().is_err()) {
+        return Err(InvalidInput::Other(
+            "betaIps",
+            format!("{bad:?} is not an IP"),
+        ));
+    }
+    Ok(ips)
+}
+
+pub async fn publish_beta(
+    req: HttpRequest,
+    body: web::Bytes,
+    app: web::Data<AppState>,
+    Authed(principal): Authed,
+) -> Result<HttpResponse, ConsoleError> {
+    let form: BetaBody = json_body(&body)?;
+    validate::namespace(&form.namespace)?;
+    principal.require(&form.namespace, Access::ReadWrite)?;
+    let key = checked_key(&form.namespace, &form.group, &form.data_id)?;
+    let ips = beta_ips(&form.beta_ips)?;
+    let state = app.service.state();
+    let Some(config) = state.config(&key).cloned() else {
+        return Err(ConsoleError::NotFound(format!(
+            "config {}/{} does not exist: publish it before a beta",
+            key.group, key.data_id
+        )));
+    };
+    drop(state);
+    checked_publish(
+        &form.namespace,
+        &form.group,
+        &form.data_id,
+        &form.content,
+        &config.config_type,
+        app.service.max_content_size(),
+    )?;
+    let request = PublishRequest {
+        namespace: form.namespace,
+        group: form.group,
+        data_id: form.data_id,
+        content: form.content,
+        config_type: config.config_type.clone(),
+        app_name: config.app_name.clone(),
+        beta_ips: ips,
+        ..Default::default()
+    };
+    let caller = principal.caller("", client_ip(&req));
+    app.service.publish(request, &caller).await?;
+    Ok(ok_json(serde_json::json!({ "ok": true })))
+}
+
+pub async fn stop_beta(
+    req: HttpRequest,
+    app: web::Data<AppState>,
+    Authed(principal): Authed,
+) -> Result<HttpResponse, ConsoleError> {
+    let params = Params::parse(&req, &[]);
+    let key = key_param(&params)?;
+    principal.require(&key.namespace, Access::ReadWrite)?;
+    let caller = principal.caller("", client_ip(&req));
+    let existed = app
+        .service
+        .stop_beta(&key.namespace, &key.group, &key.data_id, &caller)
+        .await?;
+    Ok(ok_json(serde_json::json!({ "stopped": existed })))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PromoteBody {
+    #[serde(default)]
+    namespace: String,
+    group: String,
+    data_id: String,
+    /// The beta the user saw; refused if another beta replaced it.
+    beta_md5: String,
+    /// The config version the user saw (CAS).
+    #[serde(default)]
+    cas_md5: Option<String>,
+}
+
+/// Publishes the beta's content as the config (a CAS against the version
+/// the user saw) and ends the beta, as one write.
+pub async fn promote_beta(
+    req: HttpRequest,
+    body: web::Bytes,
+    app: web::Data<AppState>,
+    Authed(principal): Authed,
+) -> Result<HttpResponse, ConsoleError> {
+    let form: PromoteBody = json_body(&body)?;
+    let key = checked_key(&form.namespace, &form.group, &form.data_id)?;
+    principal.require(&key.namespace, Access::ReadWrite)?;
+    let caller = principal.caller("", client_ip(&req));
+    app.service
+        .promote_beta(&key, &form.beta_md5, form.cas_md5, &caller)
+        .await?;
+    Ok(ok_json(serde_json::json!({ "md5": form.beta_md5 })))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn beta_ips_must_be_ips() {
+        assert_eq!(
+            beta_ips("10.0.0.1, 10.0.0.2\n::1").unwrap(),
+            ["10.0.0.1", "10.0.0.2", "::1"]
+        );
+        assert!(beta_ips(" , ").is_err());
+        assert_eq!(
+            beta_ips("10.0.0.1,host-a").unwrap_err().to_string(),
+            "invalid betaIps: \"host-a\" is not an IP"
+        );
+    }
+}

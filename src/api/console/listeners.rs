@@ -1,0 +1,152 @@
+//! The console's listener view of one config: who listens, gathered from
+//! every node, and whether each is in sync with the version it should hold.
+
+use std::time::Duration;
+
+use actix_web::{web, HttpRequest, HttpResponse};
+use serde::{Deserialize, Serialize};
+
+use super::{ok_json, ConsoleError};
+use crate::api::guard::Authed;
+use crate::api::params::Params;
+use crate::api::AppState;
+use tacos_app::watch::{ListenProtocol, ListenState, ListenersOf};
+use tacos_state::{Access, ConfigKey};
+
+use super::configs::key_param;
+
+/// How long the listeners page waits for the watch hub.
+const HUB_TIMEOUT: Duration = Duration::from_secs(5);
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ListenerView {
+    /// The node the client is connected to.
+    #[serde(default)]
+    node: u64,
+    protocol: String,
+    /// HTTP: the client IP; gRPC: `connection N` (numbered per node).
+    client: String,
+    md5: String,
+    /// Whether `md5` is what this client should hold; `None` when that
+    /// cannot be told (a gRPC client while a beta is out: its IP is not
+    /// known to the hub).
+    in_sync: Option<bool>,
+    /// `waiting` (a long poll held now), `between-polls`, `subscribed`,
+    /// `push-pending`.
+    state: String,
+    /// Since the poll started or ended, in ms (HTTP).
+    age_ms: u64,
+}
+
+/// What one node answers for its own listeners.
+#[derive(Deserialize)]
+struct NodeListeners {
+    listeners: Vec<ListenerView>,
+}
+
+/// The listeners this node's watch hub holds for `key`.
+async fn local_listeners(
+    app: &AppState,
+    key: &ConfigKey,
+) -> Result<Vec<ListenerView>, ConsoleError> {
+    let found = app
+        .hub
+        .send(ListenersOf(key.clone()))
+        .timeout(HUB_TIMEOUT)
+        .await
+        .map_err(|e| ConsoleError::Internal(format!("the watch hub did not answer: {e}")))?;
+    let state = app.service.state();
+    let current = state.config(key).map_or("", |c| c.md5.as_str());
+    let beta = state.beta(key);
+    Ok(found
+        .into_iter()
+        .map(|l| {
+            let (protocol, client, in_sync) = match l.protocol {
+                ListenProtocol::Http => {
+                    let expected = state.md5_for(key, &l.client);
+                    ("http", l.client.clone(), Some(l.md5 == expected))
+                }
+                ListenProtocol::Grpc => (
+                    "grpc",
+                    format!("connection {}", l.client),
+                    match beta {
+                        Some(b) if b.md5 == l.md5 => None,
+                        Some(_) if l.md5 != current => None,
+                        _ => Some(l.md5 == current),
+                    },
+                ),
+            };
+            let state = match l.state {
+                ListenState::Waiting => "waiting",
+                ListenState::BetweenPolls => "between-polls",
+                ListenState::Subscribed {
+                    push_pending: false,
+                } => "subscribed",
+                ListenState::Subscribed { push_pending: true } => "push-pending",
+            };
+            ListenerView {
+                node: app.node.id,
+                protocol: protocol.into(),
+                client,
+                md5: l.md5,
+                in_sync,
+                state: state.into(),
+                age_ms: l.age.as_millis() as u64,
+            }
+        })
+        .collect())
+}
+
+/// Who listens to a config on every node of the cluster: this node's
+/// watch hub, and every other member asked over HTTP (`local=true`, with
+/// the caller's credentials). A member that does not answer is listed in
+/// `unreachable`.
+pub async fn listeners(
+    req: HttpRequest,
+    app: web::Data<AppState>,
+    Authed(principal): Authed,
+) -> Result<HttpResponse, ConsoleError> {
+    let params = Params::parse(&req, &[]);
+    let key = key_param(&params)?;
+    principal.require(&key.namespace, Access::Read)?;
+    let mut rows = local_listeners(&app, &key).await?;
+    let mut unreachable = Vec::new();
+    if params.get("local") != Some("true") {
+        let client = super::cluster::peer_client()?;
+        let authorization = super::cluster::authorization(&req);
+        let query = serde_urlencoded::to_string([
+            ("namespace", key.namespace.as_str()),
+            ("group", key.group.as_str()),
+            ("dataId", key.data_id.as_str()),
+            ("local", "true"),
+        ])
+        .map_err(|e| ConsoleError::Internal(e.to_string()))?;
+        let path = format!("/tacos/api/console/config/listeners?{query}");
+        let asks = super::cluster::other_members(&app)
+            .into_iter()
+            .map(|(id, addr)| {
+                let (client, path, authorization) = (&client, &path, authorization.as_deref());
+                async move {
+                    let answer: Result<NodeListeners, String> =
+                        super::cluster::get_json(client, &addr, path, authorization).await;
+                    (id, answer)
+                }
+            });
+        for (id, answer) in futures::future::join_all(asks).await {
+            match answer {
+                Ok(found) => rows.extend(found.listeners),
+                Err(error) => unreachable.push(serde_json::json!({ "node": id, "error": error })),
+            }
+        }
+    }
+    rows.sort_by(|a, b| (a.node, &a.protocol, &a.client).cmp(&(b.node, &b.protocol, &b.client)));
+    let state = app.service.state();
+    let beta = state.beta(&key);
+    Ok(ok_json(serde_json::json!({
+        "currentMd5": state.config(&key).map_or("", |c| c.md5.as_str()),
+        "beta": beta.map(|b| serde_json::json!({ "md5": b.md5, "ips": b.ips })),
+        "listeners": rows,
+        "unreachable": unreachable,
+    })))
+}

@@ -1,0 +1,123 @@
+//! Console routes for namespaces: list (with the caller's access to each),
+//! create, rename, delete.
+
+use actix_web::{web, HttpRequest, HttpResponse};
+use serde::{Deserialize, Serialize};
+
+use super::{json_body, ok_json, ConsoleError};
+use crate::api::guard::Authed;
+use crate::api::params::{client_ip, Params};
+use crate::api::AppState;
+use tacos_core::validate::InvalidInput;
+use tacos_state::{canonical_namespace, Access};
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct NamespaceView {
+    /// "" for the public namespace.
+    id: String,
+    name: String,
+    desc: String,
+    config_count: usize,
+    /// The caller's right here: `r` or `rw`.
+    access: &'static str,
+    create_time: i64,
+}
+
+pub async fn list_namespaces(app: web::Data<AppState>, Authed(principal): Authed) -> HttpResponse {
+    let state = app.service.state();
+    let mut all = vec![NamespaceView {
+        id: String::new(),
+        name: "public".into(),
+        desc: "the default namespace".into(),
+        config_count: state.configs_in("").count(),
+        access: "",
+        create_time: 0,
+    }];
+    all.extend(state.namespaces().map(|n| NamespaceView {
+        id: n.id.clone(),
+        name: n.name.clone(),
+        desc: n.desc.clone(),
+        config_count: state.configs_in(&n.id).count(),
+        access: "",
+        create_time: n.create_time,
+    }));
+    let visible: Vec<NamespaceView> = all
+        .into_iter()
+        .filter_map(|mut n| {
+            n.access = if principal.can(&n.id, Access::ReadWrite) {
+                "rw"
+            } else if principal.can(&n.id, Access::Read) {
+                "r"
+            } else {
+                return None;
+            };
+            Some(n)
+        })
+        .collect();
+    ok_json(visible)
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct NamespaceBody {
+    #[serde(default)]
+    id: String,
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    desc: String,
+}
+
+pub async fn create_namespace(
+    req: HttpRequest,
+    body: web::Bytes,
+    app: web::Data<AppState>,
+    Authed(principal): Authed,
+) -> Result<HttpResponse, ConsoleError> {
+    let form: NamespaceBody = json_body(&body)?;
+    let caller = principal.caller("", client_ip(&req));
+    let id = app
+        .service
+        .create_namespace(&form.id, form.name.trim(), form.desc.trim(), &caller)
+        .await?;
+    Ok(ok_json(serde_json::json!({ "id": id })))
+}
+
+pub async fn update_namespace(
+    req: HttpRequest,
+    body: web::Bytes,
+    app: web::Data<AppState>,
+    Authed(principal): Authed,
+) -> Result<HttpResponse, ConsoleError> {
+    let form: NamespaceBody = json_body(&body)?;
+    if canonical_namespace(&form.id).is_empty() {
+        return Err(ConsoleError::Invalid(InvalidInput::Other(
+            "id",
+            "the public namespace cannot be renamed".into(),
+        )));
+    }
+    let caller = principal.caller("", client_ip(&req));
+    app.service
+        .update_namespace(&form.id, form.name.trim(), form.desc.trim(), &caller)
+        .await?;
+    Ok(ok_json(serde_json::json!({ "id": form.id })))
+}
+
+pub async fn delete_namespace(
+    req: HttpRequest,
+    app: web::Data<AppState>,
+    Authed(principal): Authed,
+) -> Result<HttpResponse, ConsoleError> {
+    let params = Params::parse(&req, &[]);
+    let id = params.required("id")?;
+    if canonical_namespace(id).is_empty() {
+        return Err(ConsoleError::Invalid(InvalidInput::Other(
+            "id",
+            "the public namespace cannot be deleted".into(),
+        )));
+    }
+    let caller = principal.caller("", client_ip(&req));
+    app.service.remove_namespace(id, &caller).await?;
+    Ok(ok_json(serde_json::json!({ "id": id })))
+}
