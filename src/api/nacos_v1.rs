@@ -6,20 +6,18 @@ use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 
 use super::guard::{Need, Routes};
+use super::nacos_config::{history_page, key_from, namespace_configs, publish_request, search};
 use super::params::{client_ip, header, paging, url_decode, url_encode, Params};
 use super::render::{
-    content_type_for, http_date, v1_error, v1_service_error, ConfigDetail, ConfigInfoWrapper,
-    ConfigItem, HistoryItem, Page,
+    content_type_for, http_date, v1_error, v1_service_error, ConfigDetail, HistoryItem,
 };
 use super::{allow, AppState};
 use crate::api::guard::Authed;
 use tacos_app::auth::Principal;
-use tacos_app::query::NameMatch;
-use tacos_app::service::{checked_key, Caller, PublishRequest, ServiceError};
+use tacos_app::service::{Caller, ServiceError};
 use tacos_app::watch::{changed_keys, Cancel, Hold, HoldOutcome, ListenKey, Polled, WatchHub};
-use tacos_core::command::Expect;
 use tacos_core::validate::{self, InvalidInput};
-use tacos_state::{canonical_namespace, Access, Config, ConfigKey, State};
+use tacos_state::{canonical_namespace, Access, ConfigKey, State};
 
 pub fn routes(r: &mut Routes) {
     r.get("/nacos/v1/cs/configs", Need::OpenApi, get_config)
@@ -67,13 +65,6 @@ fn ok_true() -> HttpResponse {
 
 fn caller(req: &HttpRequest, params: &Params, principal: &Principal) -> Caller {
     principal.caller(params.str("src_user"), client_ip(req))
-}
-
-/// The key named by `dataId`, `group` and a namespace parameter.
-pub(super) fn key_from(params: &Params, namespace_param: &str) -> Result<ConfigKey, InvalidInput> {
-    let data_id = params.required("dataId")?;
-    let group = params.required("group")?;
-    checked_key(params.str(namespace_param), group, data_id)
 }
 
 fn no_cache(builder: &mut actix_web::HttpResponseBuilder) -> &mut actix_web::HttpResponseBuilder {
@@ -138,53 +129,6 @@ async fn get_config(
     }
 }
 
-/// `search=accurate|blur` over the configs of one namespace.
-pub(super) fn search(
-    state: &State,
-    params: &Params,
-    mode: &str,
-    namespace_param: &str,
-) -> Result<Page<ConfigItem>, InvalidInput> {
-    let blur = match mode {
-        "accurate" => false,
-        "blur" => true,
-        other => return Err(InvalidInput::Other("search", other.to_string())),
-    };
-    let (page_no, page_size) = paging(params, 100)?;
-    let namespace = params.str(namespace_param);
-    validate::namespace(namespace)?;
-    let namespace = canonical_namespace(namespace);
-    let data_id = params.str("dataId");
-    let group = params.str("group");
-    let app_name = params.str("appName");
-    let tags: Vec<&str> = params
-        .str("config_tags")
-        .split(',')
-        .map(str::trim)
-        .filter(|t| !t.is_empty())
-        .collect();
-    let matches = |pattern, value: &str| NameMatch { pattern, blur }.matches(value);
-    let found: Vec<(&ConfigKey, &Config)> = state
-        .configs_in(namespace)
-        .filter(|(k, c)| {
-            matches(data_id, &k.data_id)
-                && matches(group, &k.group)
-                && (app_name.is_empty() || c.app_name == app_name)
-                && tags
-                    .iter()
-                    .all(|t| c.tags.split(',').any(|ct| ct.trim() == *t))
-        })
-        .map(|(k, c)| (k, c.as_ref()))
-        .collect();
-    let total = found.len();
-    Ok(Page::of(
-        found.into_iter().map(|(k, c)| ConfigItem::new(k, c)),
-        total,
-        page_no,
-        page_size,
-    ))
-}
-
 async fn publish_config(
     req: HttpRequest,
     body: web::Bytes,
@@ -212,35 +156,6 @@ async fn publish_config(
         Ok(()) => ok_true(),
         Err(e) => v1_service_error(&e),
     }
-}
-
-/// A publish request from Nacos parameters (v1 and v2 differ only in the
-/// namespace parameter's name).
-pub(super) fn publish_request(
-    params: &Params,
-    namespace_param: &str,
-    beta_ips: Option<String>,
-    cas_md5: Option<String>,
-) -> Result<PublishRequest, InvalidInput> {
-    Ok(PublishRequest {
-        namespace: params.str(namespace_param).to_string(),
-        group: params.required("group")?.to_string(),
-        data_id: params.required("dataId")?.to_string(),
-        content: params.required("content")?.to_string(),
-        config_type: params.str("type").to_string(),
-        desc: params.str("desc").to_string(),
-        app_name: params.str("appName").to_string(),
-        tags: params.any(&["config_tags", "configTags"]).to_string(),
-        cas_md5,
-        expect: Expect::Any,
-        beta_ips: beta_ips
-            .unwrap_or_default()
-            .split(',')
-            .map(str::trim)
-            .filter(|ip| !ip.is_empty())
-            .map(str::to_string)
-            .collect(),
-    })
 }
 
 async fn delete_config(
@@ -428,22 +343,6 @@ async fn listener(
 
 // ---- history ----------------------------------------------------------------
 
-/// Rows of one config, newest first, paged.
-pub(super) fn history_page(
-    state: &State,
-    key: &ConfigKey,
-    page_no: u64,
-    page_size: u64,
-) -> Page<HistoryItem> {
-    let total = state.history(key).count();
-    Page::of(
-        state.history(key).rev().map(|row| HistoryItem::new(row)),
-        total,
-        page_no,
-        page_size,
-    )
-}
-
 async fn history(
     req: HttpRequest,
     app: web::Data<AppState>,
@@ -494,14 +393,6 @@ async fn history_previous(
         Some(row) => HttpResponse::Ok().json(HistoryItem::new(row)),
         None => v1_error(StatusCode::NOT_FOUND, format!("no history before {id}")),
     }
-}
-
-/// Configs of a namespace (`history/configs`).
-pub(super) fn namespace_configs(state: &State, namespace: &str) -> Vec<ConfigInfoWrapper> {
-    state
-        .configs_in(canonical_namespace(namespace))
-        .map(|(k, c)| ConfigInfoWrapper::new(k, c))
-        .collect()
 }
 
 async fn history_configs(

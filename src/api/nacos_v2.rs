@@ -5,7 +5,7 @@ use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 
 use super::guard::{Need, Routes};
-use super::nacos_v1::{history_page, key_from, namespace_configs, publish_request, search};
+use super::nacos_config::{history_page, key_from, namespace_configs, publish_request, search};
 use super::params::paging;
 use super::params::{client_ip, header, Params};
 use super::render::{v2_error, v2_ok, v2_service_error, HistoryItem};

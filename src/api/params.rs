@@ -7,7 +7,7 @@ use actix_web::http::header::CONTENT_TYPE;
 use actix_web::HttpRequest;
 use percent_encoding::{percent_decode_str, AsciiSet, NON_ALPHANUMERIC};
 
-use tacos_app::query::{NameMatch, Paging};
+use tacos_app::query::{ConfigFilter, NameMatch, Paging};
 use tacos_core::validate::InvalidInput;
 
 /// Merged query and form parameters.
@@ -120,6 +120,26 @@ pub fn name_filter<'a>(params: &'a Params, name: &str, blur_by_default: bool) ->
             Some("accurate") => false,
             _ => blur_by_default,
         },
+    }
+}
+
+/// The config search of a list route's parameters: `dataId` and `group`
+/// (blur or accurate), `appName`, `type`, `config_tags` (comma-separated,
+/// all required), `content` (substring).
+pub fn config_filter(params: &Params, blur: bool) -> ConfigFilter<'_> {
+    ConfigFilter {
+        data_id: params.str("dataId").trim(),
+        group: params.str("group").trim(),
+        blur,
+        app_name: params.str("appName"),
+        config_type: params.str("type"),
+        tags: params
+            .str("config_tags")
+            .split(',')
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .collect(),
+        content: params.str("content"),
     }
 }
 

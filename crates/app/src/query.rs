@@ -1,8 +1,12 @@
 //! The rules of Nacos' list and search routes, shared by every surface that
 //! lists (v1, v2, the console, the users and roles APIs): how a name filter
-//! matches and how a page is chosen.
+//! matches, which configs a search finds, and how a page is chosen.
+
+use std::sync::Arc;
 
 use tacos_core::validate::InvalidInput;
+use tacos_core::ConfigKey;
+use tacos_state::{Config, State};
 
 /// Most rows one page may ask for (as Nacos).
 pub const MAX_PAGE_SIZE: u64 = 500;
@@ -48,6 +52,52 @@ impl NameMatch<'_> {
                 candidate == self.pattern
             }
     }
+}
+
+/// What a config search asks for (Nacos' `search=blur|accurate` over
+/// dataId and group, plus exact app and type, required tags and a content
+/// substring); an empty field asks nothing.
+#[derive(Debug, Clone, Default)]
+pub struct ConfigFilter<'a> {
+    pub data_id: &'a str,
+    pub group: &'a str,
+    /// Blur (wildcards, substrings) or accurate matching of dataId and group.
+    pub blur: bool,
+    pub app_name: &'a str,
+    pub config_type: &'a str,
+    /// Every one of these tags (of the config's comma-separated tags).
+    pub tags: Vec<&'a str>,
+    pub content: &'a str,
+}
+
+impl ConfigFilter<'_> {
+    pub fn matches(&self, key: &ConfigKey, config: &Config) -> bool {
+        let name = |pattern| NameMatch {
+            pattern,
+            blur: self.blur,
+        };
+        name(self.data_id).matches(&key.data_id)
+            && name(self.group).matches(&key.group)
+            && (self.app_name.is_empty() || config.app_name == self.app_name)
+            && (self.config_type.is_empty() || config.config_type == self.config_type)
+            && self
+                .tags
+                .iter()
+                .all(|t| config.tags.split(',').any(|ct| ct.trim() == *t))
+            && (self.content.is_empty() || config.content.contains(self.content))
+    }
+}
+
+/// The configs of `namespace` (canonical) that `filter` matches, in key
+/// order.
+pub fn search_configs<'a>(
+    state: &'a State,
+    namespace: &'a str,
+    filter: ConfigFilter<'a>,
+) -> impl Iterator<Item = (&'a ConfigKey, &'a Arc<Config>)> + 'a {
+    state
+        .configs_in(namespace)
+        .filter(move |(key, config)| filter.matches(key, config))
 }
 
 /// A page of a list: 1-based number and size (1 to [`MAX_PAGE_SIZE`]).

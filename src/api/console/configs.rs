@@ -15,10 +15,10 @@ use serde::{Deserialize, Serialize};
 
 use super::{diff, json_body, ok_json, syntax, ConsoleError};
 use crate::api::guard::Authed;
-use crate::api::params::{client_ip, paging, Params};
+use crate::api::params::{client_ip, config_filter, paging, Params};
 use crate::api::render::Page;
 use crate::api::AppState;
-use tacos_app::query::NameMatch;
+use tacos_app::query::search_configs;
 use tacos_app::service::{checked_key, PublishRequest};
 use tacos_core::command::Expect;
 use tacos_core::md5_hex;
@@ -78,9 +78,8 @@ impl ConfigRow {
     }
 }
 
-/// The configs of `namespace` matching the filters of `params`: `dataId`,
-/// `group` (blur: `*` wildcards or substring; accurate: equal), `type`,
-/// `appName`, `content` (substring).
+/// The configs of `namespace` matching the search of `params`
+/// (`config_filter`; blur unless `search=accurate`).
 pub(super) fn matching<'a>(
     state: &'a State,
     namespace: &'a str,
@@ -95,18 +94,11 @@ pub(super) fn matching<'a>(
             )
         }
     };
-    let field = move |pattern, value: &str| NameMatch { pattern, blur }.matches(value);
-    let (data_id, group) = (params.str("dataId").trim(), params.str("group").trim());
-    let config_type = params.str("type");
-    let app_name = params.str("appName");
-    let content = params.str("content");
-    Ok(state.configs_in(namespace).filter(move |(k, c)| {
-        field(data_id, &k.data_id)
-            && field(group, &k.group)
-            && (config_type.is_empty() || c.config_type == config_type)
-            && (app_name.is_empty() || c.app_name == app_name)
-            && (content.is_empty() || c.content.contains(content))
-    }))
+    Ok(search_configs(
+        state,
+        namespace,
+        config_filter(params, blur),
+    ))
 }
 
 pub async fn list(

@@ -1,0 +1,100 @@
+//! What the Nacos v1 and v2 config routes share: the key and publish
+//! parameters, the search page and the history pages. (The rules behind
+//! them are in `tacos_app`; this is parsing and rendering.)
+
+use super::params::{config_filter, paging, Params};
+use super::render::{ConfigInfoWrapper, ConfigItem, HistoryItem, Page};
+use tacos_app::query::search_configs;
+use tacos_app::service::{checked_key, PublishRequest};
+use tacos_core::command::Expect;
+use tacos_core::validate::{self, InvalidInput};
+use tacos_state::{canonical_namespace, Config, ConfigKey, State};
+
+/// The key named by `dataId`, `group` and a namespace parameter.
+pub fn key_from(params: &Params, namespace_param: &str) -> Result<ConfigKey, InvalidInput> {
+    let data_id = params.required("dataId")?;
+    let group = params.required("group")?;
+    checked_key(params.str(namespace_param), group, data_id)
+}
+
+/// `search=accurate|blur` over the configs of one namespace.
+pub fn search(
+    state: &State,
+    params: &Params,
+    mode: &str,
+    namespace_param: &str,
+) -> Result<Page<ConfigItem>, InvalidInput> {
+    let blur = match mode {
+        "accurate" => false,
+        "blur" => true,
+        other => return Err(InvalidInput::Other("search", other.to_string())),
+    };
+    let filter = config_filter(params, blur);
+    let (page_no, page_size) = paging(params, 100)?;
+    let namespace = params.str(namespace_param);
+    validate::namespace(namespace)?;
+    let namespace = canonical_namespace(namespace);
+    let found: Vec<(&ConfigKey, &Config)> = search_configs(state, namespace, filter)
+        .map(|(k, c)| (k, c.as_ref()))
+        .collect();
+    let total = found.len();
+    Ok(Page::of(
+        found.into_iter().map(|(k, c)| ConfigItem::new(k, c)),
+        total,
+        page_no,
+        page_size,
+    ))
+}
+
+/// A publish request from Nacos parameters (v1 and v2 differ only in the
+/// namespace parameter's name).
+pub fn publish_request(
+    params: &Params,
+    namespace_param: &str,
+    beta_ips: Option<String>,
+    cas_md5: Option<String>,
+) -> Result<PublishRequest, InvalidInput> {
+    Ok(PublishRequest {
+        namespace: params.str(namespace_param).to_string(),
+        group: params.required("group")?.to_string(),
+        data_id: params.required("dataId")?.to_string(),
+        content: params.required("content")?.to_string(),
+        config_type: params.str("type").to_string(),
+        desc: params.str("desc").to_string(),
+        app_name: params.str("appName").to_string(),
+        tags: params.any(&["config_tags", "configTags"]).to_string(),
+        cas_md5,
+        expect: Expect::Any,
+        beta_ips: beta_ips
+            .unwrap_or_default()
+            .split(',')
+            .map(str::trim)
+            .filter(|ip| !ip.is_empty())
+            .map(str::to_string)
+            .collect(),
+    })
+}
+
+/// Rows of one config, newest first, paged.
+pub fn history_page(
+    state: &State,
+    key: &ConfigKey,
+    page_no: u64,
+    page_size: u64,
+) -> Page<HistoryItem> {
+    let total = state.history(key).count();
+    Page::of(
+        state.history(key).rev().map(|row| HistoryItem::new(row)),
+        total,
+        page_no,
+        page_size,
+    )
+}
+
+/// Configs of a namespace (`history/configs`).
+pub fn namespace_configs(state: &State, namespace: &str) -> Vec<ConfigInfoWrapper> {
+    state
+        .configs_in(canonical_namespace(namespace))
+        .map(|(k, c)| ConfigInfoWrapper::new(k, c))
+        .collect()
+}
