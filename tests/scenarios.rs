@@ -13,7 +13,7 @@
 //!
 //! get nacos/v1/cs/configs dataId=a.yaml group=DEFAULT_GROUP [Content-MD5]
 //! ---
-//! 200 "port: 1"
+//! 200 port: 1
 //! Content-MD5: <md5 of body>
 //! ```
 //!
@@ -92,8 +92,8 @@
 //!   per poll, `held` or what it was answered. Nothing tells from outside
 //!   that a poll reached the node, so this is the only timing the scripts
 //!   see: "not answered yet".
-//! * `await name... [sorted]`: waits (at most [`AWAIT_BOUND`]) for the polls
-//!   and prints their answers.
+//! * `await name... [within=20s] [sorted]`: waits (at most `within`, by
+//!   default [`AWAIT_BOUND`]) for the polls and prints their answers.
 //! * `stop`: SIGTERM to the node; waits (bounded) for it to exit.
 //!
 //! Inside any argument: `${name}` is a variable (`let`), `${md5:TEXT}` the
@@ -112,8 +112,9 @@
 //! they passed a check, so a value failing its check shows up as itself
 //! and fails the comparison:
 //! * JSON fields named `*Time`/`*time`/`*Modified` that hold a time after
-//!   2020 and not in the future (milliseconds, or an RFC 3339 string) →
-//!   `"<time>"`; `modifyTime` and
+//!   2020 and not in the future → `"<time ms>"` (a number of
+//!   milliseconds), `"<time ms text>"` (the same as a string) or
+//!   `"<time rfc3339>"` (an RFC 3339 string); `modifyTime` and
 //!   `lastModifiedTime` only when not before the `createTime` /
 //!   `createdTime` of the same object;
 //! * `md5` fields equal to the md5 of the `content` of the same object →
@@ -789,6 +790,10 @@ impl Scenario {
     ) -> Result<String, Failure> {
         let sorted = sorted_tag(tags)?;
         let mut args = command.consume_args();
+        let within = match args.take_key("within") {
+            Some(d) => parse_duration(d)?,
+            None => AWAIT_BOUND,
+        };
         let names: Vec<String> = std::iter::from_fn(|| args.next_pos())
             .map(str::to_string)
             .collect();
@@ -805,7 +810,7 @@ impl Scenario {
             handles.push(handle);
         }
         let answers = self.rt.block_on(async {
-            let deadline = tokio::time::Instant::now() + AWAIT_BOUND;
+            let deadline = tokio::time::Instant::now() + within;
             let mut answers = Vec::new();
             for mut handle in handles {
                 answers.push(match tokio::time::timeout_at(deadline, &mut handle).await {
@@ -1039,6 +1044,15 @@ fn as_ms(v: &Value) -> Option<i64> {
     }
 }
 
+/// What a time is masked as: its form stays visible.
+fn time_placeholder(v: &Value) -> &'static str {
+    match v {
+        Value::Number(_) => "<time ms>",
+        Value::String(s) if s.bytes().all(|b| b.is_ascii_digit()) => "<time ms text>",
+        _ => "<time rfc3339>",
+    }
+}
+
 /// Keys that hold a time (`createTime`, `lastModifiedTime`, `lastModified`).
 fn is_time_key(key: &str) -> bool {
     let key = key.to_ascii_lowercase();
@@ -1067,7 +1081,7 @@ fn mask_json(value: &Value) -> Value {
                     };
                     match as_ms(v) {
                         Some(ms) if plausible_ms(ms) && earliest.is_none_or(|e| ms >= e) => {
-                            Value::String("<time>".into())
+                            Value::String(time_placeholder(v).into())
                         }
                         _ => mask_json(v),
                     }
