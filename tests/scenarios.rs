@@ -2,8 +2,11 @@
 //!
 //! Each script runs against a fresh `tacos` node (the real binary, started
 //! on a temp dir with the test admin password, see `tests/common`), one
-//! `#[test]` per script. A script is a [goldenscript]: commands, a `---`
-//! line, and the expected output below it, up to a blank line:
+//! `#[test]` per script (a plain test with its own Tokio runtime: the
+//! goldenscript runner is synchronous). A script is a [goldenscript]:
+//! blocks of commands, a `---` line, and the expected output of the block
+//! below it, up to a blank line (`#` starts a comment; a command in
+//! parentheses runs with its output left out):
 //!
 //! ```text
 //! # A comment.
@@ -72,8 +75,8 @@
 //!   (`data.1.namespace`: object keys and array indexes, dot separated).
 //! * `show path...`: the status of the last answer and the given fields of
 //!   its JSON, masked (paths as for `let`; a key applied to an array
-//!   selects it in every item: `pageItems.dataId`). With a silenced request (`(get ...)`) it prints just what a
-//!   case is about.
+//!   selects it in every item: `pageItems.dataId`). After a silenced
+//!   request (`(get ...)`) it prints just what a case is about.
 //! * `save name` / `changes name`: keeps the last JSON answer; `changes`
 //!   compares the last answer with a kept one field by field: `same: ...`,
 //!   then each changed field as `old → new` (numbers: `later`/`earlier`).
@@ -94,7 +97,8 @@
 //!   see: "not answered yet".
 //! * `await name... [within=20s] [sorted]`: waits (at most `within`, by
 //!   default [`AWAIT_BOUND`]) for the polls and prints their answers.
-//! * `stop`: SIGTERM to the node; waits (bounded) for it to exit.
+//! * `stop`: SIGTERM to the node; waits (bounded) for it to exit and
+//!   prints its exit status.
 //!
 //! Inside any argument: `${name}` is a variable (`let`), `${md5:TEXT}` the
 //! md5 (hex) of TEXT, `${repeat:N:TEXT}` TEXT N times (these nest).
@@ -208,6 +212,10 @@ fn every_script_has_a_test() {
             on_disk.insert(stem);
         }
     }
+    assert!(
+        LISTED.is_sorted(),
+        "keep the `scenarios!` list in tests/scenarios.rs sorted"
+    );
     let listed: BTreeSet<String> = LISTED.iter().map(|s| s.to_string()).collect();
     let unlisted: Vec<_> = on_disk.difference(&listed).collect();
     let missing: Vec<_> = listed.difference(&on_disk).collect();
@@ -1248,7 +1256,7 @@ fn java_decode(s: &str) -> Result<String, Failure> {
 #[test]
 fn helpers() {
     assert_eq!(java_decode("a+b%02c%01").unwrap(), "a b\u{2}c\u{1}");
-    assert_eq!(java_decode("%E9%85%8D").unwrap(), "配");
+    assert_eq!(java_decode("%E9%85%8D%").unwrap(), "配%");
     assert_eq!(show_text("true"), "true");
     assert_eq!(show_text(""), "\"\"");
     assert_eq!(show_text("a\n"), "\"a\\n\"");
