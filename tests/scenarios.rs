@@ -568,17 +568,17 @@ impl Scenario {
         }
         out.push('\n');
         for name in show {
-            let value = match answer.headers.get_all(name.as_str()).iter().count() {
-                0 => "(absent)".to_string(),
-                _ => answer
-                    .headers
-                    .get_all(name.as_str())
-                    .iter()
-                    .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
-                    .collect::<Vec<_>>()
-                    .join(", "),
+            let values: Vec<String> = answer
+                .headers
+                .get_all(name.as_str())
+                .iter()
+                .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+                .collect();
+            let shown = match values.is_empty() {
+                true => "(absent)".to_string(),
+                false => mask_header(name, &values.join(", "), &answer.body),
             };
-            writeln!(out, "{name}: {}", mask_header(name, &value, &answer.body)).unwrap();
+            writeln!(out, "{name}: {shown}").unwrap();
         }
         out.push_str(&below);
         out
