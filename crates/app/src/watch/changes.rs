@@ -1,0 +1,43 @@
+//! Applied changes reach the hub (`Changed`): it wakes the long polls and
+//! queues pushes for the gRPC listeners whose keys changed.
+
+use actix::prelude::*;
+
+use super::*;
+
+/// An applied batch changed these keys (applied at the given instant).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Changed(pub Changes, pub std::time::Instant);
+
+impl Handler<Changed> for WatchHub {
+    type Result = ();
+
+    fn handle(&mut self, msg: Changed, _: &mut Context<Self>) {
+        let ids: Vec<u64> = match msg.0 {
+            Changes::All => {
+                for sub in self.subscribers.values() {
+                    sub.keys.values().for_each(|k| sub.queue.mark(k));
+                }
+                self.holds.keys().copied().collect()
+            }
+            Changes::Keys(keys) => {
+                self.push(&keys);
+                let mut ids: Vec<u64> = keys
+                    .iter()
+                    .filter_map(|k| self.by_key.get(k))
+                    .flatten()
+                    .copied()
+                    .collect();
+                ids.sort_unstable();
+                ids.dedup();
+                ids
+            }
+        };
+        let woken = self.wake(ids);
+        let latency = msg.1.elapsed().as_secs_f64();
+        for _ in 0..woken {
+            metrics::histogram!("tacos_watch_notify_seconds").record(latency);
+        }
+    }
+}

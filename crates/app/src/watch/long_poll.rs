@@ -1,0 +1,116 @@
+//! HTTP long polls: hold one until a watched key changes or it times out
+//! (`Hold`), note one that ended (`Polled`), cancel one whose client went
+//! away (`Cancel`), answer them all at shutdown (`ReleaseAll`).
+
+use std::time::Instant;
+
+use actix::prelude::*;
+use tokio::sync::oneshot;
+
+use super::*;
+
+/// Hold a long-poll until one of its keys changes.
+#[derive(Message)]
+#[rtype(result = "HoldOutcome")]
+pub struct Hold {
+    pub keys: Vec<ListenKey>,
+    pub client_ip: String,
+    pub reply: oneshot::Sender<Vec<ListenKey>>,
+}
+
+/// What became of a [`Hold`].
+#[derive(Debug, MessageResponse)]
+pub enum HoldOutcome {
+    /// Held; cancel with this id when the client's timeout ends.
+    Held(u64),
+    /// Already changed: the reply was sent at once.
+    Answered,
+    /// Too many held requests.
+    Full { limit: usize },
+}
+
+impl Handler<Hold> for WatchHub {
+    type Result = HoldOutcome;
+
+    fn handle(&mut self, msg: Hold, _: &mut Context<Self>) -> HoldOutcome {
+        let changed = changed_keys(&self.state.load(), &msg.keys, &msg.client_ip);
+        if !changed.is_empty() {
+            let _ = msg.reply.send(changed);
+            self.remember_ended(&msg.client_ip, &msg.keys);
+            return HoldOutcome::Answered;
+        }
+        if self.holds.len() >= self.max_holds {
+            return HoldOutcome::Full {
+                limit: self.max_holds,
+            };
+        }
+        self.next_id += 1;
+        let id = self.next_id;
+        for k in &msg.keys {
+            self.by_key.entry(k.key.clone()).or_default().insert(id);
+        }
+        self.forget_polls_of(&msg.client_ip, &msg.keys);
+        self.holds.insert(
+            id,
+            Held {
+                keys: msg.keys,
+                client_ip: msg.client_ip,
+                reply: msg.reply,
+                since: Instant::now(),
+            },
+        );
+        HoldOutcome::Held(id)
+    }
+}
+
+/// A poll that was answered without being held (a key had already
+/// changed, or the client asked for no hold): remembered like an ended
+/// poll, so the listeners view shows a client that holds a stale md5.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Polled {
+    pub keys: Vec<ListenKey>,
+    pub client_ip: String,
+}
+
+impl Handler<Polled> for WatchHub {
+    type Result = ();
+
+    fn handle(&mut self, msg: Polled, _: &mut Context<Self>) {
+        self.forget_polls_of(&msg.client_ip, &msg.keys);
+        self.remember_ended(&msg.client_ip, &msg.keys);
+    }
+}
+
+/// Stop holding (the client's timeout ended or it went away).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Cancel(pub u64);
+
+impl Handler<Cancel> for WatchHub {
+    type Result = ();
+
+    fn handle(&mut self, msg: Cancel, _: &mut Context<Self>) {
+        self.remove(msg.0);
+    }
+}
+
+/// Answer every held request now with no changes (shutdown).
+#[derive(Message)]
+#[rtype(result = "usize")]
+pub struct ReleaseAll;
+
+impl Handler<ReleaseAll> for WatchHub {
+    type Result = usize;
+
+    fn handle(&mut self, _: ReleaseAll, _: &mut Context<Self>) -> usize {
+        let ids: Vec<u64> = self.holds.keys().copied().collect();
+        let count = ids.len();
+        for id in ids {
+            if let Some(held) = self.remove(id) {
+                let _ = held.reply.send(Vec::new());
+            }
+        }
+        count
+    }
+}

@@ -1,0 +1,82 @@
+//! gRPC listeners: a connection subscribes to keys (`Subscribe`), drops
+//! some (`Unsubscribe`), or goes away (`Disconnect`).
+
+use std::collections::HashMap;
+
+use actix::prelude::*;
+
+use super::*;
+
+/// A gRPC connection listens to `keys` (added to what it already listens
+/// to); changes are marked in `queue`.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Subscribe {
+    pub conn: u64,
+    pub keys: Vec<ListenKey>,
+    pub queue: PushQueue,
+    /// The connection's peer address (`ip:port`), or "" if unknown.
+    pub client: String,
+}
+
+impl Handler<Subscribe> for WatchHub {
+    type Result = ();
+
+    fn handle(&mut self, msg: Subscribe, _: &mut Context<Self>) {
+        let sub = self
+            .subscribers
+            .entry(msg.conn)
+            .or_insert_with(|| Subscriber {
+                keys: HashMap::new(),
+                queue: msg.queue,
+                client: msg.client,
+            });
+        for k in msg.keys {
+            self.subscribers_by_key
+                .entry(k.key.clone())
+                .or_default()
+                .insert(msg.conn);
+            sub.keys.insert(k.key.clone(), k);
+        }
+    }
+}
+
+/// A gRPC connection stops listening to `keys`.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Unsubscribe {
+    pub conn: u64,
+    pub keys: Vec<ConfigKey>,
+}
+
+impl Handler<Unsubscribe> for WatchHub {
+    type Result = ();
+
+    fn handle(&mut self, msg: Unsubscribe, _: &mut Context<Self>) {
+        if let Some(sub) = self.subscribers.get_mut(&msg.conn) {
+            for key in &msg.keys {
+                sub.keys.remove(key);
+            }
+        }
+        for key in &msg.keys {
+            self.unsubscribe(msg.conn, key);
+        }
+    }
+}
+
+/// A gRPC connection closed: forget everything it listened to.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Disconnect(pub u64);
+
+impl Handler<Disconnect> for WatchHub {
+    type Result = ();
+
+    fn handle(&mut self, msg: Disconnect, _: &mut Context<Self>) {
+        if let Some(sub) = self.subscribers.remove(&msg.0) {
+            for key in sub.keys.keys() {
+                self.unsubscribe(msg.0, key);
+            }
+        }
+    }
+}

@@ -1,0 +1,131 @@
+//! What the hub can tell about its listeners: counts for metrics
+//! (`CountListeners`), and who listens to one config and whether each is
+//! in sync, for the console (`ListenersOf`).
+
+use std::time::{Duration, Instant};
+
+use actix::prelude::*;
+
+use super::*;
+
+/// How many listeners the hub serves now.
+#[derive(Message)]
+#[rtype(result = "ListenerCounts")]
+pub struct CountListeners;
+
+/// Held long polls, and gRPC connections and the keys they listen to.
+#[derive(Debug, Clone, Copy, MessageResponse)]
+pub struct ListenerCounts {
+    pub long_polls: usize,
+    pub grpc_connections: usize,
+    pub grpc_keys: usize,
+}
+
+impl Handler<CountListeners> for WatchHub {
+    type Result = ListenerCounts;
+
+    fn handle(&mut self, _: CountListeners, _: &mut Context<Self>) -> ListenerCounts {
+        ListenerCounts {
+            long_polls: self.holds.len(),
+            grpc_connections: self.subscribers.len(),
+            grpc_keys: self.subscribers.values().map(|s| s.keys.len()).sum(),
+        }
+    }
+}
+
+/// Who listens to one config (the console's listeners page).
+#[derive(Message)]
+#[rtype(result = "Vec<ListenerInfo>")]
+pub struct ListenersOf(pub ConfigKey);
+
+/// How a listener listens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListenProtocol {
+    /// Nacos 1.x long polling over HTTP.
+    Http,
+    /// A Nacos 2.x gRPC connection (server push).
+    Grpc,
+}
+
+/// Where a listener is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListenState {
+    /// A long poll held now.
+    Waiting,
+    /// A long poll that ended (answered or timed out) and has not been
+    /// followed by another from the same client yet.
+    BetweenPolls,
+    /// A gRPC connection listening; `push_pending` while a change to the
+    /// key waits in its push queue.
+    Subscribed { push_pending: bool },
+}
+
+/// One listener of a config, as the hub sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListenerInfo {
+    pub protocol: ListenProtocol,
+    /// HTTP: the client's IP. gRPC: the connection's peer address
+    /// (`ip:port`).
+    pub client: String,
+    /// The md5 the client said it holds (gRPC: in its last listen request).
+    pub md5: String,
+    pub state: ListenState,
+    /// Since the poll started (waiting), ended (between polls), or nothing
+    /// (gRPC).
+    pub age: Duration,
+}
+
+impl Handler<ListenersOf> for WatchHub {
+    type Result = Vec<ListenerInfo>;
+
+    fn handle(&mut self, msg: ListenersOf, _: &mut Context<Self>) -> Vec<ListenerInfo> {
+        let now = Instant::now();
+        self.forget_expired(now);
+        let key = &msg.0;
+        let mut found = Vec::new();
+        for id in self.by_key.get(key).into_iter().flatten() {
+            let Some(held) = self.holds.get(id) else {
+                continue;
+            };
+            for k in held.keys.iter().filter(|k| &k.key == key) {
+                found.push(ListenerInfo {
+                    protocol: ListenProtocol::Http,
+                    client: held.client_ip.clone(),
+                    md5: k.md5.clone(),
+                    state: ListenState::Waiting,
+                    age: now.duration_since(held.since),
+                });
+            }
+        }
+        for poll in self.recent.get(key).into_iter().flatten() {
+            found.push(ListenerInfo {
+                protocol: ListenProtocol::Http,
+                client: poll.client_ip.clone(),
+                md5: poll.md5.clone(),
+                state: ListenState::BetweenPolls,
+                age: now.duration_since(poll.ended),
+            });
+        }
+        for conn in self.subscribers_by_key.get(key).into_iter().flatten() {
+            let Some(sub) = self.subscribers.get(conn) else {
+                continue;
+            };
+            if let Some(listen) = sub.keys.get(key) {
+                found.push(ListenerInfo {
+                    protocol: ListenProtocol::Grpc,
+                    client: if sub.client.is_empty() {
+                        format!("connection {conn}")
+                    } else {
+                        sub.client.clone()
+                    },
+                    md5: listen.md5.clone(),
+                    state: ListenState::Subscribed {
+                        push_pending: sub.queue.contains(key),
+                    },
+                    age: Duration::ZERO,
+                });
+            }
+        }
+        found
+    }
+}
