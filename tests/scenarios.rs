@@ -62,6 +62,10 @@
 //!     the npm client (`username=nacos&password=nacos`) and the Java client
 //!     (`accessToken=<a token that is not valid>`) send it; with open-API
 //!     auth off the node must ignore it;
+//!   * `json`: the pairs go into a JSON object body (the console API's
+//!     form): a value that parses as JSON (`true`, `12`, `null`, `[...]`)
+//!     is that value, anything else a string (`"\"12\""` is the string
+//!     `12`);
 //!   * `raw`: print a JSON body as text (byte for byte), not normalized;
 //!   * any other word is a response header to print (`Content-MD5`,
 //!     `Config-Type`, ...; printed in alphabetical order, `(absent)` when
@@ -174,6 +178,8 @@ macro_rules! scenarios {
 }
 
 scenarios! {
+    console_beta_promote,
+    console_publish_conditions,
     health,
     listener_at_once,
     listener_beta,
@@ -450,6 +456,7 @@ impl Scenario {
                 "query" => options.query = true,
                 "form" => options.form = true,
                 "java" => options.java = true,
+                "json" => options.json = true,
                 "raw" => options.raw = true,
                 "with-creds" => options.creds = true,
                 "with-token" => options.fake_token = true,
@@ -457,11 +464,17 @@ impl Scenario {
                 header => show.push(header.to_string()),
             }
         }
-        if options.query && (options.form || options.java) {
-            return Err("`query` and `form`/`java` exclude each other".into());
+        if [options.query, options.form, options.java, options.json]
+            .iter()
+            .filter(|o| **o)
+            .count()
+            > 1
+        {
+            return Err("`query`, `form`, `java` and `json` exclude each other".into());
         }
         let in_body = options.form
             || options.java
+            || options.json
             || (!options.query && matches!(method, reqwest::Method::POST | reqwest::Method::PUT));
         let (mut query, form) = if in_body {
             (Vec::new(), Some(pairs))
@@ -496,7 +509,17 @@ impl Scenario {
             builder = builder.query(&query);
         }
         if let Some(form) = &form {
-            if options.java {
+            if options.json {
+                let object: serde_json::Map<String, Value> = form
+                    .iter()
+                    .map(|(k, v)| {
+                        let value = serde_json::from_str::<Value>(v)
+                            .unwrap_or_else(|_| Value::String(v.clone()));
+                        (k.clone(), value)
+                    })
+                    .collect();
+                builder = builder.json(&object);
+            } else if options.java {
                 let body = form
                     .iter()
                     .map(|(k, v)| format!("{}={}", java_encode(k), java_encode(v)))
@@ -864,6 +887,7 @@ struct Options {
     query: bool,
     form: bool,
     java: bool,
+    json: bool,
     raw: bool,
     creds: bool,
     fake_token: bool,
