@@ -4,7 +4,8 @@
 
 use super::params::{config_filter, paging, Params};
 use super::render::{ConfigInfoWrapper, ConfigItem, HistoryItem, Page};
-use tacos_app::query::search_configs;
+use tacos_app::auth::Principal;
+use tacos_app::query::{search_configs, visible_history_row, HistoryLookup};
 use tacos_app::service::{checked_key, PublishRequest};
 use tacos_core::command::Expect;
 use tacos_core::validate::{self, InvalidInput};
@@ -97,4 +98,35 @@ pub fn namespace_configs(state: &State, namespace: &str) -> Vec<ConfigInfoWrappe
         .configs_in(canonical_namespace(namespace))
         .map(|(k, c)| ConfigInfoWrapper::new(k, c))
         .collect()
+}
+
+/// Why a history row lookup shows nothing.
+pub enum RowLookupError {
+    Invalid(InvalidInput),
+    NotFound(String),
+}
+
+/// `history?nid=` (`HistoryLookup::This`) and `history/previous?id=`
+/// (`Previous`): the row, if the principal may read it.
+pub fn history_row(
+    state: &State,
+    principal: &Principal,
+    params: &Params,
+    lookup: HistoryLookup,
+) -> Result<HistoryItem, RowLookupError> {
+    let param = match lookup {
+        HistoryLookup::This => "nid",
+        HistoryLookup::Previous => "id",
+    };
+    let id = params
+        .required_number(param)
+        .map_err(RowLookupError::Invalid)?;
+    visible_history_row(state, principal, id, lookup)
+        .map(|row| HistoryItem::new(row))
+        .ok_or_else(|| {
+            RowLookupError::NotFound(match lookup {
+                HistoryLookup::This => format!("history {id} not exist"),
+                HistoryLookup::Previous => format!("no history before {id}"),
+            })
+        })
 }

@@ -6,14 +6,15 @@ use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 
 use super::guard::{Need, Routes};
-use super::nacos_config::{history_page, key_from, namespace_configs, publish_request, search};
-use super::params::{client_ip, header, paging, url_decode, url_encode, Params};
-use super::render::{
-    content_type_for, http_date, v1_error, v1_service_error, ConfigDetail, HistoryItem,
+use super::nacos_config::{
+    history_page, history_row, key_from, namespace_configs, publish_request, search, RowLookupError,
 };
+use super::params::{client_ip, header, paging, url_decode, url_encode, Params};
+use super::render::{content_type_for, http_date, v1_error, v1_service_error, ConfigDetail};
 use super::{allow, AppState};
 use crate::api::guard::Authed;
 use tacos_app::auth::Principal;
+use tacos_app::query::HistoryLookup;
 use tacos_app::service::{Caller, ServiceError};
 use tacos_app::watch::{changed_keys, Cancel, Hold, HoldOutcome, ListenKey, Polled, WatchHub};
 use tacos_core::validate::{self, InvalidInput};
@@ -351,16 +352,9 @@ async fn history(
     let params = Params::parse(&req, &[]);
     let state = app.service.state();
     if params.get("nid").is_some() {
-        let id = match params.required_number("nid") {
-            Ok(id) => id,
-            Err(e) => return bad_request(e),
-        };
-        let row = state
-            .history_row(id)
-            .filter(|row| principal.can(&row.key.namespace, Access::Read));
-        return match row {
-            Some(row) => HttpResponse::Ok().json(HistoryItem::new(row)),
-            None => v1_error(StatusCode::NOT_FOUND, format!("history {id} not exist")),
+        return match history_row(&state, &principal, &params, HistoryLookup::This) {
+            Ok(item) => HttpResponse::Ok().json(item),
+            Err(e) => v1_row_error(e),
         };
     }
     if let Err(denied) = allow(&principal, params.str("tenant"), Access::Read) {
@@ -381,17 +375,17 @@ async fn history_previous(
     Authed(principal): Authed,
 ) -> HttpResponse {
     let params = Params::parse(&req, &[]);
-    let id = match params.required_number("id") {
-        Ok(id) => id,
-        Err(e) => return bad_request(e),
-    };
     let state = app.service.state();
-    let row = state
-        .previous_history_row(id)
-        .filter(|row| principal.can(&row.key.namespace, Access::Read));
-    match row {
-        Some(row) => HttpResponse::Ok().json(HistoryItem::new(row)),
-        None => v1_error(StatusCode::NOT_FOUND, format!("no history before {id}")),
+    match history_row(&state, &principal, &params, HistoryLookup::Previous) {
+        Ok(item) => HttpResponse::Ok().json(item),
+        Err(e) => v1_row_error(e),
+    }
+}
+
+fn v1_row_error(error: RowLookupError) -> HttpResponse {
+    match error {
+        RowLookupError::Invalid(e) => bad_request(e),
+        RowLookupError::NotFound(message) => v1_error(StatusCode::NOT_FOUND, message),
     }
 }
 

@@ -5,12 +5,15 @@ use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 
 use super::guard::{Need, Routes};
-use super::nacos_config::{history_page, key_from, namespace_configs, publish_request, search};
+use super::nacos_config::{
+    history_page, history_row, key_from, namespace_configs, publish_request, search, RowLookupError,
+};
 use super::params::paging;
 use super::params::{client_ip, header, Params};
-use super::render::{v2_error, v2_ok, v2_service_error, HistoryItem};
+use super::render::{v2_error, v2_ok, v2_service_error};
 use super::{allow, AppState};
 use crate::api::guard::Authed;
+use tacos_app::query::HistoryLookup;
 use tacos_app::service::ServiceError;
 use tacos_core::validate::{self, InvalidInput};
 use tacos_state::Access;
@@ -160,17 +163,15 @@ async fn history_one(
     Authed(principal): Authed,
 ) -> HttpResponse {
     let params = Params::parse(&req, &[]);
-    let id = match params.required_number("nid") {
-        Ok(id) => id,
-        Err(e) => return invalid(e),
-    };
-    let state = app.service.state();
-    let row = state
-        .history_row(id)
-        .filter(|row| principal.can(&row.key.namespace, Access::Read));
-    match row {
-        Some(row) => v2_ok(HistoryItem::new(row)),
-        None => not_found(format!("history {id} not exist")),
+    match history_row(
+        &app.service.state(),
+        &principal,
+        &params,
+        HistoryLookup::This,
+    ) {
+        Ok(item) => v2_ok(item),
+        Err(RowLookupError::Invalid(e)) => invalid(e),
+        Err(RowLookupError::NotFound(message)) => not_found(message),
     }
 }
 
@@ -180,17 +181,15 @@ async fn history_previous(
     Authed(principal): Authed,
 ) -> HttpResponse {
     let params = Params::parse(&req, &[]);
-    let id = match params.required_number("id") {
-        Ok(id) => id,
-        Err(e) => return invalid(e),
-    };
-    let state = app.service.state();
-    let row = state
-        .previous_history_row(id)
-        .filter(|row| principal.can(&row.key.namespace, Access::Read));
-    match row {
-        Some(row) => v2_ok(HistoryItem::new(row)),
-        None => not_found(format!("no history before {id}")),
+    match history_row(
+        &app.service.state(),
+        &principal,
+        &params,
+        HistoryLookup::Previous,
+    ) {
+        Ok(item) => v2_ok(item),
+        Err(RowLookupError::Invalid(e)) => invalid(e),
+        Err(RowLookupError::NotFound(message)) => not_found(message),
     }
 }
 

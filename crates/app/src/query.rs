@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use tacos_core::validate::InvalidInput;
 use tacos_core::ConfigKey;
-use tacos_state::{Config, State};
+use tacos_state::{Access, Config, HistoryRow, State};
+
+use crate::auth::Principal;
 
 /// Most rows one page may ask for (as Nacos).
 pub const MAX_PAGE_SIZE: u64 = 500;
@@ -98,6 +100,30 @@ pub fn search_configs<'a>(
     state
         .configs_in(namespace)
         .filter(move |(key, config)| filter.matches(key, config))
+}
+
+/// Which history row a lookup by id means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HistoryLookup {
+    /// The row with this id (`history?nid=`).
+    This,
+    /// The row of the same config before it (`history/previous?id=`).
+    Previous,
+}
+
+/// A history row by id, if `principal` may read its namespace: a row the
+/// caller may not see is not found, as if it did not exist.
+pub fn visible_history_row<'a>(
+    state: &'a State,
+    principal: &Principal,
+    id: u64,
+    lookup: HistoryLookup,
+) -> Option<&'a Arc<HistoryRow>> {
+    let row = match lookup {
+        HistoryLookup::This => state.history_row(id),
+        HistoryLookup::Previous => state.previous_history_row(id),
+    };
+    row.filter(|row| principal.can(&row.key.namespace, Access::Read))
 }
 
 /// A page of a list: 1-based number and size (1 to [`MAX_PAGE_SIZE`]).

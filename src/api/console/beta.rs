@@ -8,13 +8,13 @@ use serde::Deserialize;
 
 use super::{json_body, ok_json, ConsoleError};
 use crate::api::guard::Authed;
-use crate::api::params::{client_ip, Params};
 use crate::api::AppState;
 use tacos_app::service::{checked_key, PublishRequest};
 use tacos_core::validate::{self, InvalidInput};
 use tacos_state::Access;
 
-use super::configs::{checked_publish, key_param};
+use super::configs::checked_publish;
+use super::configs::{caller_of, named_config};
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -88,7 +88,7 @@ pub async fn publish_beta(
         beta_ips: ips,
         ..Default::default()
     };
-    let caller = principal.caller("", client_ip(&req));
+    let caller = caller_of(&req, &principal);
     app.service.publish(request, &caller).await?;
     Ok(ok_json(serde_json::json!({ "ok": true })))
 }
@@ -98,10 +98,8 @@ pub async fn stop_beta(
     app: web::Data<AppState>,
     Authed(principal): Authed,
 ) -> Result<HttpResponse, ConsoleError> {
-    let params = Params::parse(&req, &[]);
-    let key = key_param(&params)?;
-    principal.require(&key.namespace, Access::ReadWrite)?;
-    let caller = principal.caller("", client_ip(&req));
+    let (_, key) = named_config(&req, &principal, Access::ReadWrite)?;
+    let caller = caller_of(&req, &principal);
     let existed = app
         .service
         .stop_beta(&key.namespace, &key.group, &key.data_id, &caller)
@@ -134,7 +132,7 @@ pub async fn promote_beta(
     let form: PromoteBody = json_body(&body)?;
     let key = checked_key(&form.namespace, &form.group, &form.data_id)?;
     principal.require(&key.namespace, Access::ReadWrite)?;
-    let caller = principal.caller("", client_ip(&req));
+    let caller = caller_of(&req, &principal);
     app.service
         .promote_beta(&key, &form.beta_md5, form.cas_md5, &caller)
         .await?;

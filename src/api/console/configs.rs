@@ -18,13 +18,34 @@ use crate::api::guard::Authed;
 use crate::api::params::{client_ip, config_filter, paging, Params};
 use crate::api::render::Page;
 use crate::api::AppState;
+use tacos_app::auth::Principal;
 use tacos_app::query::search_configs;
-use tacos_app::service::{checked_key, PublishRequest};
+use tacos_app::service::{checked_key, Caller, PublishRequest};
 use tacos_core::command::Expect;
 use tacos_core::md5_hex;
 use tacos_core::shown_namespace;
 use tacos_core::validate::{self, InvalidInput};
 use tacos_state::{canonical_namespace, Access, Config, ConfigKey, State};
+
+/// The config a console route names by its `namespace`, `group` and
+/// `dataId` query parameters, once `principal` may do `access` in its
+/// namespace; with the request's parameters.
+pub(super) fn named_config(
+    req: &HttpRequest,
+    principal: &Principal,
+    access: Access,
+) -> Result<(Params, ConfigKey), ConsoleError> {
+    let params = Params::parse(req, &[]);
+    let key = key_param(&params)?;
+    principal.require(&key.namespace, access)?;
+    Ok((params, key))
+}
+
+/// Who a console write is recorded as: the logged-in user, from the
+/// request's client IP.
+pub(super) fn caller_of(req: &HttpRequest, principal: &Principal) -> Caller {
+    principal.caller("", client_ip(req))
+}
 
 /// The config key named by the `namespace`, `group` and `dataId` query
 /// parameters.
@@ -150,9 +171,7 @@ pub async fn get(
     app: web::Data<AppState>,
     Authed(principal): Authed,
 ) -> Result<HttpResponse, ConsoleError> {
-    let params = Params::parse(&req, &[]);
-    let key = key_param(&params)?;
-    principal.require(&key.namespace, Access::Read)?;
+    let (_, key) = named_config(&req, &principal, Access::Read)?;
     let state = app.service.state();
     let config = state.config(&key).map(|c| ConfigView {
         row: ConfigRow::of(&state, &key, c),
@@ -263,7 +282,7 @@ pub async fn publish(
         expect,
         beta_ips: Vec::new(),
     };
-    let caller = principal.caller("", client_ip(&req));
+    let caller = caller_of(&req, &principal);
     app.service.publish(request, &caller).await?;
     Ok(ok_json(serde_json::json!({ "md5": md5 })))
 }
@@ -273,10 +292,8 @@ pub async fn remove(
     app: web::Data<AppState>,
     Authed(principal): Authed,
 ) -> Result<HttpResponse, ConsoleError> {
-    let params = Params::parse(&req, &[]);
-    let key = key_param(&params)?;
-    principal.require(&key.namespace, Access::ReadWrite)?;
-    let caller = principal.caller("", client_ip(&req));
+    let (_, key) = named_config(&req, &principal, Access::ReadWrite)?;
+    let caller = caller_of(&req, &principal);
     let existed = app
         .service
         .remove(&key.namespace, &key.group, &key.data_id, &caller)

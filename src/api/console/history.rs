@@ -11,11 +11,11 @@
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde::{Deserialize, Serialize};
 
-use super::configs::key_param;
+use super::configs::{caller_of, named_config};
 use super::{diff, json_body, ok_json, ConsoleError};
 use crate::api::guard::Authed;
 use crate::api::params::paging;
-use crate::api::params::{client_ip, Params};
+use crate::api::params::Params;
 use crate::api::render::Page;
 use crate::api::AppState;
 use tacos_app::auth::Principal;
@@ -70,9 +70,7 @@ pub async fn list(
     app: web::Data<AppState>,
     Authed(principal): Authed,
 ) -> Result<HttpResponse, ConsoleError> {
-    let params = Params::parse(&req, &[]);
-    let key = key_param(&params)?;
-    principal.require(&key.namespace, Access::Read)?;
+    let (params, key) = named_config(&req, &principal, Access::Read)?;
     let (page_no, page_size) = paging(&params, 20)?;
     let state = app.service.state();
     let current = state.config(&key).map_or("", |c| c.md5.as_str());
@@ -187,7 +185,7 @@ pub async fn rollback(
     let row = readable_row(&state, &principal, form.id)?.clone();
     principal.require(&row.key.namespace, Access::ReadWrite)?;
     drop(state);
-    let caller = principal.caller("", client_ip(&req));
+    let caller = caller_of(&req, &principal);
     app.service.rollback(&row, form.cas_md5, &caller).await?;
     Ok(ok_json(serde_json::json!({ "md5": row.md5 })))
 }

@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::transfer::{self, Existing, Item, Policy, TransferError};
 use super::{ok_json, ConsoleError};
 use crate::api::guard::Authed;
-use crate::api::params::{client_ip, Params};
+use crate::api::params::Params;
 use crate::api::AppState;
 use tacos_app::service::{PublishRequest, ServiceError};
 use tacos_core::command::Expect;
@@ -16,6 +16,7 @@ use tacos_core::shown_namespace;
 use tacos_core::validate::{self, InvalidInput};
 use tacos_state::{canonical_namespace, Access, ApplyError, ConfigKey};
 
+use super::configs::caller_of;
 use super::configs::matching;
 
 pub async fn export(
@@ -138,7 +139,7 @@ pub async fn import(
         unrecognized: unzipped.unrecognized,
         ..Default::default()
     };
-    let caller = principal.caller("", client_ip(&req));
+    let caller = caller_of(&req, &principal);
     let request = |item: transfer::Item, cas_md5: Option<String>| PublishRequest {
         namespace: namespace.clone(),
         group: item.group,

@@ -8,12 +8,11 @@ use serde::{Deserialize, Serialize};
 
 use super::{ok_json, ConsoleError};
 use crate::api::guard::Authed;
-use crate::api::params::Params;
 use crate::api::AppState;
 use tacos_app::watch::{ListenProtocol, ListenState, ListenersOf};
 use tacos_state::{Access, ConfigKey};
 
-use super::configs::key_param;
+use super::configs::named_config;
 
 /// How long the listeners page waits for the watch hub.
 const HUB_TIMEOUT: Duration = Duration::from_secs(5);
@@ -107,9 +106,7 @@ pub async fn listeners(
     app: web::Data<AppState>,
     Authed(principal): Authed,
 ) -> Result<HttpResponse, ConsoleError> {
-    let params = Params::parse(&req, &[]);
-    let key = key_param(&params)?;
-    principal.require(&key.namespace, Access::Read)?;
+    let (params, key) = named_config(&req, &principal, Access::Read)?;
     let mut rows = local_listeners(&app, &key).await?;
     let mut unreachable = Vec::new();
     if params.get("local") != Some("true") {

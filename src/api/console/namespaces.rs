@@ -4,9 +4,10 @@
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde::{Deserialize, Serialize};
 
+use super::configs::caller_of;
 use super::{json_body, ok_json, ConsoleError};
 use crate::api::guard::Authed;
-use crate::api::params::{client_ip, Params};
+use crate::api::params::Params;
 use crate::api::AppState;
 use tacos_core::validate::InvalidInput;
 use tacos_state::{canonical_namespace, Access};
@@ -76,7 +77,7 @@ pub async fn create_namespace(
     Authed(principal): Authed,
 ) -> Result<HttpResponse, ConsoleError> {
     let form: NamespaceBody = json_body(&body)?;
-    let caller = principal.caller("", client_ip(&req));
+    let caller = caller_of(&req, &principal);
     let id = app
         .service
         .create_namespace(&form.id, form.name.trim(), form.desc.trim(), &caller)
@@ -97,7 +98,7 @@ pub async fn update_namespace(
             "the public namespace cannot be renamed".into(),
         )));
     }
-    let caller = principal.caller("", client_ip(&req));
+    let caller = caller_of(&req, &principal);
     app.service
         .update_namespace(&form.id, form.name.trim(), form.desc.trim(), &caller)
         .await?;
@@ -117,7 +118,7 @@ pub async fn delete_namespace(
             "the public namespace cannot be deleted".into(),
         )));
     }
-    let caller = principal.caller("", client_ip(&req));
+    let caller = caller_of(&req, &principal);
     app.service.remove_namespace(id, &caller).await?;
     Ok(ok_json(serde_json::json!({ "id": id })))
 }
