@@ -14,7 +14,7 @@ use super::render::{content_type_for, http_date, v1_error, v1_service_error, Con
 use super::{allow, AppState};
 use crate::api::guard::Authed;
 use tacos_app::auth::Principal;
-use tacos_app::query::HistoryLookup;
+use tacos_app::query::{visible_namespaces, HistoryLookup};
 use tacos_app::service::{Caller, ServiceError};
 use tacos_app::watch::{changed_keys, Cancel, Hold, HoldOutcome, ListenKey, Polled, WatchHub};
 use tacos_core::validate::{self, InvalidInput};
@@ -421,24 +421,17 @@ struct NamespaceItem {
 
 /// The namespaces `principal` may read, public first.
 fn namespace_items(state: &State, principal: &Principal) -> Vec<NamespaceItem> {
-    let mut items = vec![NamespaceItem {
-        namespace: String::new(),
-        namespace_show_name: "public".into(),
-        namespace_desc: "Public Namespace".into(),
-        quota: 200,
-        config_count: state.configs_in("").count(),
-        kind: 0,
-    }];
-    items.extend(state.namespaces().map(|n| NamespaceItem {
-        namespace: n.id.clone(),
-        namespace_show_name: n.name.clone(),
-        namespace_desc: n.desc.clone(),
-        quota: 200,
-        config_count: state.configs_in(&n.id).count(),
-        kind: 2,
-    }));
-    items.retain(|n| principal.can(&n.namespace, Access::Read));
-    items
+    visible_namespaces(state, principal, "Public Namespace")
+        .into_iter()
+        .map(|n| NamespaceItem {
+            kind: if n.is_public() { 0 } else { 2 },
+            namespace: n.id,
+            namespace_show_name: n.name,
+            namespace_desc: n.desc,
+            quota: 200,
+            config_count: n.config_count,
+        })
+        .collect()
 }
 
 async fn list_namespaces(

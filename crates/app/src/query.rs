@@ -102,6 +102,63 @@ pub fn search_configs<'a>(
         .filter(move |(key, config)| filter.matches(key, config))
 }
 
+/// A namespace as a list shows it to one principal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NamespaceSummary {
+    /// "" for the public namespace.
+    pub id: String,
+    pub name: String,
+    pub desc: String,
+    pub config_count: usize,
+    pub create_time: i64,
+    /// The principal's right here (at least read: others are left out).
+    pub access: Access,
+}
+
+impl NamespaceSummary {
+    pub fn is_public(&self) -> bool {
+        self.id.is_empty()
+    }
+}
+
+/// The namespaces `principal` may read, the public one first (named
+/// `public`, with `public_desc`), each with its config count.
+pub fn visible_namespaces(
+    state: &State,
+    principal: &Principal,
+    public_desc: &str,
+) -> Vec<NamespaceSummary> {
+    let public = NamespaceSummary {
+        id: String::new(),
+        name: tacos_core::PUBLIC_NAMESPACE.into(),
+        desc: public_desc.into(),
+        config_count: state.configs_in("").count(),
+        create_time: 0,
+        access: Access::Read,
+    };
+    let custom = state.namespaces().map(|n| NamespaceSummary {
+        id: n.id.clone(),
+        name: n.name.clone(),
+        desc: n.desc.clone(),
+        config_count: state.configs_in(&n.id).count(),
+        create_time: n.create_time,
+        access: Access::Read,
+    });
+    std::iter::once(public)
+        .chain(custom)
+        .filter_map(|mut n| {
+            n.access = if principal.can(&n.id, Access::ReadWrite) {
+                Access::ReadWrite
+            } else if principal.can(&n.id, Access::Read) {
+                Access::Read
+            } else {
+                return None;
+            };
+            Some(n)
+        })
+        .collect()
+}
+
 /// Which history row a lookup by id means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HistoryLookup {

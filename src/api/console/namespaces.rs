@@ -9,8 +9,9 @@ use super::{json_body, ok_json, ConsoleError};
 use crate::api::guard::Authed;
 use crate::api::params::Params;
 use crate::api::AppState;
+use tacos_app::query::visible_namespaces;
 use tacos_core::validate::InvalidInput;
-use tacos_state::{canonical_namespace, Access};
+use tacos_state::canonical_namespace;
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -27,35 +28,18 @@ struct NamespaceView {
 
 pub async fn list_namespaces(app: web::Data<AppState>, Authed(principal): Authed) -> HttpResponse {
     let state = app.service.state();
-    let mut all = vec![NamespaceView {
-        id: String::new(),
-        name: "public".into(),
-        desc: "the default namespace".into(),
-        config_count: state.configs_in("").count(),
-        access: "",
-        create_time: 0,
-    }];
-    all.extend(state.namespaces().map(|n| NamespaceView {
-        id: n.id.clone(),
-        name: n.name.clone(),
-        desc: n.desc.clone(),
-        config_count: state.configs_in(&n.id).count(),
-        access: "",
-        create_time: n.create_time,
-    }));
-    let visible: Vec<NamespaceView> = all
-        .into_iter()
-        .filter_map(|mut n| {
-            n.access = if principal.can(&n.id, Access::ReadWrite) {
-                "rw"
-            } else if principal.can(&n.id, Access::Read) {
-                "r"
-            } else {
-                return None;
-            };
-            Some(n)
-        })
-        .collect();
+    let visible: Vec<NamespaceView> =
+        visible_namespaces(&state, &principal, "the default namespace")
+            .into_iter()
+            .map(|n| NamespaceView {
+                access: n.access.code(),
+                id: n.id,
+                name: n.name,
+                desc: n.desc,
+                config_count: n.config_count,
+                create_time: n.create_time,
+            })
+            .collect();
     ok_json(visible)
 }
 
