@@ -3,18 +3,16 @@
 
 use std::net::IpAddr;
 
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::{web, HttpResponse};
 use serde::Deserialize;
 
 use super::{json_body, ok_json, ConsoleError};
-use crate::api::guard::Authed;
-use crate::api::AppState;
 use tacos_app::service::{checked_key, PublishRequest};
 use tacos_core::validate::{self, InvalidInput};
 use tacos_state::Access;
 
 use super::configs::checked_publish;
-use super::configs::{caller_of, named_config};
+use super::Call;
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -51,18 +49,13 @@ fn beta_ips(text: &str) -> Result<Vec<String>, InvalidInput> {
     Ok(ips)
 }
 
-pub async fn publish_beta(
-    req: HttpRequest,
-    body: web::Bytes,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> Result<HttpResponse, ConsoleError> {
+pub async fn publish_beta(call: Call, body: web::Bytes) -> Result<HttpResponse, ConsoleError> {
     let form: BetaBody = json_body(&body)?;
     validate::namespace(&form.namespace)?;
-    principal.require(&form.namespace, Access::ReadWrite)?;
+    call.principal.require(&form.namespace, Access::ReadWrite)?;
     let key = checked_key(&form.namespace, &form.group, &form.data_id)?;
     let ips = beta_ips(&form.beta_ips)?;
-    let state = app.service.state();
+    let state = call.app.service.state();
     let Some(config) = state.config(&key).cloned() else {
         return Err(ConsoleError::NotFound(format!(
             "config {}/{} does not exist: publish it before a beta",
@@ -76,7 +69,7 @@ pub async fn publish_beta(
         &form.data_id,
         &form.content,
         &config.config_type,
-        app.service.max_content_size(),
+        call.app.service.max_content_size(),
     )?;
     let request = PublishRequest {
         namespace: form.namespace,
@@ -88,19 +81,16 @@ pub async fn publish_beta(
         beta_ips: ips,
         ..Default::default()
     };
-    let caller = caller_of(&req, &principal);
-    app.service.publish(request, &caller).await?;
+    let caller = call.caller();
+    call.app.service.publish(request, &caller).await?;
     Ok(ok_json(serde_json::json!({ "ok": true })))
 }
 
-pub async fn stop_beta(
-    req: HttpRequest,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> Result<HttpResponse, ConsoleError> {
-    let (_, key) = named_config(&req, &principal, Access::ReadWrite)?;
-    let caller = caller_of(&req, &principal);
-    let existed = app
+pub async fn stop_beta(call: Call) -> Result<HttpResponse, ConsoleError> {
+    let key = call.config(Access::ReadWrite)?;
+    let caller = call.caller();
+    let existed = call
+        .app
         .service
         .stop_beta(&key.namespace, &key.group, &key.data_id, &caller)
         .await?;
@@ -123,17 +113,13 @@ struct PromoteBody {
 
 /// Publishes the beta's content as the config (a CAS against the version
 /// the user saw) and ends the beta, as one write.
-pub async fn promote_beta(
-    req: HttpRequest,
-    body: web::Bytes,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> Result<HttpResponse, ConsoleError> {
+pub async fn promote_beta(call: Call, body: web::Bytes) -> Result<HttpResponse, ConsoleError> {
     let form: PromoteBody = json_body(&body)?;
     let key = checked_key(&form.namespace, &form.group, &form.data_id)?;
-    principal.require(&key.namespace, Access::ReadWrite)?;
-    let caller = caller_of(&req, &principal);
-    app.service
+    call.principal.require(&key.namespace, Access::ReadWrite)?;
+    let caller = call.caller();
+    call.app
+        .service
         .promote_beta(&key, &form.beta_md5, form.cas_md5, &caller)
         .await?;
     Ok(ok_json(serde_json::json!({ "md5": form.beta_md5 })))

@@ -10,42 +10,20 @@
 //! state (create refuses an existing config; an edit refuses a config that
 //! is gone or was changed since the editor loaded it: CAS on its md5).
 
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::{web, HttpResponse};
 use serde::{Deserialize, Serialize};
 
+use super::Call;
 use super::{diff, json_body, ok_json, syntax, ConsoleError};
-use crate::api::guard::Authed;
-use crate::api::params::{client_ip, config_filter, paging, Params};
+use crate::api::params::{config_filter, paging, Params};
 use crate::api::render::Page;
-use crate::api::AppState;
-use tacos_app::auth::Principal;
 use tacos_app::query::search_configs;
-use tacos_app::service::{checked_key, Caller, PublishRequest};
+use tacos_app::service::{checked_key, PublishRequest};
 use tacos_core::command::Expect;
 use tacos_core::md5_hex;
 use tacos_core::shown_namespace;
 use tacos_core::validate::{self, InvalidInput};
 use tacos_state::{canonical_namespace, Access, Config, ConfigKey, State};
-
-/// The config a console route names by its `namespace`, `group` and
-/// `dataId` query parameters, once `principal` may do `access` in its
-/// namespace; with the request's parameters.
-pub(super) fn named_config(
-    req: &HttpRequest,
-    principal: &Principal,
-    access: Access,
-) -> Result<(Params, ConfigKey), ConsoleError> {
-    let params = Params::parse(req, &[]);
-    let key = key_param(&params)?;
-    principal.require(&key.namespace, access)?;
-    Ok((params, key))
-}
-
-/// Who a console write is recorded as: the logged-in user, from the
-/// request's client IP.
-pub(super) fn caller_of(req: &HttpRequest, principal: &Principal) -> Caller {
-    principal.caller("", client_ip(req))
-}
 
 /// The config key named by the `namespace`, `group` and `dataId` query
 /// parameters.
@@ -122,19 +100,14 @@ pub(super) fn matching<'a>(
     ))
 }
 
-pub async fn list(
-    req: HttpRequest,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> Result<HttpResponse, ConsoleError> {
-    let params = Params::parse(&req, &[]);
-    let namespace = params.str("namespace");
+pub async fn list(call: Call) -> Result<HttpResponse, ConsoleError> {
+    let namespace = call.params.str("namespace");
     validate::namespace(namespace)?;
-    principal.require(namespace, Access::Read)?;
-    let (page_no, page_size) = paging(&params, 20)?;
-    let state = app.service.state();
+    call.principal.require(namespace, Access::Read)?;
+    let (page_no, page_size) = paging(&call.params, 20)?;
+    let state = call.app.service.state();
     let namespace = canonical_namespace(namespace);
-    let found: Vec<_> = matching(&state, namespace, &params)?.collect();
+    let found: Vec<_> = matching(&state, namespace, &call.params)?.collect();
     let total = found.len();
     Ok(ok_json(Page::of(
         found.into_iter().map(|(k, c)| ConfigRow::of(&state, k, c)),
@@ -166,13 +139,9 @@ struct BetaView {
     modified_by: String,
 }
 
-pub async fn get(
-    req: HttpRequest,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> Result<HttpResponse, ConsoleError> {
-    let (_, key) = named_config(&req, &principal, Access::Read)?;
-    let state = app.service.state();
+pub async fn get(call: Call) -> Result<HttpResponse, ConsoleError> {
+    let key = call.config(Access::Read)?;
+    let state = call.app.service.state();
     let config = state.config(&key).map(|c| ConfigView {
         row: ConfigRow::of(&state, &key, c),
         content: c.content.clone(),
@@ -243,22 +212,17 @@ pub(super) fn checked_publish(
     Ok(key)
 }
 
-pub async fn publish(
-    req: HttpRequest,
-    body: web::Bytes,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> Result<HttpResponse, ConsoleError> {
+pub async fn publish(call: Call, body: web::Bytes) -> Result<HttpResponse, ConsoleError> {
     let form: PublishBody = json_body(&body)?;
     validate::namespace(&form.namespace)?;
-    principal.require(&form.namespace, Access::ReadWrite)?;
+    call.principal.require(&form.namespace, Access::ReadWrite)?;
     checked_publish(
         &form.namespace,
         &form.group,
         &form.data_id,
         &form.content,
         &form.config_type,
-        app.service.max_content_size(),
+        call.app.service.max_content_size(),
     )?;
     let cas_md5 = form.cas_md5.filter(|m| !m.is_empty());
     // A new config must not exist yet; an edit of a loaded version must
@@ -282,19 +246,16 @@ pub async fn publish(
         expect,
         beta_ips: Vec::new(),
     };
-    let caller = caller_of(&req, &principal);
-    app.service.publish(request, &caller).await?;
+    let caller = call.caller();
+    call.app.service.publish(request, &caller).await?;
     Ok(ok_json(serde_json::json!({ "md5": md5 })))
 }
 
-pub async fn remove(
-    req: HttpRequest,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> Result<HttpResponse, ConsoleError> {
-    let (_, key) = named_config(&req, &principal, Access::ReadWrite)?;
-    let caller = caller_of(&req, &principal);
-    let existed = app
+pub async fn remove(call: Call) -> Result<HttpResponse, ConsoleError> {
+    let key = call.config(Access::ReadWrite)?;
+    let caller = call.caller();
+    let existed = call
+        .app
         .service
         .remove(&key.namespace, &key.group, &key.data_id, &caller)
         .await?;
@@ -355,18 +316,14 @@ struct PreviewBody {
     base_md5: String,
 }
 
-pub async fn preview(
-    body: web::Bytes,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> Result<HttpResponse, ConsoleError> {
+pub async fn preview(call: Call, body: web::Bytes) -> Result<HttpResponse, ConsoleError> {
     let form: PreviewBody = json_body(&body)?;
     let key = checked_key(&form.namespace, &form.group, &form.data_id)?;
-    principal.require(&key.namespace, Access::Read)?;
-    let content_error = validate::content(&form.content, app.service.max_content_size())
+    call.principal.require(&key.namespace, Access::Read)?;
+    let content_error = validate::content(&form.content, call.app.service.max_content_size())
         .err()
         .map(|e| e.to_string());
-    let state = app.service.state();
+    let state = call.app.service.state();
     let current = state.config(&key);
     let current_md5 = current.map_or("", |c| c.md5.as_str());
     let diff = diff::diff(current.map_or("", |c| c.content.as_str()), &form.content, 3);

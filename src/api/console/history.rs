@@ -8,16 +8,13 @@
 //! description and app: it is recorded in history and audited like any
 //! publish, and it is a CAS against the version the user saw.
 
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::{web, HttpResponse};
 use serde::{Deserialize, Serialize};
 
-use super::configs::{caller_of, named_config};
+use super::Call;
 use super::{diff, json_body, ok_json, ConsoleError};
-use crate::api::guard::Authed;
 use crate::api::params::paging;
-use crate::api::params::Params;
 use crate::api::render::Page;
-use crate::api::AppState;
 use tacos_app::auth::Principal;
 use tacos_core::validate::InvalidInput;
 use tacos_state::{Access, HistoryRow, State};
@@ -65,14 +62,10 @@ fn current_md5<'a>(state: &'a State, row: &HistoryRow) -> &'a str {
     state.config(&row.key).map_or("", |c| c.md5.as_str())
 }
 
-pub async fn list(
-    req: HttpRequest,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> Result<HttpResponse, ConsoleError> {
-    let (params, key) = named_config(&req, &principal, Access::Read)?;
-    let (page_no, page_size) = paging(&params, 20)?;
-    let state = app.service.state();
+pub async fn list(call: Call) -> Result<HttpResponse, ConsoleError> {
+    let key = call.config(Access::Read)?;
+    let (page_no, page_size) = paging(&call.params, 20)?;
+    let state = call.app.service.state();
     let current = state.config(&key).map_or("", |c| c.md5.as_str());
     let total = state.history(&key).count();
     Ok(ok_json(Page::of(
@@ -99,15 +92,10 @@ fn readable_row<'a>(
     Ok(row)
 }
 
-pub async fn item(
-    req: HttpRequest,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> Result<HttpResponse, ConsoleError> {
-    let params = Params::parse(&req, &[]);
-    let id = params.required_number("id")?;
-    let state = app.service.state();
-    let row = readable_row(&state, &principal, id)?;
+pub async fn item(call: Call) -> Result<HttpResponse, ConsoleError> {
+    let id = call.params.required_number("id")?;
+    let state = call.app.service.state();
+    let row = readable_row(&state, &call.principal, id)?;
     Ok(ok_json(RowView::of(row, current_md5(&state, row), true)))
 }
 
@@ -115,25 +103,20 @@ pub async fn item(
 /// holds now (at least one must be a row: it names the config).
 /// `context`: unchanged lines around each change (default 3, `all` for the
 /// whole text).
-pub async fn diff(
-    req: HttpRequest,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> Result<HttpResponse, ConsoleError> {
-    let params = Params::parse(&req, &[]);
-    let state = app.service.state();
-    let context = match params.get("context") {
+pub async fn diff(call: Call) -> Result<HttpResponse, ConsoleError> {
+    let state = call.app.service.state();
+    let context = match call.params.get("context") {
         None | Some("") => 3,
         Some("all") => usize::MAX,
-        Some(_) => params.number("context", 3)? as usize,
+        Some(_) => call.params.number("context", 3)? as usize,
     };
     let row_of = |name: &'static str| -> Result<Option<&HistoryRow>, ConsoleError> {
-        match params.required(name)? {
+        match call.params.required(name)? {
             "current" => Ok(None),
             _ => Ok(Some(readable_row(
                 &state,
-                &principal,
-                params.required_number(name)?,
+                &call.principal,
+                call.params.required_number(name)?,
             )?)),
         }
     };
@@ -174,18 +157,17 @@ struct RollbackBody {
     cas_md5: Option<String>,
 }
 
-pub async fn rollback(
-    req: HttpRequest,
-    body: web::Bytes,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> Result<HttpResponse, ConsoleError> {
+pub async fn rollback(call: Call, body: web::Bytes) -> Result<HttpResponse, ConsoleError> {
     let form: RollbackBody = json_body(&body)?;
-    let state = app.service.state();
-    let row = readable_row(&state, &principal, form.id)?.clone();
-    principal.require(&row.key.namespace, Access::ReadWrite)?;
+    let state = call.app.service.state();
+    let row = readable_row(&state, &call.principal, form.id)?.clone();
+    call.principal
+        .require(&row.key.namespace, Access::ReadWrite)?;
     drop(state);
-    let caller = caller_of(&req, &principal);
-    app.service.rollback(&row, form.cas_md5, &caller).await?;
+    let caller = call.caller();
+    call.app
+        .service
+        .rollback(&row, form.cas_md5, &caller)
+        .await?;
     Ok(ok_json(serde_json::json!({ "md5": row.md5 })))
 }

@@ -2,33 +2,26 @@
 //! one (all or nothing, planned against the current state and checked
 //! again in apply).
 
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::{web, HttpResponse};
 use serde::Serialize;
 
 use super::transfer::{self, Existing, Item, Policy, TransferError};
 use super::{ok_json, ConsoleError};
-use crate::api::guard::Authed;
-use crate::api::params::Params;
-use crate::api::AppState;
 use tacos_app::service::{PublishRequest, ServiceError};
 use tacos_core::command::Expect;
 use tacos_core::shown_namespace;
 use tacos_core::validate::{self, InvalidInput};
 use tacos_state::{canonical_namespace, Access, ApplyError, ConfigKey};
 
-use super::configs::caller_of;
 use super::configs::matching;
+use super::Call;
 
-pub async fn export(
-    req: HttpRequest,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> Result<HttpResponse, ConsoleError> {
-    let params = Params::parse(&req, &[]);
-    let namespace = params.str("namespace");
+pub async fn export(call: Call) -> Result<HttpResponse, ConsoleError> {
+    let namespace = call.params.str("namespace");
     validate::namespace(namespace)?;
-    principal.require(namespace, Access::Read)?;
-    let ids: Vec<u64> = params
+    call.principal.require(namespace, Access::Read)?;
+    let ids: Vec<u64> = call
+        .params
         .str("ids")
         .split(',')
         .map(str::trim)
@@ -38,8 +31,8 @@ pub async fn export(
                 .map_err(|_| InvalidInput::Other("ids", format!("{id:?} is not a config id")))
         })
         .collect::<Result<_, _>>()?;
-    let state = app.service.state();
-    let items: Vec<Item> = matching(&state, canonical_namespace(namespace), &params)?
+    let state = call.app.service.state();
+    let items: Vec<Item> = matching(&state, canonical_namespace(namespace), &call.params)?
         .filter(|(_, c)| ids.is_empty() || ids.contains(&c.id))
         .map(|(k, c)| Item {
             group: k.group.clone(),
@@ -84,23 +77,18 @@ struct ImportReport {
     unrecognized: Vec<transfer::EntryProblem>,
 }
 
-pub async fn import(
-    req: HttpRequest,
-    body: web::Bytes,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> Result<HttpResponse, ConsoleError> {
-    let params = Params::parse(&req, &[]);
-    let namespace = params.str("namespace").to_string();
+pub async fn import(call: Call, body: web::Bytes) -> Result<HttpResponse, ConsoleError> {
+    let namespace = call.params.str("namespace").to_string();
     validate::namespace(&namespace)?;
-    principal.require(&namespace, Access::ReadWrite)?;
-    let policy = Policy::parse(params.str("policy")).ok_or_else(|| {
+    call.principal.require(&namespace, Access::ReadWrite)?;
+    let policy = Policy::parse(call.params.str("policy")).ok_or_else(|| {
         InvalidInput::Other(
             "policy",
-            format!("{:?} (abort, skip or overwrite)", params.str("policy")),
+            format!("{:?} (abort, skip or overwrite)", call.params.str("policy")),
         )
     })?;
-    if !app
+    if !call
+        .app
         .service
         .state()
         .has_namespace(canonical_namespace(&namespace))
@@ -112,14 +100,14 @@ pub async fn import(
     if body.is_empty() {
         return Err(ConsoleError::Body("send the zip file as the body".into()));
     }
-    let max = app.service.max_content_size();
+    let max = call.app.service.max_content_size();
     let unzipped = web::block(move || transfer::read_zip(&body, max))
         .await
         .map_err(|e| ConsoleError::Internal(e.to_string()))??;
     if !unzipped.invalid.is_empty() {
         return Err(TransferError::Invalid(unzipped.invalid).into());
     }
-    let state = app.service.state();
+    let state = call.app.service.state();
     let ns = canonical_namespace(&namespace).to_string();
     let plan = transfer::plan(unzipped.items, policy, |group, data_id| {
         state
@@ -139,7 +127,7 @@ pub async fn import(
         unrecognized: unzipped.unrecognized,
         ..Default::default()
     };
-    let caller = caller_of(&req, &principal);
+    let caller = call.caller();
     let request = |item: transfer::Item, cas_md5: Option<String>| PublishRequest {
         namespace: namespace.clone(),
         group: item.group,
@@ -180,7 +168,8 @@ pub async fn import(
     }
     // One write: every config of the plan, or none. The two refusals a
     // user can cause by racing the import get the console's own words.
-    app.service
+    call.app
+        .service
         .import(requests, &caller)
         .await
         .map_err(|e| match &e {

@@ -3,16 +3,15 @@
 
 use std::time::Duration;
 
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::HttpResponse;
 use serde::{Deserialize, Serialize};
 
 use super::{ok_json, ConsoleError};
-use crate::api::guard::Authed;
 use crate::api::AppState;
 use tacos_app::watch::{ListenProtocol, ListenState, ListenersOf};
 use tacos_state::{Access, ConfigKey};
 
-use super::configs::named_config;
+use super::Call;
 
 /// How long the listeners page waits for the watch hub.
 const HUB_TIMEOUT: Duration = Duration::from_secs(5);
@@ -101,17 +100,13 @@ async fn local_listeners(
 /// watch hub, and every other member asked over HTTP (`local=true`, with
 /// the caller's credentials). A member that does not answer is listed in
 /// `unreachable`.
-pub async fn listeners(
-    req: HttpRequest,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> Result<HttpResponse, ConsoleError> {
-    let (params, key) = named_config(&req, &principal, Access::Read)?;
-    let mut rows = local_listeners(&app, &key).await?;
+pub async fn listeners(call: Call) -> Result<HttpResponse, ConsoleError> {
+    let key = call.config(Access::Read)?;
+    let mut rows = local_listeners(&call.app, &key).await?;
     let mut unreachable = Vec::new();
-    if params.get("local") != Some("true") {
+    if call.params.get("local") != Some("true") {
         let client = super::cluster::peer_client()?;
-        let authorization = super::cluster::authorization(&req);
+        let authorization = super::cluster::authorization(&call.req);
         let query = serde_urlencoded::to_string([
             ("namespace", key.namespace.as_str()),
             ("group", key.group.as_str()),
@@ -120,7 +115,7 @@ pub async fn listeners(
         ])
         .map_err(|e| ConsoleError::Internal(e.to_string()))?;
         let path = format!("/tacos/api/console/config/listeners?{query}");
-        let asks = super::cluster::other_members(&app)
+        let asks = super::cluster::other_members(&call.app)
             .into_iter()
             .map(|(id, addr)| {
                 let (client, path, authorization) = (&client, &path, authorization.as_deref());
@@ -138,7 +133,7 @@ pub async fn listeners(
         }
     }
     rows.sort_by(|a, b| (a.node, &a.protocol, &a.client).cmp(&(b.node, &b.protocol, &b.client)));
-    let state = app.service.state();
+    let state = call.app.service.state();
     let beta = state.beta(&key);
     Ok(ok_json(serde_json::json!({
         "currentMd5": state.config(&key).map_or("", |c| c.md5.as_str()),

@@ -46,18 +46,26 @@ mod namespaces;
 mod syntax;
 mod transfer;
 
+use std::future::{ready, Ready};
+
+use actix_web::dev::Payload;
 use actix_web::http::StatusCode;
-use actix_web::{HttpResponse, ResponseError};
+use actix_web::{web, FromRequest, HttpMessage, HttpRequest, HttpResponse, ResponseError};
 use serde::de::DeserializeOwned;
 use serde_json::json;
 
 use super::guard::{Need, Routes};
+use super::params::{client_ip, Params};
+use super::AppState;
 use syntax::SyntaxError;
 use tacos_app::auth::AuthError;
+use tacos_app::auth::Principal;
+use tacos_app::service::Caller;
 use tacos_app::service::ServiceError;
 use tacos_core::validate::InvalidInput;
 use tacos_raft::rpc::RouteError;
 use tacos_state::ApplyError;
+use tacos_state::{Access, ConfigKey};
 use transfer::TransferError;
 
 pub fn routes(r: &mut Routes) {
@@ -289,6 +297,53 @@ fn ok_json(value: impl serde::Serialize) -> HttpResponse {
     HttpResponse::Ok()
         .insert_header(("Cache-Control", "no-store"))
         .json(value)
+}
+
+/// What every console handler starts from, as one extractor: the node's
+/// services, who asks (the guard established it: a route without one gets
+/// 403), the query parameters and the request.
+pub struct Call {
+    pub app: web::Data<AppState>,
+    pub principal: Principal,
+    pub params: Params,
+    pub req: HttpRequest,
+}
+
+impl FromRequest for Call {
+    type Error = actix_web::Error;
+    type Future = Ready<Result<Self, Self::Error>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let app = req.app_data::<web::Data<AppState>>().cloned();
+        let principal = req.extensions().get::<Principal>().cloned();
+        ready(match (app, principal) {
+            (Some(app), Some(principal)) => Ok(Call {
+                app,
+                principal,
+                params: Params::parse(req, &[]),
+                req: req.clone(),
+            }),
+            (None, _) => Err(actix_web::error::ErrorInternalServerError(
+                "the console has no app state",
+            )),
+            (_, None) => Err(actix_web::error::ErrorForbidden("not authenticated")),
+        })
+    }
+}
+
+impl Call {
+    /// The config the route names by its `namespace`, `group` and `dataId`
+    /// parameters, once the caller may do `access` in its namespace.
+    pub fn config(&self, access: Access) -> Result<ConfigKey, ConsoleError> {
+        let key = configs::key_param(&self.params)?;
+        self.principal.require(&key.namespace, access)?;
+        Ok(key)
+    }
+
+    /// Who a write is recorded as: the logged-in user, from the client IP.
+    pub fn caller(&self) -> Caller {
+        self.principal.caller("", client_ip(&self.req))
+    }
 }
 
 #[cfg(test)]

@@ -1,13 +1,12 @@
 //! Console routes for namespaces: list (with the caller's access to each),
 //! create, rename, delete.
 
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::{web, HttpResponse};
 use serde::{Deserialize, Serialize};
 
-use super::configs::caller_of;
+use super::Call;
 use super::{json_body, ok_json, ConsoleError};
 use crate::api::guard::Authed;
-use crate::api::params::Params;
 use crate::api::AppState;
 use tacos_app::query::visible_namespaces;
 use tacos_core::validate::InvalidInput;
@@ -54,27 +53,18 @@ struct NamespaceBody {
     desc: String,
 }
 
-pub async fn create_namespace(
-    req: HttpRequest,
-    body: web::Bytes,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> Result<HttpResponse, ConsoleError> {
+pub async fn create_namespace(call: Call, body: web::Bytes) -> Result<HttpResponse, ConsoleError> {
     let form: NamespaceBody = json_body(&body)?;
-    let caller = caller_of(&req, &principal);
-    let id = app
+    let caller = call.caller();
+    let id = call
+        .app
         .service
         .create_namespace(&form.id, form.name.trim(), form.desc.trim(), &caller)
         .await?;
     Ok(ok_json(serde_json::json!({ "id": id })))
 }
 
-pub async fn update_namespace(
-    req: HttpRequest,
-    body: web::Bytes,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> Result<HttpResponse, ConsoleError> {
+pub async fn update_namespace(call: Call, body: web::Bytes) -> Result<HttpResponse, ConsoleError> {
     let form: NamespaceBody = json_body(&body)?;
     if canonical_namespace(&form.id).is_empty() {
         return Err(ConsoleError::Invalid(InvalidInput::Other(
@@ -82,27 +72,23 @@ pub async fn update_namespace(
             "the public namespace cannot be renamed".into(),
         )));
     }
-    let caller = caller_of(&req, &principal);
-    app.service
+    let caller = call.caller();
+    call.app
+        .service
         .update_namespace(&form.id, form.name.trim(), form.desc.trim(), &caller)
         .await?;
     Ok(ok_json(serde_json::json!({ "id": form.id })))
 }
 
-pub async fn delete_namespace(
-    req: HttpRequest,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> Result<HttpResponse, ConsoleError> {
-    let params = Params::parse(&req, &[]);
-    let id = params.required("id")?;
+pub async fn delete_namespace(call: Call) -> Result<HttpResponse, ConsoleError> {
+    let id = call.params.required("id")?;
     if canonical_namespace(id).is_empty() {
         return Err(ConsoleError::Invalid(InvalidInput::Other(
             "id",
             "the public namespace cannot be deleted".into(),
         )));
     }
-    let caller = caller_of(&req, &principal);
-    app.service.remove_namespace(id, &caller).await?;
+    let caller = call.caller();
+    call.app.service.remove_namespace(id, &caller).await?;
     Ok(ok_json(serde_json::json!({ "id": id })))
 }
