@@ -3,7 +3,6 @@
 
 use tacos_core::command as pb;
 use tacos_core::{ConfigKey, Op};
-use tacos_state::Response;
 
 use super::{checked_key, origin, Caller, ConfigService, ServiceError};
 
@@ -20,10 +19,7 @@ impl ConfigService {
         let op = Op::StopBeta(pb::StopBeta {
             key: Some((&key).into()),
         });
-        Ok(matches!(
-            self.writer.propose(op, caller).await?,
-            Response::Removed { existed: true }
-        ))
+        self.writer.propose_removal(op, caller).await
     }
 
     /// Makes the beta the user saw (`beta_md5`) the config, keeping the

@@ -126,6 +126,13 @@ impl Writer {
         }
     }
 
+    /// Proposes an operation that answers `Removed`: whether there was
+    /// something to remove.
+    pub async fn propose_removal(&self, op: Op, caller: &Caller) -> Result<bool, ServiceError> {
+        let response = self.propose(op, caller).await?;
+        Ok(matches!(response, Response::Removed { existed: true }))
+    }
+
     /// The current state (lock-free).
     pub fn state(&self) -> Arc<State> {
         self.node.state()

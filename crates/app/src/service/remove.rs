@@ -2,7 +2,6 @@
 
 use tacos_core::command as pb;
 use tacos_core::Op;
-use tacos_state::Response;
 
 use super::{checked_key, origin, Caller, ConfigService, ServiceError};
 
@@ -21,9 +20,6 @@ impl ConfigService {
             origin: Some(origin(caller)),
             history_limit: self.limits.history_limit,
         });
-        Ok(matches!(
-            self.writer.propose(op, caller).await?,
-            Response::Removed { existed: true }
-        ))
+        self.writer.propose_removal(op, caller).await
     }
 }
