@@ -76,7 +76,7 @@ fn snapshot_bytes(state: &State) -> Vec<u8> {
 
 fn decode_snapshot(bytes: &[u8]) -> Result<State, String> {
     let mut state = State::default();
-    snapshot::decode(bytes, |r| state.load_snapshot_record(r))?;
+    snapshot::decode(bytes, |r| state.load_snapshot_record(r)).map_err(|e| e.to_string())?;
     Ok(state)
 }
 

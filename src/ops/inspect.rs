@@ -326,7 +326,10 @@ fn load_snapshot(
         // The node picks the newest file whose records are whole, then
         // decodes it (see SnapshotFiles::latest and StateMachine::open).
         if let Err(reason) = snapshot::decode(&bytes, |_| Ok::<(), String>(())) {
-            damaged.push(DamagedFile { file: path, reason });
+            damaged.push(DamagedFile {
+                file: path,
+                reason: reason.to_string(),
+            });
             continue;
         }
         let (meta, state) = decode_snapshot(&bytes).map_err(|reason| {

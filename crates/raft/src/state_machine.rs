@@ -18,8 +18,8 @@ use openraft::{EntryPayload, OptionalSend, RaftSnapshotBuilder, StorageIOError};
 use tacos_core::types::{
     Entry, LogId, Snapshot, SnapshotMeta, StorageError, StoredMembership, TypeConfig,
 };
-use tacos_state::{Changes, Response, State, StateHandle};
-use tacos_store::snapshot::{self, SnapshotFiles};
+use tacos_state::{Changes, DecodeError, Response, State, StateHandle};
+use tacos_store::snapshot::{self, SnapshotDecodeError, SnapshotFiles};
 use tacos_store::{Fs, StoreError};
 
 /// Where the state machine reports what each applied batch changed. The
@@ -44,7 +44,9 @@ pub struct StateMachine {
 
 /// Decodes a whole snapshot (or backup) file into the state it holds, as
 /// the state machine does when it loads one.
-pub fn decode_snapshot(bytes: &[u8]) -> Result<(SnapshotMeta, State), String> {
+pub fn decode_snapshot(
+    bytes: &[u8],
+) -> Result<(SnapshotMeta, State), SnapshotDecodeError<DecodeError>> {
     let mut state = State::default();
     let meta = snapshot::decode(bytes, |record| state.load_snapshot_record(record))?;
     state.last_applied = meta.last_log_id;
@@ -198,7 +200,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         let expected = meta.clone();
         let signature = meta.signature();
         let task = tokio::task::spawn_blocking(move || {
-            let (found, state) = decode_snapshot(&bytes)?;
+            let (found, state) = decode_snapshot(&bytes).map_err(|e| e.to_string())?;
             if found.last_log_id != expected.last_log_id
                 || found.last_membership != expected.last_membership
             {

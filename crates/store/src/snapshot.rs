@@ -48,53 +48,80 @@ pub fn encode(meta: &SnapshotMeta, body: impl Iterator<Item = Vec<u8>>) -> Vec<u
     out
 }
 
+/// Why bytes are not a whole, valid snapshot file. `E` is what the
+/// visitor of the body records refuses a record with (the state's decode
+/// error when a state is loaded).
+#[derive(Debug, thiserror::Error)]
+pub enum SnapshotDecodeError<E: std::fmt::Display> {
+    #[error("not a tacos snapshot (bad magic)")]
+    BadMagic,
+    #[error("damaged record at offset {offset}: {reason}")]
+    DamagedRecord { offset: usize, reason: String },
+    #[error("snapshot has no header")]
+    NoHeader,
+    #[error("bad snapshot header: {0}")]
+    BadHeader(serde_json::Error),
+    #[error("snapshot has no trailer: it is cut short")]
+    CutShort,
+    #[error("bad snapshot trailer")]
+    BadTrailer,
+    #[error("snapshot trailer says {expected} records, found {found}")]
+    CountMismatch { expected: u64, found: u64 },
+    #[error("trailing bytes after the snapshot trailer at {0}")]
+    TrailingBytes(usize),
+    #[error("bad snapshot record at offset {offset}: {error}")]
+    Record { offset: usize, error: E },
+}
+
 /// Decodes a snapshot file, handing each body record to `visit`. Returns the
 /// metadata, or why the bytes are not a whole, valid snapshot.
 pub fn decode<E: std::fmt::Display>(
     bytes: &[u8],
     mut visit: impl FnMut(&[u8]) -> std::result::Result<(), E>,
-) -> std::result::Result<SnapshotMeta, String> {
+) -> std::result::Result<SnapshotMeta, SnapshotDecodeError<E>> {
     if bytes.len() < MAGIC.len() || &bytes[..MAGIC.len()] != MAGIC {
-        return Err("not a tacos snapshot (bad magic)".into());
+        return Err(SnapshotDecodeError::BadMagic);
     }
     let mut offset = MAGIC.len();
-    let next_record = |offset: &mut usize| -> std::result::Result<Option<&[u8]>, String> {
-        match record::decode_at(bytes, *offset) {
-            Decoded::Record { payload, next } => {
-                *offset = next;
-                Ok(Some(payload))
+    let next_record =
+        |offset: &mut usize| -> std::result::Result<Option<&[u8]>, SnapshotDecodeError<E>> {
+            match record::decode_at(bytes, *offset) {
+                Decoded::Record { payload, next } => {
+                    *offset = next;
+                    Ok(Some(payload))
+                }
+                Decoded::End => Ok(None),
+                other => Err(SnapshotDecodeError::DamagedRecord {
+                    offset: *offset,
+                    reason: format!("{other:?}"),
+                }),
             }
-            Decoded::End => Ok(None),
-            other => Err(format!("damaged record at offset {offset}: {other:?}")),
-        }
-    };
-    let header = next_record(&mut offset)?.ok_or("snapshot has no header")?;
+        };
+    let header = next_record(&mut offset)?.ok_or(SnapshotDecodeError::NoHeader)?;
     let meta: SnapshotMeta =
-        serde_json::from_slice(header).map_err(|e| format!("bad snapshot header: {e}"))?;
+        serde_json::from_slice(header).map_err(SnapshotDecodeError::BadHeader)?;
     let mut count: u64 = 0;
     loop {
         let at = offset;
-        let payload =
-            next_record(&mut offset)?.ok_or("snapshot has no trailer: it is cut short")?;
+        let payload = next_record(&mut offset)?.ok_or(SnapshotDecodeError::CutShort)?;
         if payload.first() == Some(&TRAILER) {
             let expected = payload
                 .get(1..9)
                 .and_then(|b| b.try_into().ok())
                 .map(u64::from_le_bytes)
-                .ok_or("bad snapshot trailer")?;
+                .ok_or(SnapshotDecodeError::BadTrailer)?;
             if expected != count {
-                return Err(format!(
-                    "snapshot trailer says {expected} records, found {count}"
-                ));
+                return Err(SnapshotDecodeError::CountMismatch {
+                    expected,
+                    found: count,
+                });
             }
             if offset != bytes.len() {
-                return Err(format!(
-                    "trailing bytes after the snapshot trailer at {offset}"
-                ));
+                return Err(SnapshotDecodeError::TrailingBytes(offset));
             }
             return Ok(meta);
         }
-        visit(payload).map_err(|e| format!("bad snapshot record at offset {at}: {e}"))?;
+        visit(payload).map_err(|error| SnapshotDecodeError::Record { offset: at, error })?;
         count += 1;
     }
 }
