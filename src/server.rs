@@ -115,6 +115,7 @@ fn serve(
         max_content_size: settings.max_content_size,
         history_limit: settings.history_limit,
         audit_limit: settings.audit_limit,
+        create_namespaces: !settings.strict_namespaces,
     };
     let auth = Arc::new(tacos_app::auth::Auth::new(
         node.clone(),

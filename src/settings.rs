@@ -114,6 +114,13 @@ pub struct Settings {
     #[arg(long, global = true, env = "TACOS_OPEN_API_AUTH")]
     pub open_api_auth: bool,
 
+    /// Refuse a config write into a namespace id that was never created
+    /// (400 "namespace not exist"). Off by default: as in Nacos, a client may
+    /// name any tenant, and the first publish into one creates it (named as
+    /// its id), so it shows in namespace lists and the console.
+    #[arg(long, global = true, env = "TACOS_STRICT_NAMESPACES")]
+    pub strict_namespaces: bool,
+
     /// Name of the first admin, created when the cluster is initialized.
     #[arg(
         long,

@@ -200,6 +200,7 @@ scenarios! {
     v1_public_namespace,
     v1_publish_get,
     v1_search_paging_delete,
+    v1_strict_namespaces,
     v1_unicode,
     v2_config_history,
 }

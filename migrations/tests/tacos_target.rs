@@ -732,3 +732,81 @@ fn dry_run_writes_nothing_and_says_what_would_happen() {
     assert_eq!(before, snapshot(&target));
     assert_eq!(fs::read_dir(tmp.path()).unwrap().count(), 2);
 }
+
+/// Adds to a fixture copy: the registered namespace `ops.core` (in r-nacos' namespace
+/// list) with a config, and a config in the unregistered tenant `team:a`. Nacos'
+/// `ParamUtils` accepts `.` and `:` in a tenant, and so does Tacos.
+fn add_dotted_and_coloned_tenants(dir: &Path) {
+    let db = sled::open(dir).expect("open the copy with sled");
+    let configs = db.open_tree("config").unwrap();
+    let key = |tenant: &str, group: &str, data_id: &str| {
+        prost::Message::encode_to_vec(&ConfigKeyPb {
+            tenant: tenant.into(),
+            group: group.into(),
+            data_id: data_id.into(),
+        })
+    };
+    let value = |tenant: &str, group: &str, data_id: &str, content: &str| {
+        prost::Message::encode_to_vec(&ConfigPb {
+            tenant: tenant.into(),
+            group: group.into(),
+            data_id: data_id.into(),
+            content: content.into(),
+            last_time: 1_796_000_000_000,
+            id: 0,
+        })
+    };
+    let list_key = key("__INNER_SYSTEM__", "sys", "namespaces");
+    let list: ConfigPb =
+        prost::Message::decode(&*configs.get(&list_key).unwrap().expect("a namespace list"))
+            .expect("the namespace list decodes");
+    let mut namespaces: Vec<Value> = serde_json::from_str(&list.content).expect("JSON list");
+    namespaces.push(serde_json::json!({"namespaceId": "ops.core", "namespaceName": "Ops core"}));
+    let content = serde_json::to_string(&namespaces).unwrap();
+    configs
+        .insert(
+            &list_key,
+            value("__INNER_SYSTEM__", "sys", "namespaces", &content),
+        )
+        .unwrap();
+    for (tenant, data_id, content) in [
+        ("ops.core", "db.yaml", "pool: 8"),
+        ("team:a", "feature.flags", "beta=on"),
+    ] {
+        configs
+            .insert(
+                key(tenant, "DEFAULT_GROUP", data_id),
+                value(tenant, "DEFAULT_GROUP", data_id, content),
+            )
+            .unwrap();
+    }
+    db.flush().unwrap();
+}
+
+#[test]
+fn namespace_ids_with_dots_and_colons_move_without_skip_bad() {
+    let (tmp, source) = copy_fixture();
+    add_dotted_and_coloned_tenants(&source);
+    let target = tmp.path().join("tacos_data");
+    let ports = Ports::new();
+    let report = migrate_ok(&source, &target, ports, &[]);
+    for want in [
+        "configs:      32",
+        "namespaces:   4",
+        "\"ops.core\"  name \"Ops core\"",
+        "\"team:a\"  name \"team:a\"  [created: not a registered namespace in r-nacos]",
+        "md5 check: 32 of 32 configs match",
+    ] {
+        assert!(report.contains(want), "missing {want:?} in:\n{report}");
+    }
+    assert!(report.contains("Skipped: nothing"), "{report}");
+    let server = Server::start_with(&target, ports, &[]);
+    assert_config(&server, "ops.core", "DEFAULT_GROUP", "db.yaml", "pool: 8");
+    assert_config(
+        &server,
+        "team:a",
+        "DEFAULT_GROUP",
+        "feature.flags",
+        "beta=on",
+    );
+}

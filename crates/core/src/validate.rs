@@ -1,8 +1,13 @@
 //! Nacos input rules for config keys and contents, with Nacos' messages.
 //!
 //! dataId and group: characters `a-zA-Z0-9-_:.`, not blank, at most 256 and
-//! 128 characters. Namespace id: `a-zA-Z0-9_-`, at most 128 ("" is public).
-//! Content: not blank, at most the configured size in bytes.
+//! 128 characters. Namespace id (tenant) of a config: the same characters,
+//! at most 128 ("" is public), as Nacos' `ParamUtils.checkTenant` (Nacos
+//! 2.3+ also runs a stricter default parameter filter that refuses `.` and
+//! `:` in a tenant; Tacos follows `ParamUtils`, as Nacos up to 2.2 and
+//! r-nacos do, so their data moves in). A namespace id someone *creates*
+//! (the namespace API) follows Nacos' stricter `[\w-]+`. Content: not
+//! blank, at most the configured size in bytes.
 
 /// Longest dataId.
 pub const MAX_DATA_ID_LEN: usize = 256;
@@ -67,19 +72,33 @@ pub fn group(s: &str) -> Result<(), InvalidInput> {
     Ok(())
 }
 
-/// A namespace id as a client sends it ("" is the public namespace).
+/// A namespace id (tenant) as a client sends it with a config ("" is the
+/// public namespace).
 pub fn namespace(s: &str) -> Result<(), InvalidInput> {
     if s.is_empty() {
         return Ok(());
     }
-    if !s
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-    {
+    if !key_chars_ok(s) {
         return Err(InvalidInput::Namespace);
     }
     if s.chars().count() > MAX_NAMESPACE_LEN {
         return Err(InvalidInput::NamespaceTooLong);
+    }
+    Ok(())
+}
+
+/// A namespace id someone asks to create through the namespace API:
+/// letters, digits, `_` and `-` only (Nacos' `^[\w-]+`).
+pub fn new_namespace_id(s: &str) -> Result<(), InvalidInput> {
+    namespace(s)?;
+    if !s
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        return Err(InvalidInput::Other(
+            "namespaceId",
+            format!("{s:?}: a new namespace id holds letters, digits, '_' and '-' only"),
+        ));
     }
     Ok(())
 }
@@ -124,7 +143,11 @@ mod tests {
         assert_eq!(group("g/h"), Err(InvalidInput::Group("g/h".into())));
         assert!(namespace("").is_ok());
         assert!(namespace("dev_1-a").is_ok());
-        assert_eq!(namespace("dev.1"), Err(InvalidInput::Namespace));
+        assert!(namespace("ops.core").is_ok() && namespace("team:a").is_ok());
+        assert_eq!(namespace("dev/1"), Err(InvalidInput::Namespace));
+        assert_eq!(namespace("dev 1"), Err(InvalidInput::Namespace));
+        assert!(new_namespace_id("dev_1-a").is_ok());
+        assert!(new_namespace_id("ops.core").is_err());
         assert_eq!(
             namespace(&"n".repeat(129)),
             Err(InvalidInput::NamespaceTooLong)

@@ -217,7 +217,11 @@ impl State {
         p: &pb::PublishConfig,
         changed: &mut Vec<ConfigKey>,
     ) -> Result<Response, ApplyError> {
-        let key = self.key_in_existing_namespace(p.key.as_ref())?;
+        let key = ConfigKey::from(p.key.as_ref().ok_or(ApplyError::UnknownCommand)?);
+        let new_namespace = !self.has_namespace(&key.namespace);
+        if new_namespace && !p.create_namespace {
+            return Err(ApplyError::NamespaceNotFound(key.namespace.clone()));
+        }
         let origin = p.origin.clone().unwrap_or_default();
         let old = self.configs.get(&key).cloned();
         match (p.expect(), &old) {
@@ -272,6 +276,17 @@ impl State {
             recorded.md5.clone(),
             recorded.app_name.clone(),
         );
+        if new_namespace {
+            // Every check passed: the first publish into a tenant creates it.
+            let namespace = Namespace {
+                id: key.namespace.clone(),
+                name: key.namespace.clone(),
+                desc: String::new(),
+                create_time: origin.time_ms,
+            };
+            self.namespaces
+                .insert(key.namespace.clone(), Arc::new(namespace));
+        }
         self.configs.insert(key.clone(), Arc::new(config));
         self.record_history(&key, op, content, md5, app_name, &origin, p.history_limit);
         changed.push(key);

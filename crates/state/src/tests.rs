@@ -811,3 +811,35 @@ fn a_publish_can_expect_the_config_absent_or_present() {
         Response::Done
     );
 }
+
+#[test]
+fn a_publish_may_create_its_namespace_once_every_check_passed() {
+    let mut s = State::default();
+    let with = |create: bool, cas: Option<&str>| {
+        let mut command = publish("ops.core", "a", "one", 10);
+        if let Some(Op::PublishConfig(p)) = &mut command.op {
+            p.create_namespace = create;
+            p.cas_md5 = cas.map(str::to_string);
+            p.expect = pb::Expect::Present.into();
+        }
+        command
+    };
+    // Strict: refused. A publish that fails another check creates nothing.
+    assert_eq!(
+        apply(&mut s, with(false, None)).0,
+        Response::Rejected(ApplyError::NamespaceNotFound("ops.core".into()))
+    );
+    assert!(matches!(
+        apply(&mut s, with(true, Some("x"))).0,
+        Response::Rejected(ApplyError::ConfigGone { .. })
+    ));
+    assert!(!s.has_namespace("ops.core"));
+    let mut ok = publish("ops.core", "a", "one", 10);
+    if let Some(Op::PublishConfig(p)) = &mut ok.op {
+        p.create_namespace = true;
+    }
+    assert_eq!(apply(&mut s, ok).0, Response::Done);
+    let ns = s.namespaces().find(|n| n.id == "ops.core").unwrap();
+    assert_eq!((ns.name.as_str(), ns.create_time), ("ops.core", 10));
+    assert_eq!(s.configs_in("ops.core").count(), 1);
+}

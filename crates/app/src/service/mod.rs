@@ -84,6 +84,9 @@ pub struct Limits {
     pub max_content_size: usize,
     pub history_limit: u32,
     pub audit_limit: u32,
+    /// A publish into a namespace that does not exist creates it (off:
+    /// refused; `--strict-namespaces`).
+    pub create_namespaces: bool,
 }
 
 /// Config and namespace writes.

@@ -21,7 +21,7 @@ impl ConfigService {
         } else {
             id.trim().to_string()
         };
-        validate::namespace(&id)?;
+        validate::new_namespace_id(&id)?;
         if canonical_namespace(&id).is_empty() {
             return Err(ApplyError::NamespaceExists(id).into());
         }

@@ -53,6 +53,7 @@ impl ConfigService {
             cas_md5: req.cas_md5.filter(|m| !m.is_empty()),
             history_limit: self.limits.history_limit,
             expect: req.expect.into(),
+            create_namespace: self.limits.create_namespaces,
         };
         Ok((publish, req.beta_ips))
     }
