@@ -734,6 +734,34 @@ async fn cas_publish_checks_the_md5() {
     assert_eq!(conn.query_ok(data_id, "").await.str("content"), "v2");
 }
 
+/// A publish or remove with a gray tag (Nacos: `additionMap.tag`, the
+/// remove's `tag`) is refused: gray by tag is not there yet, and doing the
+/// write without the tag would reach every client.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gray_tags_on_writes_are_refused_not_dropped() {
+    let tmp = temp_dir();
+    let (_server, grpc) = start(&tmp).await;
+    let mut conn = Conn::open(grpc).await;
+    let data_id = "tagged.key";
+    conn.publish(data_id, "", "formal").await;
+
+    let body = json!({
+        "dataId": data_id, "group": GROUP, "tenant": "", "content": "canary",
+        "additionMap": {"tag": "canary"},
+    });
+    let (rid, msg) = conn.publish_raw(body).await;
+    msg.assert_failed("ConfigPublishResponse", &rid, 400);
+    assert!(
+        msg.str("message").contains("gray release by tag"),
+        "{msg:?}"
+    );
+
+    let body = json!({"dataId": data_id, "group": GROUP, "tenant": "", "tag": "canary"});
+    let (rid, msg) = conn.call("ConfigRemoveRequest", body).await;
+    msg.assert_failed("ConfigRemoveResponse", &rid, 400);
+    assert_eq!(conn.query_ok(data_id, "").await.str("content"), "formal");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pushes_are_acked_resent_and_stop_after_unlisten() {
     let tmp = temp_dir();

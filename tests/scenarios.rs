@@ -193,6 +193,7 @@ scenarios! {
     v1_bad_input,
     v1_beta,
     v1_cas,
+    v1_gray_tag_refused,
     v1_content_limit,
     v1_history,
     v1_namespaces,

@@ -66,6 +66,7 @@ pub fn publish_request(
         tags: params.any(&["config_tags", "configTags"]).to_string(),
         cas_md5,
         expect: Expect::Any,
+        tag: params.str("tag").to_string(),
         beta_ips: beta_ips
             .unwrap_or_default()
             .split(',')

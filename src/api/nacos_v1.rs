@@ -179,7 +179,9 @@ async fn delete_config(
             .stop_beta(namespace, group, data_id, &caller)
             .await
     } else {
-        app.service.remove(namespace, group, data_id, &caller).await
+        app.service
+            .remove(namespace, group, data_id, params.str("tag"), &caller)
+            .await
     };
     match result {
         Ok(_) => ok_true(),

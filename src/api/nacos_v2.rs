@@ -132,7 +132,13 @@ async fn delete_config(
     let caller = principal.caller(params.any(&["srcUser", "src_user"]), client_ip(&req));
     match app
         .service
-        .remove(params.str("namespaceId"), group, data_id, &caller)
+        .remove(
+            params.str("namespaceId"),
+            group,
+            data_id,
+            params.str("tag"),
+            &caller,
+        )
         .await
     {
         Ok(_) => v2_ok(true),

@@ -119,6 +119,7 @@ pub async fn publish(
         tags: extra("config_tags"),
         cas_md5: req.opt_str("casMd5").map(str::to_string),
         expect: Expect::Any,
+        tag: extra("tag"),
         beta_ips: extra("betaIps")
             .split(',')
             .map(str::trim)
@@ -155,6 +156,7 @@ pub async fn remove(
             req.str("tenant"),
             req.str("group"),
             req.str("dataId"),
+            req.str("tag"),
             &caller,
         )
         .await;

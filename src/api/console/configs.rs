@@ -245,6 +245,7 @@ pub async fn publish(call: Call, body: web::Bytes) -> Result<HttpResponse, Conso
         cas_md5,
         expect,
         beta_ips: Vec::new(),
+        tag: String::new(),
     };
     let caller = call.caller();
     call.app.service.publish(request, &caller).await?;
@@ -257,7 +258,7 @@ pub async fn remove(call: Call) -> Result<HttpResponse, ConsoleError> {
     let existed = call
         .app
         .service
-        .remove(&key.namespace, &key.group, &key.data_id, &caller)
+        .remove(&key.namespace, &key.group, &key.data_id, "", &caller)
         .await?;
     Ok(ok_json(serde_json::json!({ "removed": existed })))
 }

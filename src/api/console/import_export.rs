@@ -146,6 +146,7 @@ pub async fn import(call: Call, body: web::Bytes) -> Result<HttpResponse, Consol
         },
         cas_md5,
         beta_ips: Vec::new(),
+        tag: String::new(),
     };
     report.created = plan.create.iter().map(Item::entry).collect();
     report.overwritten = plan

@@ -104,6 +104,23 @@ pub fn checked_key(namespace: &str, group: &str, data_id: &str) -> Result<Config
     Ok(ConfigKey::new(namespace, group, data_id))
 }
 
+/// A gray tag on a write (`tag=` on Nacos' v1/v2 publish and delete, `tag`
+/// on the gRPC requests) asks for a gray release by tag, which this server
+/// does not have yet: refused, never dropped, since dropping it would
+/// publish to (or delete for) every client what was meant for a few.
+pub fn refuse_gray_tag(tag: &str) -> Result<(), InvalidInput> {
+    if tag.trim().is_empty() {
+        return Ok(());
+    }
+    Err(InvalidInput::Other(
+        "tag",
+        format!(
+            "{tag:?}: gray release by tag is not supported by this server yet; \
+             nothing was written (a write without the tag would reach every client)"
+        ),
+    ))
+}
+
 /// Every write of the application goes through here: it stamps the audit
 /// actor on the operation, proposes it through the node (which routes it to
 /// the leader and waits for the apply), and turns a deterministic refusal

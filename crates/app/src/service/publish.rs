@@ -4,7 +4,7 @@ use tacos_core::command as pb;
 use tacos_core::validate::{self, InvalidInput};
 use tacos_core::{md5_hex, Op};
 
-use super::{checked_key, origin, Caller, ConfigService, ServiceError};
+use super::{checked_key, origin, refuse_gray_tag, Caller, ConfigService, ServiceError};
 
 /// Most bytes one import may take encoded: it is one log entry, which must
 /// stay well inside a log record and a cluster frame.
@@ -30,6 +30,8 @@ pub struct PublishRequest {
     pub expect: pb::Expect,
     /// Publish as a beta to these IPs (when not empty).
     pub beta_ips: Vec<String>,
+    /// A gray tag (Nacos' `tag`): refused while gray by tag is missing.
+    pub tag: String,
 }
 
 impl ConfigService {
@@ -40,6 +42,7 @@ impl ConfigService {
         caller: &Caller,
     ) -> Result<(pb::PublishConfig, Vec<String>), InvalidInput> {
         let key = checked_key(&req.namespace, &req.group, &req.data_id)?;
+        refuse_gray_tag(&req.tag)?;
         validate::content(&req.content, self.limits.max_content_size)?;
         let publish = pb::PublishConfig {
             key: Some((&key).into()),

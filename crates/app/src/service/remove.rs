@@ -3,18 +3,21 @@
 use tacos_core::command as pb;
 use tacos_core::Op;
 
-use super::{checked_key, origin, Caller, ConfigService, ServiceError};
+use super::{checked_key, origin, refuse_gray_tag, Caller, ConfigService, ServiceError};
 
 impl ConfigService {
-    /// Removes a config; removing an absent one is not an error.
+    /// Removes a config; removing an absent one is not an error. `tag` is
+    /// Nacos' gray tag of the delete ("" for none; refused otherwise).
     pub async fn remove(
         &self,
         namespace: &str,
         group: &str,
         data_id: &str,
+        tag: &str,
         caller: &Caller,
     ) -> Result<bool, ServiceError> {
         let key = checked_key(namespace, group, data_id)?;
+        refuse_gray_tag(tag)?;
         let op = Op::RemoveConfig(pb::RemoveConfig {
             key: Some((&key).into()),
             origin: Some(origin(caller)),
