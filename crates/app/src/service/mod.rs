@@ -8,6 +8,14 @@
 //! it through the [`Writer`], and turns the apply outcome into a typed
 //! result. Reads are not here: handlers read the in-memory state directly,
 //! with the list rules of `crate::query`.
+//!
+//! Who did it, by layer: a request is made by a `Principal` (who the route
+//! guard authenticated: `crate::auth`, which also answers "may they" with
+//! `Principal::can` / `require`); a write is recorded as a [`Caller`] (that
+//! user, or the `src_user` an open-API client claims, and the client IP).
+//! From the one caller the writer stamps the command's `Actor` (the audit
+//! row) and the use case the config's `Origin` (its history row); those two
+//! names are the replicated log's, kept for the data already on disk.
 
 mod beta;
 mod namespaces;
