@@ -10,7 +10,9 @@ use super::nacos_config::{
     history_page, history_row, key_from, namespace_configs, publish_request, search, RowLookupError,
 };
 use super::params::{client_ip, header, paging, url_decode, url_encode, Params};
-use super::render::{content_type_for, http_date, v1_error, v1_service_error, ConfigDetail};
+use super::render::{
+    content_type_for, http_date, v1_error, v1_service_error, BetaInfo, ConfigDetail,
+};
 use super::{allow, AppState};
 use crate::api::guard::Authed;
 use tacos_app::auth::Principal;
@@ -100,6 +102,15 @@ async fn get_config(
     };
     let state = app.service.state();
     let config = state.config(&key);
+    if params.get("beta") == Some("true") {
+        // Nacos' queryBeta: the beta itself, whoever asks.
+        let beta = state
+            .beta(&key)
+            .map(|b| BetaInfo::new(&key, b, config.map(|c| c.as_ref())));
+        return HttpResponse::Ok().json(serde_json::json!({
+            "code": 200, "message": "query beta ok", "data": beta,
+        }));
+    }
     if params.get("show") == Some("all") {
         return match config {
             Some(c) => HttpResponse::Ok().json(ConfigDetail::new(&key, c)),

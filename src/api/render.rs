@@ -11,7 +11,7 @@ use serde::Serialize;
 use tacos_app::service::ServiceError;
 use tacos_core::validate::InvalidInput;
 use tacos_raft::rpc::RouteError;
-use tacos_state::{ApplyError, Config, ConfigKey, HistoryRow};
+use tacos_state::{ApplyError, Beta, Config, ConfigKey, HistoryRow};
 
 /// A Nacos v1 error: plain text `caused: <message>;`.
 pub fn v1_error(status: StatusCode, message: impl Display) -> HttpResponse {
@@ -194,6 +194,43 @@ impl ConfigDetail {
             create_ip: c.src_ip.clone(),
             desc: c.desc.clone(),
             config_tags: c.tags.clone(),
+        }
+    }
+}
+
+/// A config's beta as Nacos' `ConfigInfo4Beta` (`GET ...?beta=true`). The
+/// beta has no row id of its own in Tacos: `id` is its config's (0 when the
+/// config is gone).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BetaInfo {
+    pub id: String,
+    pub data_id: String,
+    pub group: String,
+    pub content: String,
+    pub md5: String,
+    pub encrypted_data_key: String,
+    pub tenant: String,
+    pub app_name: String,
+    #[serde(rename = "type")]
+    pub config_type: String,
+    /// The client IPs, comma-separated.
+    pub beta_ips: String,
+}
+
+impl BetaInfo {
+    pub fn new(key: &ConfigKey, beta: &Beta, config: Option<&Config>) -> Self {
+        BetaInfo {
+            id: config.map_or(0, |c| c.id).to_string(),
+            data_id: key.data_id.clone(),
+            group: key.group.clone(),
+            content: beta.content.clone(),
+            md5: beta.md5.clone(),
+            encrypted_data_key: String::new(),
+            tenant: key.namespace.clone(),
+            app_name: config.map_or_else(String::new, |c| c.app_name.clone()),
+            config_type: config.map_or_else(|| "text".into(), |c| c.config_type.clone()),
+            beta_ips: beta.ips.join(","),
         }
     }
 }
