@@ -368,6 +368,6 @@ mod tests {
         let e = check("a.json", "{\"a\": }", "json").unwrap_err();
         assert!(e.starts_with("invalid json at line 1, column 7"), "{e}");
         assert_eq!(check("a.json", "{\"a\": 1}", "json"), Ok(()));
-        assert!(checked_publish("bad.ns", "G", "d", "x", "text", 100).is_err());
+        assert!(checked_publish("bad/ns", "G", "d", "x", "text", 100).is_err());
     }
 }
