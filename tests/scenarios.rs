@@ -128,7 +128,9 @@
 //! * `md5` fields equal to the md5 of the `content` of the same object →
 //!   `"<md5 of content>"`; a `Content-MD5` header equal to the md5 of the
 //!   body → `<md5 of body>`;
-//! * `accessToken` fields → `"<token>"`; UUIDs anywhere → `<uuid>`;
+//! * `accessToken` fields → `"<token>"`; an `Authorization: Bearer` header
+//!   holding the `accessToken` of the body → `Bearer <token>`; UUIDs
+//!   anywhere → `<uuid>`;
 //! * `Date`, `Expires` and `Last-Modified` headers holding an HTTP date
 //!   after 2020 and not in the future → `<http-date>`.
 //!
@@ -204,6 +206,16 @@ scenarios! {
     v1_strict_namespaces,
     v1_unicode,
     v2_config_history,
+    v3_admin_config,
+    v3_auth,
+    v3_client_config,
+    v3_content_limit,
+    v3_history,
+    v3_namespaces,
+    v3_open_api_auth,
+    v3_operator,
+    v3_server,
+    v3_strict_namespaces,
 }
 
 fn scripts_dir() -> PathBuf {
@@ -1166,6 +1178,16 @@ fn mask_text(s: &str) -> String {
 fn mask_header(name: &str, value: &str, body: &str) -> String {
     if name.eq_ignore_ascii_case("Content-MD5") && value == md5_hex(body) {
         return "<md5 of body>".into();
+    }
+    let body_token = parse_json_body(body).and_then(|json| {
+        json.get("accessToken")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    });
+    if name.eq_ignore_ascii_case("Authorization")
+        && body_token.is_some_and(|token| value == format!("Bearer {token}"))
+    {
+        return "Bearer <token>".into();
     }
     let is_date = ["Date", "Expires", "Last-Modified"]
         .iter()

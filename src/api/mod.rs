@@ -18,6 +18,7 @@ mod nacos_v2;
 pub mod params;
 mod render;
 mod roles;
+mod v3;
 
 use std::sync::Arc;
 
@@ -109,6 +110,7 @@ pub fn declare(routes: &mut guard::Routes) {
     admin::routes(routes);
     nacos_v1::routes(routes);
     nacos_v2::routes(routes);
+    v3::routes(routes);
     console::routes(routes);
 }
 

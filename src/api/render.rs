@@ -20,7 +20,8 @@ pub fn v1_error(status: StatusCode, message: impl Display) -> HttpResponse {
         .body(format!("caused: {message};"))
 }
 
-fn status_of(error: &ServiceError) -> StatusCode {
+/// The HTTP status of a refused or failed write (shared by v1, v2 and v3).
+pub fn status_of(error: &ServiceError) -> StatusCode {
     match error {
         ServiceError::Invalid(_) => StatusCode::BAD_REQUEST,
         ServiceError::Rejected(ApplyError::CasMismatch) => StatusCode::INTERNAL_SERVER_ERROR,

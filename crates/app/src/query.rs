@@ -183,6 +183,78 @@ pub fn visible_history_row<'a>(
     row.filter(|row| principal.can(&row.key.namespace, Access::Read))
 }
 
+/// The live config with config id `id`, in any namespace (every config's
+/// namespace exists: apply refuses a config in an unknown one and a
+/// namespace removal while it holds configs).
+pub fn config_with_id(state: &State, id: u64) -> Option<(&ConfigKey, &Arc<Config>)> {
+    std::iter::once("")
+        .chain(state.namespaces().map(|n| n.id.as_str()))
+        .find_map(|namespace| state.configs_in(namespace).find(|(_, c)| c.id == id))
+}
+
+/// The live configs with these config ids (unknown ids are left out, as
+/// Nacos' batch delete skips them), each once, in the order asked.
+pub fn configs_with_ids(state: &State, ids: &[u64]) -> Vec<ConfigKey> {
+    let mut found: Vec<ConfigKey> = Vec::new();
+    for id in ids {
+        if let Some((key, _)) = config_with_id(state, *id) {
+            if !found.contains(key) {
+                found.push(key.clone());
+            }
+        }
+    }
+    found
+}
+
+/// A history row looked up for a config named beside the id (Nacos 3's
+/// history routes take `dataId`, `groupName` and `namespaceId` with it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigHistoryLookup {
+    /// The row with this id (`history?nid=`).
+    Row(u64),
+    /// The newest row of the config with this config id
+    /// (`history/previous?id=`): what the config held before its last
+    /// change (an insert row: what it was created with).
+    LatestOfConfig(u64),
+}
+
+/// Why [`config_history_row`] found no row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigRowError {
+    NotFound,
+    /// The row (or config id) belongs to another config than the one named.
+    OtherConfig,
+}
+
+/// A history row that must belong to `key`: a row of another config is
+/// refused rather than shown (Nacos' "Please check dataId, group or
+/// namespaceId"). `LatestOfConfig` finds live configs only: rows keep no
+/// config id, so the id of a deleted config is not found.
+pub fn config_history_row<'a>(
+    state: &'a State,
+    key: &ConfigKey,
+    lookup: ConfigHistoryLookup,
+) -> Result<&'a Arc<HistoryRow>, ConfigRowError> {
+    match lookup {
+        ConfigHistoryLookup::Row(id) => {
+            let row = state.history_row(id).ok_or(ConfigRowError::NotFound)?;
+            if &row.key == key {
+                Ok(row)
+            } else {
+                Err(ConfigRowError::OtherConfig)
+            }
+        }
+        ConfigHistoryLookup::LatestOfConfig(id) => match state.config(key) {
+            Some(config) if config.id == id => state
+                .history(key)
+                .next_back()
+                .ok_or(ConfigRowError::NotFound),
+            _ if config_with_id(state, id).is_some() => Err(ConfigRowError::OtherConfig),
+            _ => Err(ConfigRowError::NotFound),
+        },
+    }
+}
+
 /// A page of a list: 1-based number and size (1 to [`MAX_PAGE_SIZE`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Paging {
@@ -203,6 +275,22 @@ impl Paging {
         Ok(Paging {
             page_no: page_no.max(1),
             page_size,
+        })
+    }
+
+    /// Nacos 3's page form: `pageNo` and `pageSize` must be at least 1 (a
+    /// refusal names the parameter and carries the value as sent); a size
+    /// above [`MAX_PAGE_SIZE`] is cut to it, as Nacos 3's history list does.
+    pub fn at_least_one(page_no: i64, page_size: i64) -> Result<Self, InvalidInput> {
+        if page_no < 1 {
+            return Err(InvalidInput::Other("pageNo", page_no.to_string()));
+        }
+        if page_size < 1 {
+            return Err(InvalidInput::Other("pageSize", page_size.to_string()));
+        }
+        Ok(Paging {
+            page_no: page_no as u64,
+            page_size: (page_size as u64).min(MAX_PAGE_SIZE),
         })
     }
 }
@@ -256,5 +344,92 @@ mod tests {
         assert!(Paging::new(1, 0).is_err());
         assert!(Paging::new(1, 501).is_err());
         assert!(Paging::new(3, 500).is_ok());
+    }
+
+    fn publish(state: &mut State, namespace: &str, data_id: &str, content: &str) -> ConfigKey {
+        use tacos_core::command as pb;
+        let command = tacos_core::Command::of(tacos_core::Op::PublishConfig(pb::PublishConfig {
+            key: Some(pb::ConfigKey {
+                namespace: namespace.into(),
+                group: "G".into(),
+                data_id: data_id.into(),
+            }),
+            content: content.into(),
+            md5: tacos_core::md5_hex(content),
+            config_type: "text".into(),
+            history_limit: 10,
+            create_namespace: true,
+            ..Default::default()
+        }));
+        state.apply(&command, &mut Vec::new());
+        ConfigKey::new(namespace, "G", data_id)
+    }
+
+    #[test]
+    fn configs_by_id_in_every_namespace() {
+        let mut state = State::default();
+        let a = publish(&mut state, "", "a", "1");
+        let b = publish(&mut state, "dev", "b", "1");
+        let id = |key: &ConfigKey| state.config(key).unwrap().id;
+        let (id_a, id_b) = (id(&a), id(&b));
+        assert_eq!(config_with_id(&state, id_b).map(|(k, _)| k), Some(&b));
+        assert_eq!(
+            configs_with_ids(&state, &[id_b, 999, id_a, id_b]),
+            vec![b.clone(), a.clone()]
+        );
+        assert!(configs_with_ids(&state, &[999]).is_empty());
+    }
+
+    #[test]
+    fn history_rows_must_belong_to_the_named_config() {
+        let mut state = State::default();
+        let a = publish(&mut state, "", "a", "v1");
+        publish(&mut state, "", "a", "v2");
+        let b = publish(&mut state, "", "b", "b1");
+        let rows: Vec<u64> = state.history(&a).map(|r| r.id).collect();
+        let row = |key, lookup| config_history_row(&state, key, lookup).map(|r| r.id);
+        assert_eq!(row(&a, ConfigHistoryLookup::Row(rows[0])), Ok(rows[0]));
+        assert_eq!(
+            row(&b, ConfigHistoryLookup::Row(rows[0])),
+            Err(ConfigRowError::OtherConfig)
+        );
+        assert_eq!(
+            row(&a, ConfigHistoryLookup::Row(999)),
+            Err(ConfigRowError::NotFound)
+        );
+        // Previous: by config id, the newest row (the update, holding v1).
+        let (id_a, id_b) = (state.config(&a).unwrap().id, state.config(&b).unwrap().id);
+        let latest = config_history_row(&state, &a, ConfigHistoryLookup::LatestOfConfig(id_a));
+        assert_eq!(
+            latest.map(|r| (r.id, r.content.as_str())),
+            Ok((rows[1], "v1"))
+        );
+        assert_eq!(
+            row(&a, ConfigHistoryLookup::LatestOfConfig(id_b)),
+            Err(ConfigRowError::OtherConfig)
+        );
+        assert_eq!(
+            row(&a, ConfigHistoryLookup::LatestOfConfig(999)),
+            Err(ConfigRowError::NotFound)
+        );
+    }
+
+    #[test]
+    fn nacos3_pages_start_at_one_and_are_cut_to_500() {
+        assert_eq!(
+            Paging::at_least_one(2, 900).unwrap(),
+            Paging {
+                page_no: 2,
+                page_size: 500
+            }
+        );
+        assert_eq!(
+            Paging::at_least_one(0, 10),
+            Err(InvalidInput::Other("pageNo", "0".into()))
+        );
+        assert_eq!(
+            Paging::at_least_one(1, -3),
+            Err(InvalidInput::Other("pageSize", "-3".into()))
+        );
     }
 }

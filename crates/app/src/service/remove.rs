@@ -1,7 +1,7 @@
-//! Remove a config.
+//! Remove a config, or several.
 
 use tacos_core::command as pb;
-use tacos_core::Op;
+use tacos_core::{ConfigKey, Op};
 
 use super::{checked_key, origin, refuse_gray_tag, Caller, ConfigService, ServiceError};
 
@@ -24,5 +24,26 @@ impl ConfigService {
             history_limit: self.limits.history_limit,
         });
         self.writer.propose_removal(op, caller).await
+    }
+
+    /// Removes configs one after the other, as Nacos' batch delete does
+    /// (not one write: each removal is its own command, and a failure stops
+    /// the rest, leaving the ones before it removed). Returns how many
+    /// existed.
+    pub async fn remove_each(
+        &self,
+        keys: &[ConfigKey],
+        caller: &Caller,
+    ) -> Result<usize, ServiceError> {
+        let mut existed = 0;
+        for key in keys {
+            if self
+                .remove(&key.namespace, &key.group, &key.data_id, caller)
+                .await?
+            {
+                existed += 1;
+            }
+        }
+        Ok(existed)
     }
 }

@@ -1,0 +1,279 @@
+//! The answer shapes of Nacos 3's API (`com.alibaba.nacos.api.config.model`,
+//! `api.model.response.Namespace`, `api.config.remote.response
+//! .ConfigQueryResponse`), field for field as Jackson writes them: nulls
+//! included, ids as strings, times as epoch milliseconds. The public
+//! namespace is `public` here (Nacos 3's default namespace id), never "".
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use tacos_core::shown_namespace;
+use tacos_state::{Beta, Config, ConfigKey, HistoryRow};
+
+/// Nacos' `publishType` of a history row that is not a gray release.
+const FORMAL: &str = "formal";
+
+/// `ConfigBasicInfo`: a config in lists.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfigBasicInfo {
+    pub id: String,
+    pub namespace_id: String,
+    pub group_name: String,
+    pub data_id: String,
+    pub md5: Option<String>,
+    #[serde(rename = "type")]
+    pub config_type: Option<String>,
+    pub app_name: String,
+    pub create_time: i64,
+    pub modify_time: i64,
+}
+
+impl ConfigBasicInfo {
+    pub fn of(key: &ConfigKey, config: &Config) -> Self {
+        ConfigBasicInfo {
+            id: config.id.to_string(),
+            namespace_id: shown_namespace(&key.namespace).to_string(),
+            group_name: key.group.clone(),
+            data_id: key.data_id.clone(),
+            md5: Some(config.md5.clone()),
+            config_type: Some(config.config_type.clone()),
+            app_name: config.app_name.clone(),
+            create_time: config.create_time,
+            modify_time: config.modify_time,
+        }
+    }
+}
+
+/// Nacos stores no description or tags when none were given: null.
+fn unless_empty(value: &str) -> Option<String> {
+    (!value.is_empty()).then(|| value.to_string())
+}
+
+/// `ConfigDetailInfo`: one config with its content and metadata.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfigDetailInfo {
+    #[serde(flatten)]
+    pub basic: ConfigBasicInfo,
+    pub content: String,
+    pub desc: Option<String>,
+    pub encrypted_data_key: String,
+    pub create_user: Option<String>,
+    pub create_ip: Option<String>,
+    pub config_tags: Option<String>,
+}
+
+impl ConfigDetailInfo {
+    pub fn of(key: &ConfigKey, config: &Config) -> Self {
+        ConfigDetailInfo {
+            basic: ConfigBasicInfo::of(key, config),
+            content: config.content.clone(),
+            desc: unless_empty(&config.desc),
+            encrypted_data_key: String::new(),
+            create_user: Some(config.src_user.clone()),
+            create_ip: Some(config.src_ip.clone()),
+            config_tags: unless_empty(&config.tags),
+        }
+    }
+}
+
+/// `ConfigGrayInfo` of a beta. Nacos fills it from its gray table, which
+/// keeps no creation time, description, IP or tags: those are 0 and null
+/// here too. Type and app are the config's; the id is the config's (Tacos
+/// keeps no separate beta id).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfigGrayInfo {
+    #[serde(flatten)]
+    pub detail: ConfigDetailInfo,
+    pub gray_name: &'static str,
+    pub gray_rule: String,
+}
+
+/// How Nacos stores a beta's rule (`ConfigGrayPersistInfo`, in this order).
+#[derive(Serialize)]
+struct GrayRule<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    version: &'static str,
+    expr: &'a str,
+    priority: i32,
+}
+
+impl ConfigGrayInfo {
+    pub fn of(key: &ConfigKey, config: Option<&Config>, beta: &Beta) -> Self {
+        let ips = beta.ips.join(",");
+        let rule = GrayRule {
+            kind: "beta",
+            version: "1.0.0",
+            expr: &ips,
+            priority: i32::MAX,
+        };
+        ConfigGrayInfo {
+            detail: ConfigDetailInfo {
+                basic: ConfigBasicInfo {
+                    id: config.map_or(0, |c| c.id).to_string(),
+                    namespace_id: shown_namespace(&key.namespace).to_string(),
+                    group_name: key.group.clone(),
+                    data_id: key.data_id.clone(),
+                    md5: Some(beta.md5.clone()),
+                    config_type: Some(config.map_or("text", |c| &c.config_type).to_string()),
+                    app_name: config.map_or("", |c| &c.app_name).to_string(),
+                    create_time: 0,
+                    modify_time: beta.modify_time,
+                },
+                content: beta.content.clone(),
+                desc: None,
+                encrypted_data_key: String::new(),
+                create_user: Some(beta.src_user.clone()),
+                create_ip: None,
+                config_tags: None,
+            },
+            gray_name: "beta",
+            gray_rule: serde_json::to_string(&rule).unwrap_or_default(),
+        }
+    }
+}
+
+/// `ConfigHistoryBasicInfo`: a history row in lists. Rows keep no type
+/// (null, as in Nacos); `createTime`/`modifyTime` are the row's times.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfigHistoryBasicInfo {
+    #[serde(flatten)]
+    pub basic: ConfigBasicInfo,
+    pub src_ip: String,
+    pub src_user: String,
+    pub op_type: &'static str,
+    pub publish_type: &'static str,
+}
+
+impl ConfigHistoryBasicInfo {
+    pub fn of(row: &HistoryRow) -> Self {
+        ConfigHistoryBasicInfo {
+            basic: ConfigBasicInfo {
+                id: row.id.to_string(),
+                namespace_id: shown_namespace(&row.key.namespace).to_string(),
+                group_name: row.key.group.clone(),
+                data_id: row.key.data_id.clone(),
+                md5: Some(row.md5.clone()),
+                config_type: None,
+                app_name: row.app_name.clone(),
+                create_time: row.created_time,
+                modify_time: row.last_modified_time,
+            },
+            src_ip: row.src_ip.clone(),
+            src_user: row.src_user.clone(),
+            op_type: row.op.code(),
+            publish_type: FORMAL,
+        }
+    }
+}
+
+/// `ConfigHistoryDetailInfo`: one history row with its content. Tacos keeps
+/// no gray history and no per-row metadata, so `grayName` and `extInfo`
+/// are null.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfigHistoryDetailInfo {
+    #[serde(flatten)]
+    pub basic: ConfigHistoryBasicInfo,
+    pub content: String,
+    pub encrypted_data_key: String,
+    pub gray_name: Option<String>,
+    pub ext_info: Option<String>,
+}
+
+impl ConfigHistoryDetailInfo {
+    pub fn of(row: &HistoryRow) -> Self {
+        ConfigHistoryDetailInfo {
+            basic: ConfigHistoryBasicInfo::of(row),
+            content: row.content.clone(),
+            encrypted_data_key: String::new(),
+            gray_name: None,
+            ext_info: None,
+        }
+    }
+}
+
+/// `ConfigQueryResponse` of the client route: the gRPC response object,
+/// serialized with its base `Response` fields.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfigQueryResponse<'a> {
+    pub result_code: u32,
+    pub error_code: u32,
+    pub message: Option<&'a str>,
+    pub request_id: Option<&'a str>,
+    pub content: &'a str,
+    pub encrypted_data_key: &'a str,
+    pub content_type: &'a str,
+    pub md5: &'a str,
+    pub last_modified: i64,
+    pub tag: Option<&'a str>,
+    pub beta: bool,
+    pub success: bool,
+}
+
+impl<'a> ConfigQueryResponse<'a> {
+    pub fn found(
+        content: &'a str,
+        content_type: &'a str,
+        md5: &'a str,
+        at: i64,
+        beta: bool,
+    ) -> Self {
+        ConfigQueryResponse {
+            result_code: 200,
+            error_code: 0,
+            message: None,
+            request_id: None,
+            content,
+            encrypted_data_key: "",
+            content_type,
+            md5,
+            last_modified: at,
+            tag: None,
+            beta,
+            success: true,
+        }
+    }
+}
+
+/// `ConfigListenerInfo`: who listens to a config, client IP → the md5 it
+/// holds.
+#[derive(Debug, Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfigListenerInfo {
+    pub query_type: String,
+    pub listeners_status: BTreeMap<String, String>,
+}
+
+/// `Namespace`: type 0 is the public namespace, 1 a custom one (Nacos 3's
+/// `NamespaceTypeEnum`).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Namespace {
+    pub namespace: String,
+    pub namespace_show_name: String,
+    pub namespace_desc: String,
+    pub quota: u32,
+    pub config_count: usize,
+    #[serde(rename = "type")]
+    pub kind: u8,
+}
+
+impl Namespace {
+    pub fn of(n: tacos_app::query::NamespaceSummary) -> Self {
+        Namespace {
+            kind: if n.is_public() { 0 } else { 1 },
+            namespace: shown_namespace(&n.id).to_string(),
+            namespace_show_name: n.name,
+            namespace_desc: n.desc,
+            quota: 200,
+            config_count: n.config_count,
+        }
+    }
+}
