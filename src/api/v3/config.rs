@@ -109,14 +109,6 @@ pub async fn publish(
     let key = config_key(&params)?;
     let content = filled(&params, "content").ok_or_else(|| missing_field("content"))?;
     allow(&principal, &key.namespace, Access::ReadWrite)?;
-    if filled(&params, "tag").is_some() {
-        return Err(fail(
-            StatusCode::BAD_REQUEST,
-            PARAMETER_VALIDATE_ERROR,
-            "tag gray releases are not supported; publish without 'tag' (a beta: header betaIps)",
-        )
-        .into());
-    }
     let request = PublishRequest {
         namespace: key.namespace.clone(),
         group: key.group.clone(),
@@ -135,6 +127,7 @@ pub async fn publish(
             .filter(|ip| !ip.is_empty())
             .map(str::to_string)
             .collect(),
+        tag: params.str("tag").to_string(),
     };
     let caller = principal.caller(params.str("srcUser"), client_ip(&req));
     match app.service.publish(request, &caller).await {
@@ -145,7 +138,7 @@ pub async fn publish(
 
 /// `DELETE`: removes the config (`true` when absent too). With a `tag`
 /// Nacos removes that tag's gray release only; Tacos has none, so that is
-/// `true` and nothing changes.
+/// `true` and nothing changes (the rule is the use case's).
 pub async fn delete(
     req: HttpRequest,
     body: web::Bytes,
@@ -155,13 +148,16 @@ pub async fn delete(
     let params = Params::parse(&req, &body);
     let key = config_key(&params)?;
     allow(&principal, &key.namespace, Access::ReadWrite)?;
-    if filled(&params, "tag").is_some() {
-        return ok(true);
-    }
     let caller = principal.caller("", client_ip(&req));
     match app
         .service
-        .remove(&key.namespace, &key.group, &key.data_id, &caller)
+        .remove(
+            &key.namespace,
+            &key.group,
+            &key.data_id,
+            params.str("tag"),
+            &caller,
+        )
         .await
     {
         Ok(_) => ok(true),

@@ -112,10 +112,10 @@ pub fn checked_key(namespace: &str, group: &str, data_id: &str) -> Result<Config
     Ok(ConfigKey::new(namespace, group, data_id))
 }
 
-/// A gray tag on a write (`tag=` on Nacos' v1/v2 publish and delete, `tag`
-/// on the gRPC requests) asks for a gray release by tag, which this server
-/// does not have yet: refused, never dropped, since dropping it would
-/// publish to (or delete for) every client what was meant for a few.
+/// A gray tag on a publish (`tag=` on Nacos' HTTP publishes, `tag` in the
+/// gRPC publish's additionMap) asks for a gray release by tag, which this
+/// server does not have yet: refused, never dropped, since dropping it would
+/// publish to every client what was meant for a few.
 pub fn refuse_gray_tag(tag: &str) -> Result<(), InvalidInput> {
     if tag.trim().is_empty() {
         return Ok(());

@@ -3,11 +3,13 @@
 use tacos_core::command as pb;
 use tacos_core::{ConfigKey, Op};
 
-use super::{checked_key, origin, refuse_gray_tag, Caller, ConfigService, ServiceError};
+use super::{checked_key, origin, Caller, ConfigService, ServiceError};
 
 impl ConfigService {
-    /// Removes a config; removing an absent one is not an error. `tag` is
-    /// Nacos' gray tag of the delete ("" for none; refused otherwise).
+    /// Removes a config; removing an absent one is not an error. With a
+    /// gray `tag` Nacos removes that tag's gray version only; this server
+    /// has no gray by tag yet, so there is nothing to remove: `false`, and
+    /// the config stays (never removed for every client).
     pub async fn remove(
         &self,
         namespace: &str,
@@ -17,7 +19,9 @@ impl ConfigService {
         caller: &Caller,
     ) -> Result<bool, ServiceError> {
         let key = checked_key(namespace, group, data_id)?;
-        refuse_gray_tag(tag)?;
+        if !tag.trim().is_empty() {
+            return Ok(false);
+        }
         let op = Op::RemoveConfig(pb::RemoveConfig {
             key: Some((&key).into()),
             origin: Some(origin(caller)),
@@ -38,7 +42,7 @@ impl ConfigService {
         let mut existed = 0;
         for key in keys {
             if self
-                .remove(&key.namespace, &key.group, &key.data_id, caller)
+                .remove(&key.namespace, &key.group, &key.data_id, "", caller)
                 .await?
             {
                 existed += 1;
