@@ -6,7 +6,7 @@ use super::params::{config_filter, paging, Params};
 use super::render::{ConfigInfoWrapper, ConfigItem, HistoryItem, Page};
 use tacos_app::auth::Principal;
 use tacos_app::query::{search_configs, visible_history_row, HistoryLookup};
-use tacos_app::service::{checked_key, PublishRequest};
+use tacos_app::service::{checked_key, comma_list, PublishRequest};
 use tacos_core::command::Expect;
 use tacos_core::validate::{self, InvalidInput};
 use tacos_state::{canonical_namespace, Config, ConfigKey, State};
@@ -67,13 +67,7 @@ pub fn publish_request(
         cas_md5,
         expect: Expect::Any,
         tag: params.str("tag").to_string(),
-        beta_ips: beta_ips
-            .unwrap_or_default()
-            .split(',')
-            .map(str::trim)
-            .filter(|ip| !ip.is_empty())
-            .map(str::to_string)
-            .collect(),
+        beta_ips: comma_list(&beta_ips.unwrap_or_default()),
     })
 }
 

@@ -9,7 +9,7 @@ use serde_json::json;
 use super::payload::{self, code, Incoming, Reply};
 use super::GrpcState;
 use tacos_app::auth::Principal;
-use tacos_app::service::{checked_key, PublishRequest, ServiceError};
+use tacos_app::service::{checked_key, comma_list, PublishRequest, ServiceError};
 use tacos_app::watch::{changed_keys, ListenKey, Subscribe, Unsubscribe};
 use tacos_core::command::Expect;
 use tacos_state::{Access, ApplyError};
@@ -120,12 +120,7 @@ pub async fn publish(
         cas_md5: req.opt_str("casMd5").map(str::to_string),
         expect: Expect::Any,
         tag: extra("tag"),
-        beta_ips: extra("betaIps")
-            .split(',')
-            .map(str::trim)
-            .filter(|ip| !ip.is_empty())
-            .map(str::to_string)
-            .collect(),
+        beta_ips: comma_list(&extra("betaIps")),
     };
     let caller = principal.caller(&extra("src_user"), client_ip.to_string());
     match app.service.publish(request, &caller).await {

@@ -23,7 +23,7 @@ use crate::api::params::{client_ip, header, Params};
 use crate::api::render::{v1_error, Page};
 use crate::api::AppState;
 use tacos_app::query::{configs_with_ids, search_configs, ConfigFilter};
-use tacos_app::service::PublishRequest;
+use tacos_app::service::{comma_list, PublishRequest};
 use tacos_app::watch::ListenersOf;
 use tacos_core::command::Expect;
 use tacos_core::validate;
@@ -120,13 +120,7 @@ pub async fn publish(
         tags: params.str("configTags").to_string(),
         cas_md5: header(&req, "casMd5"),
         expect: Expect::Any,
-        beta_ips: header(&req, "betaIps")
-            .unwrap_or_default()
-            .split(',')
-            .map(str::trim)
-            .filter(|ip| !ip.is_empty())
-            .map(str::to_string)
-            .collect(),
+        beta_ips: comma_list(&header(&req, "betaIps").unwrap_or_default()),
         tag: params.str("tag").to_string(),
     };
     let caller = principal.caller(params.str("srcUser"), client_ip(&req));

@@ -23,7 +23,7 @@ mod publish;
 mod remove;
 mod rollback;
 
-pub use publish::{PublishRequest, MAX_IMPORT_BYTES};
+pub use publish::{comma_list, PublishRequest, MAX_IMPORT_BYTES};
 
 use std::sync::Arc;
 

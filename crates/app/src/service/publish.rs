@@ -13,6 +13,16 @@ const _: () =
     assert!(MAX_IMPORT_BYTES + 1024 * 1024 < tacos_store::record::MAX_RECORD_LEN as usize);
 const _: () = assert!(MAX_IMPORT_BYTES + 1024 * 1024 < tacos_raft::rpc::MAX_FRAME);
 
+/// The items of one of Nacos' comma-separated lists (`betaIps`): trimmed,
+/// empty ones left out.
+pub fn comma_list(text: &str) -> Vec<String> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|item| !item.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
 /// A config publish as a client asks for it.
 #[derive(Debug, Clone, Default)]
 pub struct PublishRequest {
