@@ -196,6 +196,7 @@ scenarios! {
     v1_beta,
     v1_cas,
     v1_content_limit,
+    v1_delete_by_ids,
     v1_gray_tag,
     v1_history,
     v1_namespaces,

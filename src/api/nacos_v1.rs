@@ -9,14 +9,14 @@ use super::guard::{Need, Routes};
 use super::nacos_config::{
     history_page, history_row, key_from, namespace_configs, publish_request, search, RowLookupError,
 };
-use super::params::{client_ip, header, paging, url_decode, url_encode, Params};
+use super::params::{all_values, client_ip, header, paging, url_decode, url_encode, Params};
 use super::render::{
     content_type_for, http_date, v1_error, v1_service_error, BetaInfo, ConfigDetail,
 };
 use super::{allow, AppState};
 use crate::api::guard::Authed;
 use tacos_app::auth::Principal;
-use tacos_app::query::{visible_namespaces, HistoryLookup};
+use tacos_app::query::{configs_with_ids, visible_namespaces, HistoryLookup};
 use tacos_app::service::{Caller, ServiceError};
 use tacos_app::watch::{changed_keys, Cancel, Hold, HoldOutcome, ListenKey, Polled, WatchHub};
 use tacos_core::validate::{self, InvalidInput};
@@ -177,6 +177,9 @@ async fn delete_config(
     Authed(principal): Authed,
 ) -> HttpResponse {
     let params = Params::parse(&req, &body);
+    if params.get("delType") == Some("ids") {
+        return delete_configs_by_id(&req, &body, &app, &principal, &params).await;
+    }
     if let Err(denied) = allow(&principal, params.str("tenant"), Access::ReadWrite) {
         return *denied;
     }
@@ -196,6 +199,41 @@ async fn delete_config(
     };
     match result {
         Ok(_) => ok_true(),
+        Err(e) => v1_service_error(&e),
+    }
+}
+
+/// `DELETE ?delType=ids&ids=1,2`: removes the configs with these ids (ids
+/// of no config are skipped, as Nacos does), each its own write; answers
+/// Nacos' `RestResult` `{code:200, message:null, data:true}`.
+async fn delete_configs_by_id(
+    req: &HttpRequest,
+    body: &[u8],
+    app: &AppState,
+    principal: &Principal,
+    params: &Params,
+) -> HttpResponse {
+    let Some(raw) = all_values(req, body, "ids") else {
+        return bad_request(InvalidInput::Missing("ids"));
+    };
+    let ids: Vec<u64> = match raw.iter().map(|id| id.parse()).collect() {
+        Ok(ids) => ids,
+        Err(_) => return bad_request(InvalidInput::Other("ids", raw.join(","))),
+    };
+    let keys = configs_with_ids(&app.service.state(), &ids);
+    for key in &keys {
+        if let Err(denied) = allow(principal, &key.namespace, Access::ReadWrite) {
+            return *denied;
+        }
+    }
+    match app
+        .service
+        .remove_each(&keys, &caller(req, params, principal))
+        .await
+    {
+        Ok(_) => {
+            HttpResponse::Ok().json(serde_json::json!({"code": 200, "message": null, "data": true}))
+        }
         Err(e) => v1_service_error(&e),
     }
 }

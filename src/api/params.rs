@@ -153,6 +153,34 @@ pub fn paging(params: &Params, default_size: u64) -> Result<(u64, u64), InvalidI
     Ok((paging.page_no, paging.page_size))
 }
 
+/// Every value of `name` in the query string and a form body, each split
+/// at commas (Spring binds `ids=1,2` and `ids=1&ids=2` alike); `None` when
+/// the parameter is not there at all.
+pub fn all_values(req: &HttpRequest, body: &[u8], name: &str) -> Option<Vec<String>> {
+    let pairs = |bytes: &[u8]| {
+        serde_urlencoded::from_bytes::<Vec<(String, String)>>(bytes).unwrap_or_default()
+    };
+    let mut values = pairs(req.query_string().as_bytes());
+    let is_form = header(req, "Content-Type")
+        .is_some_and(|t| t.starts_with("application/x-www-form-urlencoded"));
+    if is_form {
+        values.extend(pairs(body));
+    }
+    let found: Vec<String> = values
+        .into_iter()
+        .filter(|(k, _)| k == name)
+        .map(|(_, v)| v)
+        .collect();
+    (!found.is_empty()).then(|| {
+        found
+            .iter()
+            .flat_map(|v| v.split(','))
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+            .collect()
+    })
+}
+
 /// The client's IP as Nacos determines it: `X-Forwarded-For` (first hop),
 /// then `X-Real-IP`, then the peer address.
 pub fn client_ip(req: &HttpRequest) -> String {

@@ -19,7 +19,7 @@ use super::{
     PARAMETER_VALIDATE_ERROR, RESOURCE_NOT_FOUND,
 };
 use crate::api::guard::Authed;
-use crate::api::params::{client_ip, header, Params};
+use crate::api::params::{all_values, client_ip, header, Params};
 use crate::api::render::{v1_error, Page};
 use crate::api::AppState;
 use tacos_app::query::{configs_with_ids, search_configs, ConfigFilter};
@@ -213,34 +213,6 @@ pub async fn list(req: HttpRequest, app: web::Data<AppState>, Authed(principal):
         paging.page_no,
         paging.page_size,
     ))
-}
-
-/// Every value of `name` in the query string and a form body, each split
-/// at commas (Spring binds `ids=1,2` and `ids=1&ids=2` alike); `None` when
-/// the parameter is not there at all.
-fn all_values(req: &HttpRequest, body: &[u8], name: &str) -> Option<Vec<String>> {
-    let pairs = |bytes: &[u8]| {
-        serde_urlencoded::from_bytes::<Vec<(String, String)>>(bytes).unwrap_or_default()
-    };
-    let mut values = pairs(req.query_string().as_bytes());
-    let is_form = header(req, "Content-Type")
-        .is_some_and(|t| t.starts_with("application/x-www-form-urlencoded"));
-    if is_form {
-        values.extend(pairs(body));
-    }
-    let found: Vec<String> = values
-        .into_iter()
-        .filter(|(k, _)| k == name)
-        .map(|(_, v)| v)
-        .collect();
-    (!found.is_empty()).then(|| {
-        found
-            .iter()
-            .flat_map(|v| v.split(','))
-            .map(|v| v.trim().to_string())
-            .filter(|v| !v.is_empty())
-            .collect()
-    })
 }
 
 /// `DELETE /batch?ids=1,2`: removes the configs with these ids, one after
