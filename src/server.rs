@@ -1,11 +1,16 @@
 //! Runs a node: Raft and the cluster port on their own tokio runtime, HTTP
 //! and the watch hub on actix's.
 //!
-//! Start-up order: bind both ports (so a taken port is reported before the
-//! data dir is touched), open the store and start Raft, serve the cluster
-//! port (peers need it for elections and catch-up), join if asked, wait
-//! until reads are complete, then serve HTTP.
+//! Start-up order: bind all three ports (so a taken port is reported before
+//! the data dir is touched), open the store and start Raft, serve the
+//! cluster port (peers need it for elections and catch-up), join if asked,
+//! wait until reads are complete (a restarted member of a cluster also
+//! catches up with the leader), then listen on the HTTP and gRPC ports and
+//! serve them. Until then the client ports are bound but not listening:
+//! clients are refused at once and try another node, instead of connecting
+//! to one that cannot answer yet and waiting out their connect timeout.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use actix::Actor;
@@ -47,13 +52,12 @@ pub fn run(settings: Settings) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("starting the gRPC runtime")?;
-    let http_addr = (settings.bind, settings.http_port);
-    let http_listener = std::net::TcpListener::bind(http_addr)
-        .with_context(|| format!("cannot listen on {}:{} (HTTP)", http_addr.0, http_addr.1))?;
-    let grpc_addr = (settings.bind, settings.grpc_port().unwrap_or_default());
-    let grpc_listener = grpc_runtime
-        .block_on(tokio::net::TcpListener::bind(grpc_addr))
-        .with_context(|| format!("cannot listen on {}:{} (gRPC)", grpc_addr.0, grpc_addr.1))?;
+    let http_addr = SocketAddr::new(settings.bind, settings.http_port);
+    let http_socket = bind_client_port(http_addr)
+        .with_context(|| format!("cannot listen on {http_addr} (HTTP)"))?;
+    let grpc_addr = SocketAddr::new(settings.bind, settings.grpc_port().unwrap_or_default());
+    let grpc_socket = bind_client_port(grpc_addr)
+        .with_context(|| format!("cannot listen on {grpc_addr} (gRPC)"))?;
     let cluster_addr = (settings.bind, settings.cluster_port().unwrap_or_default());
     let cluster_listener = raft_runtime
         .block_on(tokio::net::TcpListener::bind(cluster_addr))
@@ -85,6 +89,18 @@ pub fn run(settings: Settings) -> anyhow::Result<()> {
     });
     raft_runtime.block_on(node.wait_ready())?;
 
+    // Ready: clients may connect from now on. The gRPC listener belongs to
+    // the gRPC runtime; the HTTP one is handed to actix as a std listener.
+    let (http_listener, grpc_listener) = grpc_runtime.block_on(async {
+        let http = http_socket
+            .listen(CLIENT_BACKLOG)
+            .and_then(|l| l.into_std())
+            .with_context(|| format!("cannot listen on {http_addr} (HTTP)"))?;
+        let grpc = grpc_socket
+            .listen(CLIENT_BACKLOG)
+            .with_context(|| format!("cannot listen on {grpc_addr} (gRPC)"))?;
+        anyhow::Ok((http, grpc))
+    })?;
     let listeners = Listeners {
         http: http_listener,
         grpc: grpc_listener,
@@ -96,7 +112,25 @@ pub fn run(settings: Settings) -> anyhow::Result<()> {
     served
 }
 
-/// The client-facing ports, bound before the node starts.
+/// Connections a client port queues before they are accepted.
+const CLIENT_BACKLOG: u32 = 1024;
+
+/// Binds a client-facing port without listening on it yet: the port is
+/// taken (a second server on it fails now, before touching the data dir),
+/// but connection attempts are refused until [`tokio::net::TcpSocket::listen`].
+/// `SO_REUSEADDR` as std sets it, so a restart is not refused the port its
+/// predecessor's connections still linger on.
+fn bind_client_port(addr: SocketAddr) -> std::io::Result<tokio::net::TcpSocket> {
+    let socket = match addr {
+        SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
+        SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    Ok(socket)
+}
+
+/// The client-facing ports, listening once the node is ready.
 struct Listeners {
     http: std::net::TcpListener,
     grpc: tokio::net::TcpListener,

@@ -1000,3 +1000,192 @@ async fn cluster_token_is_required() {
         "the data dir was created before the settings were checked"
     );
 }
+
+// ---- 7 ----------------------------------------------------------------------
+
+/// A gRPC payload of `kind` with `body` (JSON) as the clients send it.
+fn grpc_payload(kind: &str, body: serde_json::Value) -> tacos::grpc::pb::Payload {
+    tacos::grpc::pb::Payload {
+        metadata: Some(tacos::grpc::pb::Metadata {
+            r#type: kind.to_string(),
+            client_ip: String::new(),
+            headers: Default::default(),
+        }),
+        body: Some(prost_types::Any {
+            type_url: String::new(),
+            value: serde_json::to_vec(&body).unwrap(),
+        }),
+    }
+}
+
+/// One unary gRPC call on `channel`: the answer's type and JSON body.
+async fn grpc_call(
+    channel: &tonic::transport::Channel,
+    kind: &str,
+    body: serde_json::Value,
+) -> (String, serde_json::Value) {
+    let mut client = tacos::grpc::pb::request_client::RequestClient::new(channel.clone());
+    let reply = tokio::time::timeout(
+        common::cluster::ADMIN_TIMEOUT,
+        client.request(grpc_payload(kind, body)),
+    )
+    .await
+    .unwrap_or_else(|_| {
+        panic!(
+            "{kind}: no answer within {:?}",
+            common::cluster::ADMIN_TIMEOUT
+        )
+    })
+    .unwrap_or_else(|status| panic!("{kind} failed: {status:?}"))
+    .into_inner();
+    let answer_kind = reply.metadata.map(|m| m.r#type).unwrap_or_default();
+    let body = serde_json::from_slice(&reply.body.expect("an answer body").value)
+        .expect("a JSON answer body");
+    (answer_kind, body)
+}
+
+/// Kills follower `victim`, writes `rounds` versions of `data_id` through
+/// `writer` while it is down, and starts it again without waiting; returns
+/// the last version written.
+async fn restart_behind(
+    cluster: &mut Cluster,
+    victim: usize,
+    writer: usize,
+    data_id: &str,
+    tag: &str,
+) -> String {
+    cluster.kill9(victim);
+    let mut last = String::new();
+    for n in 0..20 {
+        last = format!("{tag}-{n}");
+        cluster.publish(writer, data_id, &last).await;
+    }
+    cluster.spawn(victim);
+    last
+}
+
+/// A restarted member of a cluster first catches up with the writes the
+/// cluster committed while it was down, and only then takes clients: its
+/// ports refuse connections until it can answer (none is accepted and left
+/// waiting), and its first answers, over HTTP and over gRPC, already hold
+/// the latest write. A gRPC client that listens there with the md5 of the
+/// latest config is not told it changed (a node answering from its older
+/// state would say so, and the client would read the older config and hand
+/// it to its listeners).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_member_answers_only_once_caught_up() {
+    const KEY: &str = "caught-up";
+    let mut cluster = Cluster::start(3, &[]).await;
+    let leader = cluster.wait_for_leader(LEADER_TIMEOUT).await;
+    let victim = followers(&cluster, leader)[0];
+    let victim_id = cluster.id(victim);
+    cluster.publish(leader, KEY, "v0").await;
+    cluster.wait_converged().await;
+
+    // HTTP: the first answer of the restarted node is the latest write.
+    let latest = restart_behind(&mut cluster, victim, leader, KEY, "http").await;
+    let http = reqwest::Client::builder()
+        .timeout(common::cluster::ADMIN_TIMEOUT)
+        .build()
+        .unwrap();
+    let url = format!(
+        "http://127.0.0.1:{}/nacos/v1/cs/configs?dataId={KEY}&group={GROUP}",
+        cluster.http_port(victim)
+    );
+    let deadline = Instant::now() + common::cluster::HEALTHY_TIMEOUT;
+    let first = loop {
+        match http.get(&url).send().await {
+            Ok(response) => break (response.status().as_u16(), response.text().await.unwrap()),
+            Err(e) if e.is_connect() && Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(10)).await
+            }
+            Err(e) => panic!(
+                "node {victim_id}'s HTTP port: {e} (connect error: {}, timeout: {})\n{}",
+                e.is_connect(),
+                e.is_timeout(),
+                cluster.diagnostics().await
+            ),
+        }
+    };
+    assert_eq!(
+        first,
+        (200, latest.clone()),
+        "node {victim_id}'s first HTTP answer after its restart is not the latest write"
+    );
+    assert!(
+        cluster.log(victim).contains("caught up with the cluster"),
+        "node {victim_id} did not log catching up:\n{}",
+        common::cluster::tail(&cluster.log(victim), 40)
+    );
+    cluster.wait_healthy(victim).await;
+    cluster.wait_converged().await;
+
+    // gRPC: a client that reconnects there with the latest md5 hears "no
+    // change" and reads the latest content.
+    let writer = (0..3).find(|&i| i != victim).unwrap();
+    let latest = restart_behind(&mut cluster, victim, writer, KEY, "grpc").await;
+    let endpoint = tonic::transport::Endpoint::from_shared(format!(
+        "http://127.0.0.1:{}",
+        cluster.grpc_port(victim)
+    ))
+    .unwrap()
+    .connect_timeout(Duration::from_secs(1));
+    let deadline = Instant::now() + common::cluster::HEALTHY_TIMEOUT;
+    let channel = loop {
+        match endpoint.connect().await {
+            Ok(channel) => break channel,
+            Err(_) if Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(10)).await
+            }
+            Err(e) => panic!("node {victim_id}'s gRPC port: {e:?}"),
+        }
+    };
+    // The stream first (a listen needs it), as the clients open it.
+    let (outbound, rx) = futures::channel::mpsc::unbounded();
+    let mut streams =
+        tacos::grpc::pb::bi_request_stream_client::BiRequestStreamClient::new(channel.clone());
+    let _inbound = tokio::time::timeout(
+        common::cluster::ADMIN_TIMEOUT,
+        streams.request_bi_stream(rx),
+    )
+    .await
+    .expect("opening the stream timed out")
+    .expect("opening the stream");
+    outbound
+        .unbounded_send(grpc_payload(
+            "ConnectionSetupRequest",
+            serde_json::json!({"clientVersion": "Nacos-Java-Client:v2.4.0", "abilities": {},
+                "tenant": "", "labels": {}, "requestId": "", "headers": {}}),
+        ))
+        .unwrap();
+    let listen = serde_json::json!({
+        "requestId": "1", "headers": {}, "listen": true,
+        "configListenContexts": [{"dataId": KEY, "group": GROUP, "tenant": "",
+            "md5": common::md5_hex(&latest)}],
+    });
+    let mut answer = grpc_call(&channel, "ConfigBatchListenRequest", listen.clone()).await;
+    for _ in 0..50 {
+        // 301 until the server has registered the stream
+        if answer.1["errorCode"] != 301 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        answer = grpc_call(&channel, "ConfigBatchListenRequest", listen.clone()).await;
+    }
+    assert_eq!(answer.0, "ConfigChangeBatchListenResponse", "{answer:?}");
+    assert_eq!(answer.1["errorCode"], 0, "{answer:?}");
+    assert_eq!(
+        answer.1["changedConfigs"],
+        serde_json::json!([]),
+        "node {victim_id}, just restarted, told a client holding the latest config that it changed"
+    );
+    let (kind, body) = grpc_call(
+        &channel,
+        "ConfigQueryRequest",
+        serde_json::json!({"requestId": "2", "headers": {}, "dataId": KEY, "group": GROUP,
+            "tenant": ""}),
+    )
+    .await;
+    assert_eq!(kind, "ConfigQueryResponse", "{body}");
+    assert_eq!(body["content"], serde_json::json!(latest), "{body}");
+}

@@ -136,6 +136,9 @@ impl Connections {
     pub fn close(&self, conn: &Connection, hub: &Addr<WatchHub>) {
         self.by_peer.remove_if(&conn.peer, |_, c| c.num == conn.num);
         let _ = conn.closed.send(true);
+        // Before the Disconnect: a listen of this connection still on its
+        // way to the hub must not register it again after it.
+        conn.queue.close();
         hub.do_send(Disconnect(conn.num));
     }
 }

@@ -32,6 +32,9 @@ use tacos_store::{Fs, LogOptions, LogStore};
 
 /// How long start-up waits for the state in memory to be complete.
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a restarted voter of a cluster waits at start-up to catch up
+/// with the writes committed while it was down, before it serves anyway.
+const CATCH_UP_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a routed request waits for a leader to appear.
 const ROUTE_TIMEOUT: Duration = Duration::from_secs(10);
 /// A forwarded request's deadline on the wire (a join waits for catch-up).
@@ -196,11 +199,22 @@ impl Node {
     /// Waits until reads here see every write this node knew was committed
     /// when it stopped. A node that is its cluster's only voter also waits to
     /// lead (it elects itself at once instead of after a timeout).
+    ///
+    /// A voter of a larger cluster then also catches up with the writes the
+    /// cluster committed while it was down (the leader's read index, at most
+    /// [`CATCH_UP_TIMEOUT`]): otherwise its first answers come from an older
+    /// state, and a client that already holds a newer config is told it
+    /// changed, reads the older one and hands it to its listeners. Without a
+    /// leader in that time the node starts with what it has.
     pub async fn wait_ready(&self) -> anyhow::Result<()> {
-        let sole_voter = {
+        let (sole_voter, voter_of_many) = {
             let metrics = self.metrics();
             let membership = metrics.membership_config.membership();
-            membership.voter_ids().eq([self.id])
+            let voters: Vec<NodeId> = membership.voter_ids().collect();
+            (
+                voters == [self.id],
+                voters.len() > 1 && voters.contains(&self.id),
+            )
         };
         if sole_voter {
             self.raft
@@ -227,8 +241,30 @@ impl Node {
                 .await
                 .context("waiting for this node to apply its committed log")?;
         }
+        if voter_of_many {
+            self.catch_up_with_the_cluster().await;
+        }
         tracing::info!(configs = self.state().config_count(), "node is ready");
         Ok(())
+    }
+
+    /// Applies what the cluster committed while this node was down: waits
+    /// for the leader's read index (bounded by [`CATCH_UP_TIMEOUT`]).
+    async fn catch_up_with_the_cluster(&self) {
+        let started = Instant::now();
+        match tokio::time::timeout(CATCH_UP_TIMEOUT, self.linearizable_barrier()).await {
+            Ok(Ok(())) => tracing::info!(
+                applied = ?self.raft.metrics().borrow().last_applied,
+                elapsed = ?started.elapsed(),
+                "caught up with the cluster"
+            ),
+            Ok(Err(e)) => tracing::warn!(
+                "starting without catching up with the cluster first (reads may be behind until it does): {e}"
+            ),
+            Err(_) => tracing::warn!(
+                "no leader answered within {CATCH_UP_TIMEOUT:?}; starting without catching up with the cluster first (reads may be behind until it does)"
+            ),
+        }
     }
 
     /// Asks the cluster at `addr` (any member) to take this node in, and

@@ -269,6 +269,36 @@ mod tests {
     }
 
     #[actix::test]
+    async fn a_listen_handled_after_its_connection_closed_registers_nothing() {
+        let state: StateHandle = Arc::new(ArcSwap::from_pointee(State::default()));
+        let key = publish(&state, "a", "one");
+        let hub = WatchHub::new(state.clone(), 10).start();
+        let queue = PushQueue::default();
+        // The connection closes (the queue first, then the Disconnect, as
+        // the gRPC layer does) while one of its listen requests is still on
+        // its way to the hub.
+        queue.close();
+        hub.send(Disconnect(7)).await.unwrap();
+        hub.send(Subscribe {
+            conn: 7,
+            keys: vec![listen("a", "old")],
+            queue: queue.clone(),
+            client: "10.0.0.8:50123".into(),
+        })
+        .await
+        .unwrap();
+        let counts = hub.send(CountListeners).await.unwrap();
+        assert_eq!((counts.grpc_connections, counts.grpc_keys), (0, 0));
+        assert!(hub.send(ListenersOf(key.clone())).await.unwrap().is_empty());
+        // and no change is queued for it
+        publish(&state, "a", "two");
+        hub.send(Changed(Changes::Keys(vec![key]), Instant::now()))
+            .await
+            .unwrap();
+        assert!(queue.is_empty());
+    }
+
+    #[actix::test]
     async fn listeners_of_a_key_cover_held_ended_and_grpc_listeners() {
         let state: StateHandle = Arc::new(ArcSwap::from_pointee(State::default()));
         let key = publish(&state, "a", "one");

@@ -7,6 +7,7 @@
 //! or dead client therefore delays only itself, and its queue never holds
 //! more than the keys it listens to.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::Notify;
@@ -21,6 +22,8 @@ pub struct PushQueue(Arc<Inner>);
 struct Inner {
     dirty: Mutex<Vec<ListenKey>>,
     notify: Notify,
+    /// The connection is gone: the hub must not (re)register it.
+    closed: AtomicBool,
 }
 
 impl PushQueue {
@@ -46,6 +49,19 @@ impl PushQueue {
             }
             self.0.notify.notified().await;
         }
+    }
+
+    /// Marks the connection closed, before its `Disconnect` is sent: a
+    /// `Subscribe` the hub handles after that `Disconnect` (a listen request
+    /// that was answered while the connection closed) is then ignored
+    /// instead of registering a connection that is gone.
+    pub fn close(&self) {
+        self.0.closed.store(true, Ordering::Release);
+    }
+
+    /// Whether [`PushQueue::close`] was called.
+    pub fn is_closed(&self) -> bool {
+        self.0.closed.load(Ordering::Acquire)
     }
 
     /// Whether a change to `key` waits to be pushed.

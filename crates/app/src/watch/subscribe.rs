@@ -8,7 +8,8 @@ use actix::prelude::*;
 use super::*;
 
 /// A gRPC connection listens to `keys` (added to what it already listens
-/// to); changes are marked in `queue`.
+/// to); changes are marked in `queue`. Ignored once the queue is closed
+/// (the connection went away; see [`PushQueue::close`]).
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct Subscribe {
@@ -23,6 +24,11 @@ impl Handler<Subscribe> for WatchHub {
     type Result = ();
 
     fn handle(&mut self, msg: Subscribe, _: &mut Context<Self>) {
+        // Its Disconnect may have been handled already: registering it now
+        // would keep a listener nobody removes.
+        if msg.queue.is_closed() {
+            return;
+        }
         let sub = self
             .subscribers
             .entry(msg.conn)
