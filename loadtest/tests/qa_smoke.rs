@@ -120,6 +120,15 @@ fn qa_smoke_writes_a_report() {
             "the report lacks {section:?}:\n{text}"
         );
     }
+    // The report names binaries, never this machine's directories.
+    for path in [tacos.parent().expect("a dir"), dir.path()] {
+        let path = path.display().to_string();
+        assert!(
+            !text.contains(&path),
+            "the report shows the path {path}:\n{text}"
+        );
+    }
+    assert!(text.contains("(binary `tacos`)"), "{text}");
     // Every run worked: the servers started and the scenarios measured something.
     assert!(
         text.contains("; 0 of 7 runs failed."),

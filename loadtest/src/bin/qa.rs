@@ -405,7 +405,9 @@ fn validate(opts: &Options) -> Result<()> {
     Ok(())
 }
 
-/// This invocation as a shell line, for the report.
+/// This invocation as a shell line, for the report. Absolute paths are cut
+/// to their file name (`rnacos`, `tacos`): a report names binaries, never
+/// the machine's directories.
 fn command_line() -> String {
     let mut args = std::env::args();
     let mut line = args
@@ -418,6 +420,11 @@ fn command_line() -> String {
         .unwrap_or_else(|| "qa".into());
     for a in args {
         line.push(' ');
+        let a = if Path::new(&a).is_absolute() {
+            report::file_name_of(Path::new(&a))
+        } else {
+            a
+        };
         if a.chars()
             .all(|c| c.is_ascii_alphanumeric() || "-_./=,:".contains(c))
         {

@@ -466,7 +466,7 @@ pub fn render(
         md,
         "**Verdict: {verdict}**: {passed} budgets passed, {failed} failed, {na} not applicable \
          (budgets: `{}`); {failed_runs} of {} runs failed.\n",
-        results.options.budgets.display(),
+        shown_budgets(&results.options.budgets),
         results.runs.len()
     );
     if let Some(why) = &results.incomplete {
@@ -474,13 +474,13 @@ pub fn render(
     }
     let _ = writeln!(
         md,
-        "Server under test: `{}` ({}).{}",
+        "Server under test: `{}` (binary `{}`).{}",
         server.version,
-        server.binary.display(),
+        file_name_of(&server.binary),
         base.map_or(String::new(), |b| format!(
-            " Baseline: `{}` ({}).",
+            " Baseline: `{}` (binary `{}`).",
             b.version,
-            b.binary.display()
+            file_name_of(&b.binary)
         ))
     );
     if base.is_some() {
@@ -724,11 +724,29 @@ pub fn render(
     let _ = writeln!(md, "```sh\n{}\n```\n", results.options.command_line);
     let _ = writeln!(
         md,
-        "Per-run logs and raw reports were under `{}` (removed at the end unless \
-         `--keep-work`).",
-        results.options.work_dir.display()
+        "Per-run logs and raw reports were in a work dir under the temp dir \
+         (removed at the end unless `--keep-work`)."
     );
     md
+}
+
+/// A file as a report names it: its file name only (`tacos`, `rnacos`),
+/// never the directories of the machine it ran on.
+pub fn file_name_of(path: &Path) -> String {
+    path.file_name().map_or_else(
+        || path.display().to_string(),
+        |name| name.to_string_lossy().into_owned(),
+    )
+}
+
+/// The budgets file: repo-relative when it is this workspace's, else its
+/// file name.
+fn shown_budgets(path: &Path) -> String {
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent();
+    match workspace.and_then(|w| path.strip_prefix(w).ok()) {
+        Some(relative) => relative.display().to_string(),
+        None => file_name_of(path),
+    }
 }
 
 fn capitalize(s: &str) -> String {
