@@ -1003,21 +1003,6 @@ async fn cluster_token_is_required() {
 
 // ---- 7 ----------------------------------------------------------------------
 
-/// A gRPC payload of `kind` with `body` (JSON) as the clients send it.
-fn grpc_payload(kind: &str, body: serde_json::Value) -> tacos::grpc::pb::Payload {
-    tacos::grpc::pb::Payload {
-        metadata: Some(tacos::grpc::pb::Metadata {
-            r#type: kind.to_string(),
-            client_ip: String::new(),
-            headers: Default::default(),
-        }),
-        body: Some(prost_types::Any {
-            type_url: String::new(),
-            value: serde_json::to_vec(&body).unwrap(),
-        }),
-    }
-}
-
 /// One unary gRPC call on `channel`: the answer's type and JSON body.
 async fn grpc_call(
     channel: &tonic::transport::Channel,
@@ -1027,7 +1012,7 @@ async fn grpc_call(
     let mut client = tacos::grpc::pb::request_client::RequestClient::new(channel.clone());
     let reply = tokio::time::timeout(
         common::cluster::ADMIN_TIMEOUT,
-        client.request(grpc_payload(kind, body)),
+        client.request(common::grpc_payload(kind, "", &body)),
     )
     .await
     .unwrap_or_else(|_| {
@@ -1152,9 +1137,10 @@ async fn a_restarted_member_answers_only_once_caught_up() {
     .expect("opening the stream timed out")
     .expect("opening the stream");
     outbound
-        .unbounded_send(grpc_payload(
+        .unbounded_send(common::grpc_payload(
             "ConnectionSetupRequest",
-            serde_json::json!({"clientVersion": "Nacos-Java-Client:v2.4.0", "abilities": {},
+            "",
+            &serde_json::json!({"clientVersion": "Nacos-Java-Client:v2.4.0", "abilities": {},
                 "tenant": "", "labels": {}, "requestId": "", "headers": {}}),
         ))
         .unwrap();

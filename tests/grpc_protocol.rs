@@ -15,12 +15,15 @@ use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{assert_true, free_port, md5_hex, temp_dir, NacosApi, Server};
+use common::{
+    assert_true, free_port, grpc_payload as payload, grpc_raw_payload as raw_payload, md5_hex,
+    temp_dir, NacosApi, Server,
+};
 use futures::channel::mpsc::{unbounded, UnboundedSender};
 use serde_json::{json, Value};
 use tacos::grpc::pb::bi_request_stream_client::BiRequestStreamClient;
 use tacos::grpc::pb::request_client::RequestClient;
-use tacos::grpc::pb::{Metadata, Payload};
+use tacos::grpc::pb::Payload;
 use tempfile::TempDir;
 use tonic::transport::{Channel, Endpoint};
 
@@ -42,26 +45,6 @@ const CLIENT_MAX_MESSAGE: usize = 64 << 20;
 fn next_request_id() -> String {
     static SEQ: AtomicU64 = AtomicU64::new(1);
     format!("t-{}", SEQ.fetch_add(1, Ordering::Relaxed))
-}
-
-/// A payload of `kind` whose body is the raw bytes `value`.
-fn raw_payload(kind: &str, client_ip: &str, value: Option<Vec<u8>>) -> Payload {
-    Payload {
-        metadata: Some(Metadata {
-            r#type: kind.to_string(),
-            client_ip: client_ip.to_string(),
-            headers: Default::default(),
-        }),
-        body: value.map(|value| prost_types::Any {
-            type_url: String::new(),
-            value,
-        }),
-    }
-}
-
-/// A payload of `kind` with `body` as JSON.
-fn payload(kind: &str, client_ip: &str, body: &Value) -> Payload {
-    raw_payload(kind, client_ip, Some(serde_json::to_vec(body).unwrap()))
 }
 
 /// Where the first JSON null in `value` is (a JSON-pointer-ish path).

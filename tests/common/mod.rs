@@ -984,3 +984,32 @@ pub fn run_sdk_script(
     let stderr = std::fs::read_to_string(&err_path).unwrap_or_default();
     (status.is_some_and(|s| s.success()), stdout, stderr)
 }
+
+/// A Nacos gRPC payload of `kind` whose body is the raw bytes `value`, as
+/// the official clients frame it.
+pub fn grpc_raw_payload(
+    kind: &str,
+    client_ip: &str,
+    value: Option<Vec<u8>>,
+) -> tacos::grpc::pb::Payload {
+    tacos::grpc::pb::Payload {
+        metadata: Some(tacos::grpc::pb::Metadata {
+            r#type: kind.to_string(),
+            client_ip: client_ip.to_string(),
+            headers: Default::default(),
+        }),
+        body: value.map(|value| prost_types::Any {
+            type_url: String::new(),
+            value,
+        }),
+    }
+}
+
+/// A Nacos gRPC payload of `kind` with `body` as JSON.
+pub fn grpc_payload(
+    kind: &str,
+    client_ip: &str,
+    body: &serde_json::Value,
+) -> tacos::grpc::pb::Payload {
+    grpc_raw_payload(kind, client_ip, Some(serde_json::to_vec(body).unwrap()))
+}
