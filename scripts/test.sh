@@ -11,6 +11,15 @@ if ! python3 -c "import nacos" 2>/dev/null; then
   python3 -m pip install --quiet "nacos-sdk-python>=2,<3"
 fi
 
+# The 3.x SDK (gRPC, module v2.nacos) shares the 2.x package's name, so it
+# lives in a venv of its own; the failover tests (tests/failover.rs) run it.
+PY3_SDK=tests/sdk/.venv-py3
+if ! "$PY3_SDK/bin/python" -c "import v2.nacos" 2>/dev/null; then
+  echo "== installing nacos-sdk-python 3.x (PyPI) in $PY3_SDK for the failover tests"
+  python3 -m venv "$PY3_SDK"
+  "$PY3_SDK/bin/python" -m pip install --quiet "nacos-sdk-python>=3,<4"
+fi
+
 if ! [ -d tests/sdk/node_modules/nacos ]; then
   echo "== installing the npm nacos SDK for the SDK tests"
   (cd tests/sdk && npm install --no-audit --no-fund --silent)

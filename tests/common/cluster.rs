@@ -366,6 +366,16 @@ impl Cluster {
         status
     }
 
+    /// The process id of node `i`, which must be running (for signals the
+    /// helpers do not send, without waiting for the process to exit).
+    pub fn pid(&self, i: usize) -> u32 {
+        let node = self.node(i);
+        node.server
+            .as_ref()
+            .unwrap_or_else(|| panic!("node {} is not running", node.id))
+            .pid()
+    }
+
     /// Everything node `i`'s current (or last) run logged.
     pub fn log(&self, i: usize) -> String {
         let node = self.node(i);

@@ -26,7 +26,6 @@ mod common;
 
 mod checker;
 mod nodes;
-mod proxy;
 mod workload;
 
 use std::collections::BTreeMap;

@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use super::common::proxy::Proxy;
 use super::common::{basic_auth, free_port, tacos_command, ADMIN_PASSWORD};
-use super::proxy::Proxy;
 
 pub struct Node {
     pub id: u64,

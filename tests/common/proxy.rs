@@ -1,6 +1,8 @@
-//! A TCP proxy in front of one node's cluster port, to cut links.
+//! A TCP proxy in front of one node's port, to cut links.
 //!
-//! Each node binds its own loopback address (127.0.0.2, .3, ...) and its
+//! The fault harness puts one in front of each node's cluster port; the
+//! failover tests put one in front of each client port (see
+//! [`Proxy::blackhole`]). For the cluster ports: each node binds its own loopback address (127.0.0.2, .3, ...) and its
 //! outgoing cluster connections leave from it, while it advertises the
 //! proxy's address (127.0.1.N) to the others. So every connection between
 //! nodes passes one proxy, and the proxy knows which node opened it by the
@@ -8,11 +10,16 @@
 //! proxy and b's at a's, in both directions (responses travel on the
 //! connection of the request). Blocking also kills the connections already
 //! open. A delay holds every chunk for a while before passing it on.
+//!
+//! A blackhole is a partition as a client sees it: connections stay open,
+//! new ones are accepted, and nothing passes in either direction; when it
+//! heals, the connections it swallowed are closed (their bytes are lost, as
+//! a TCP connection that timed out would be).
 
 use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -22,8 +29,12 @@ use tokio::task::JoinHandle;
 struct Control {
     blocked: HashSet<IpAddr>,
     delay: Duration,
-    /// Open connections by source, to kill when their source is blocked.
-    open: HashMap<u64, (IpAddr, JoinHandle<()>)>,
+    /// Nothing passes (see the module docs).
+    blackholed: bool,
+    /// Open connections by id: source, when accepted, the task piping it.
+    open: HashMap<u64, (IpAddr, Instant, JoinHandle<()>)>,
+    /// Connections open while a blackhole was on: closed when it heals.
+    swallowed: HashSet<u64>,
     next_id: u64,
     /// Connections refused or killed, to prove a partition took effect.
     cut: u64,
@@ -49,7 +60,13 @@ async fn pipe(
             Ok(0) | Err(_) => break,
             Ok(n) => n,
         };
-        let delay = lock(&control).delay;
+        let (delay, blackholed) = {
+            let c = lock(&control);
+            (c.delay, c.blackholed)
+        };
+        if blackholed {
+            continue;
+        }
         if !delay.is_zero() {
             tokio::time::sleep(delay).await;
         }
@@ -85,6 +102,10 @@ impl Proxy {
                 };
                 let control = accepting.clone();
                 let handle = tokio::spawn(async move {
+                    // Accepted during a blackhole: held, never connected.
+                    while lock(&control).blackholed {
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                    }
                     let Ok(server) = TcpStream::connect(target).await else {
                         return;
                     };
@@ -100,7 +121,11 @@ impl Proxy {
                     );
                     lock(&control).open.remove(&id);
                 });
-                lock(&accepting).open.insert(id, (source, handle));
+                let mut c = lock(&accepting);
+                if c.blackholed {
+                    c.swallowed.insert(id);
+                }
+                c.open.insert(id, (source, Instant::now(), handle));
             }
         });
         Proxy { control, accept }
@@ -113,22 +138,50 @@ impl Proxy {
         let doomed: Vec<u64> = c
             .open
             .iter()
-            .filter(|(_, (ip, _))| *ip == source)
+            .filter(|(_, (ip, _, _))| *ip == source)
             .map(|(id, _)| *id)
             .collect();
         for id in doomed {
-            if let Some((_, handle)) = c.open.remove(&id) {
+            if let Some((_, _, handle)) = c.open.remove(&id) {
                 handle.abort();
                 c.cut += 1;
             }
         }
     }
 
-    /// Lets everyone through again, without delay.
+    /// Lets everyone through again, without delay; closes the connections
+    /// a blackhole swallowed.
     pub fn heal(&self) {
         let mut c = lock(&self.control);
         c.blocked.clear();
         c.delay = Duration::ZERO;
+        c.blackholed = false;
+        let swallowed: Vec<u64> = c.swallowed.drain().collect();
+        for id in swallowed {
+            if let Some((_, _, handle)) = c.open.remove(&id) {
+                handle.abort();
+                c.cut += 1;
+            }
+        }
+    }
+
+    /// Passes nothing, in either direction, on open and new connections,
+    /// until [`Proxy::heal`].
+    pub fn blackhole(&self) {
+        let mut c = lock(&self.control);
+        c.blackholed = true;
+        let open: Vec<u64> = c.open.keys().copied().collect();
+        c.swallowed.extend(open);
+    }
+
+    /// When the newest connection still open was accepted.
+    pub fn newest_open(&self) -> Option<Instant> {
+        lock(&self.control)
+            .open
+            .values()
+            .filter(|(_, _, handle)| !handle.is_finished())
+            .map(|(_, at, _)| *at)
+            .max()
     }
 
     /// Holds every chunk for `delay` before forwarding it.
@@ -145,7 +198,7 @@ impl Proxy {
 impl Drop for Proxy {
     fn drop(&mut self) {
         self.accept.abort();
-        for (_, (_, handle)) in lock(&self.control).open.drain() {
+        for (_, (_, _, handle)) in lock(&self.control).open.drain() {
             handle.abort();
         }
     }
