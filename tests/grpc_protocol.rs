@@ -951,3 +951,79 @@ async fn large_content_over_grpc() {
     assert_eq!(md5, md5_hex(&content));
     assert!(body == content, "HTTP sees different large content");
 }
+
+/// SIGTERM asks every set-up connection to move to another node
+/// (`ConnectResetRequest` without a `serverIp`, so the client picks the next
+/// server of its own list), the gRPC port refuses new connections from then
+/// on, and the process still exits 0 within a bound when a client never
+/// answers and keeps its connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_asks_clients_to_move_and_exits_when_one_stays() {
+    const EXIT_BOUND: Duration = Duration::from_secs(20);
+    let tmp = temp_dir();
+    let grpc = free_port();
+    let grpc_arg = grpc.to_string();
+    let mut server =
+        Server::start_with_args(&tmp, &["--grpc-port", &grpc_arg, "--drain-seconds", "2"]).await;
+    // Two clients: `leaving` answers and closes, as the Java client does once
+    // it has connected elsewhere; `staying` ignores the request, as the Rust
+    // and Python clients do.
+    let mut leaving = Conn::open(grpc).await;
+    let mut leaving_stream = Stream::open_set_up(&leaving).await;
+    leaving.listen_ok(true, &[("k", "", "")]).await;
+    let mut staying = Conn::open(grpc).await;
+    let mut staying_stream = Stream::open_set_up(&staying).await;
+    staying.listen_ok(true, &[("k", "", "")]).await;
+
+    let stopping = Instant::now();
+    let (status, _kept) = tokio::join!(server.stop(), async {
+        let reset = leaving_stream
+            .next_within(PUSH_BOUND)
+            .await
+            .unwrap_or_else(|| panic!("no ConnectResetRequest within {PUSH_BOUND:?}"));
+        assert_reset_shape(&reset);
+        // The port is closed before anyone is asked to move.
+        let refused = tokio::net::TcpStream::connect(("127.0.0.1", grpc)).await;
+        assert!(
+            refused.is_err(),
+            "the gRPC port still accepts connections while stopping"
+        );
+        let body = json!({
+            "requestId": reset.str("requestId"),
+            "resultCode": 200, "errorCode": 0, "message": "", "success": true,
+        });
+        leaving_stream.send(payload("ConnectResetResponse", "", &body));
+        drop(leaving_stream);
+        drop(leaving);
+        let reset = staying_stream
+            .next_within(PUSH_BOUND)
+            .await
+            .unwrap_or_else(|| panic!("no ConnectResetRequest within {PUSH_BOUND:?}"));
+        assert_reset_shape(&reset);
+        // Never answered; the stream and channel stay open until the end.
+        (staying_stream, staying)
+    });
+    assert!(
+        status.success(),
+        "exit status {status}; log:\n{}",
+        server.log()
+    );
+    assert!(
+        stopping.elapsed() < EXIT_BOUND,
+        "took {:?} to stop",
+        stopping.elapsed()
+    );
+    let log = server.log();
+    assert!(log.contains("gRPC clients moved"), "log:\n{log}");
+}
+
+fn assert_reset_shape(reset: &Msg) {
+    assert_eq!(reset.kind, "ConnectResetRequest", "{reset:?}");
+    assert!(!reset.str("requestId").is_empty(), "{reset:?}");
+    assert_eq!(reset.str("module"), "internal", "{reset:?}");
+    assert!(reset.body["headers"].is_object(), "headers: {reset:?}");
+    assert!(
+        reset.body.get("serverIp").is_none(),
+        "no redirect to a given node: {reset:?}"
+    );
+}
