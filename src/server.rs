@@ -179,7 +179,11 @@ fn serve(
         );
     }
     actix_web::rt::System::new().block_on(async move {
-        let hub = WatchHub::new(node.state_handle(), settings.max_long_polls).start();
+        let hub = WatchHub::new(node.state_handle(), settings.max_long_polls)
+            .with_unlistened_window(std::time::Duration::from_secs(
+                settings.unlistened_push_seconds,
+            ))
+            .start();
         let forward = hub.clone();
         actix_web::rt::spawn(async move {
             while let Some((c, at)) = changes.recv().await {

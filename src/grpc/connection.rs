@@ -31,7 +31,7 @@ use tonic::Status;
 
 use super::payload::{self, Incoming};
 use super::pb::Payload;
-use tacos_app::watch::{Disconnect, ListenKey, PushQueue, WatchHub};
+use tacos_app::watch::{Disconnect, ListenKey, PushQueue, SetUp, WatchHub};
 
 /// How long a pushed notification waits for its ack before it is re-sent.
 const ACK_TIMEOUT: Duration = Duration::from_secs(3);
@@ -240,6 +240,20 @@ pub async fn read_stream(
                     version = incoming.str("clientVersion"),
                     "connection set up"
                 );
+                // The hub decides from the labels whether this connection
+                // hears its namespace until it listens (see
+                // `tacos_app::watch::unlistened`); unreadable labels count
+                // as none.
+                let labels = incoming.string_map("labels").unwrap_or_else(|e| {
+                    tracing::debug!(conn = %conn.id, "setup labels ignored: {e}");
+                    Default::default()
+                });
+                hub.do_send(SetUp {
+                    conn: conn.num,
+                    tenant: incoming.str("tenant").to_string(),
+                    labels,
+                    queue: conn.queue.clone(),
+                });
                 // Set up on a connection accepted before the port closed,
                 // after the drain asked the others: ask it too.
                 if connections.is_stopping() {
