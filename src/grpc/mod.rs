@@ -14,8 +14,9 @@
 //! | anything else | `ErrorResponse` errorCode 302; an unparsable payload: errorCode 502 |
 //!
 //! On the stream the client sends `ConnectionSetupRequest` and acks; the
-//! server pushes `ConfigChangeNotifyRequest` (see [`connection`]). HTTP/2
-//! keepalive pings close connections whose client vanished.
+//! server pushes `ConfigChangeNotifyRequest`, and `ConnectResetRequest` when
+//! the node stops (see [`connection`]). HTTP/2 keepalive pings close
+//! connections whose client vanished.
 
 pub mod config;
 pub mod connection;
