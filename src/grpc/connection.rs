@@ -344,10 +344,11 @@ pub struct Drained {
 const PORT_CLOSE_BOUND: Duration = Duration::from_secs(1);
 
 /// The stop of the gRPC side: closes the port to new connections (a client
-/// moving "to another server" of its list must not land here again; Java
-/// and Rust clients take the next one round-robin, so they would only pick
-/// this node again with a one-node list), asks every set-up connection to
-/// move, and waits until those have closed or `within` has passed.
+/// moving "to another server" of its list must not land here again: the
+/// Java, Python and Rust SDKs take the next one round-robin, which is this
+/// node again with a one-node list, and a client that reconnects later may
+/// come back), asks every set-up connection to move, and waits until those
+/// have closed or `within` has passed.
 pub async fn drain(connections: &Connections, within: Duration) -> Drained {
     let deadline = tokio::time::Instant::now() + within;
     connections.stopping.send_replace(true);
