@@ -14,6 +14,7 @@
 //! | `tacos_grpc_requests_total` | counter | `type` (request class), `result` (ok, error) |
 //! | `tacos_grpc_request_duration_seconds` | histogram | `type` |
 //! | `tacos_grpc_push_ack_seconds` | histogram | time from sending a change notification to its ack |
+//! | `tacos_grpc_unlistened_pushes_total` | counter | notifications queued to config connections that have not listened yet |
 //! | `tacos_watch_notify_seconds` | histogram | time from apply to a held long poll's answer |
 //! | `tacos_log_fsync_seconds` | histogram | one `fdatasync` of the Raft log |
 //! | `tacos_logins_total` | counter | `outcome` (ok, wrong_credentials, disabled, rate_limited, error) |

@@ -179,7 +179,11 @@ fn serve(
         );
     }
     actix_web::rt::System::new().block_on(async move {
-        let hub = WatchHub::new(node.state_handle(), settings.max_long_polls).start();
+        let hub = WatchHub::new(node.state_handle(), settings.max_long_polls)
+            .with_unlistened_window(std::time::Duration::from_secs(
+                settings.unlistened_push_seconds,
+            ))
+            .start();
         let forward = hub.clone();
         actix_web::rt::spawn(async move {
             while let Some((c, at)) = changes.recv().await {
@@ -192,18 +196,18 @@ fn serve(
             init,
         ));
         let service = ConfigService::new(node.clone(), limits);
+        let connections = Arc::new(crate::grpc::connection::Connections::new());
         let grpc = Arc::new(crate::grpc::GrpcState {
             service: service.clone(),
             hub: hub.clone(),
-            connections: Arc::default(),
+            connections: connections.clone(),
             max_listen_keys: settings.max_listen_keys,
             auth: auth.clone(),
         });
         let max_message = settings.max_content_size * 2 + BODY_HEADROOM;
         let grpc_listener = listeners.grpc;
-        listeners
-            .grpc_runtime
-            .spawn(async move { crate::grpc::serve(grpc, grpc_listener, max_message) });
+        let grpc_runtime = listeners.grpc_runtime;
+        grpc_runtime.spawn(async move { crate::grpc::serve(grpc, grpc_listener, max_message) });
         tracing::info!(
             "serving gRPC on {}:{}",
             settings.bind,
@@ -234,8 +238,12 @@ fn serve(
             .disable_signals()
             .run();
         let handle = server.handle();
+        let drain_time = std::time::Duration::from_secs(settings.drain_seconds);
         actix_web::rt::spawn(async move {
             wait_for_signal().await;
+            if !drain_time.is_zero() {
+                drain_grpc(&grpc_runtime, connections, drain_time).await;
+            }
             // Held long polls answer "no change" at once, so clients re-poll
             // elsewhere instead of waiting out their timeout.
             let released = hub.send(ReleaseAll).await.unwrap_or(0);
@@ -245,6 +253,28 @@ fn serve(
         tracing::info!("serving HTTP on {}:{}", addr.0, addr.1);
         server.await.context("HTTP server")
     })
+}
+
+/// Asks the gRPC clients to move to another node and waits for them, at
+/// most `within` (on the gRPC runtime, where the connections live).
+async fn drain_grpc(
+    runtime: &tokio::runtime::Handle,
+    connections: Arc<crate::grpc::connection::Connections>,
+    within: std::time::Duration,
+) {
+    tracing::info!("stopping: asking gRPC clients to move to another node");
+    let drained = runtime
+        .spawn(async move { crate::grpc::connection::drain(&connections, within).await })
+        .await;
+    match drained {
+        Ok(d) => tracing::info!(
+            asked = d.asked,
+            moved = d.moved,
+            stayed = d.asked - d.moved,
+            "gRPC clients moved to other nodes"
+        ),
+        Err(e) => tracing::warn!("draining gRPC connections failed: {e}"),
+    }
 }
 
 async fn wait_for_signal() {

@@ -205,6 +205,26 @@ pub struct Settings {
     )]
     pub max_long_polls: usize,
 
+    /// On SIGTERM/SIGINT: close the gRPC port to new connections, ask every
+    /// connected gRPC client to move to another node (`ConnectResetRequest`),
+    /// and wait at most this many seconds for them to go before stopping.
+    /// 0: stop at once, without asking.
+    #[arg(long, global = true, env = "TACOS_DRAIN_SECONDS", default_value_t = 3)]
+    pub drain_seconds: u64,
+
+    /// For this many seconds after a gRPC config connection is set up, and
+    /// until its first listen request, notify it of every change in its
+    /// namespace (at setup also of the changes made in as many seconds
+    /// before): nacos-sdk 0.8 (Rust) listens again only once a minute after
+    /// a reconnect. 0: off.
+    #[arg(
+        long,
+        global = true,
+        env = "TACOS_UNLISTENED_PUSH_SECONDS",
+        default_value_t = 90
+    )]
+    pub unlistened_push_seconds: u64,
+
     /// Take a snapshot (and purge the log behind it) once this many bytes of
     /// entries were appended since the last one.
     #[arg(long, global = true, env = "TACOS_SNAPSHOT_LOG_BYTES", default_value_t = 8 * 1024 * 1024)]
@@ -371,6 +391,15 @@ impl Settings {
         if self.max_long_polls == 0 {
             return invalid("max-long-polls", "must be 1 or more".into());
         }
+        if self.drain_seconds > 600 {
+            return invalid("drain-seconds", "must be between 0 and 600".into());
+        }
+        if self.unlistened_push_seconds > 3600 {
+            return invalid(
+                "unlistened-push-seconds",
+                "must be between 0 and 3600".into(),
+            );
+        }
         if self.snapshot_log_bytes < 4096 {
             return invalid("snapshot-log-bytes", "must be at least 4096".into());
         }
@@ -479,6 +508,20 @@ mod tests {
             .to_string()
             .contains("segment-size"));
         assert!(Settings::try_parse_from(["tacos", "--http-port", "99999"]).is_err());
+        assert_eq!(settings.drain_seconds, 3);
+        assert_eq!(settings.unlistened_push_seconds, 90);
+        let bad = Settings::parse_from(["tacos", "--drain-seconds", "601"]);
+        assert_eq!(bad.validate().unwrap_err().name, "drain-seconds");
+        let bad = Settings::parse_from(["tacos", "--unlistened-push-seconds", "3601"]);
+        assert_eq!(bad.validate().unwrap_err().name, "unlistened-push-seconds");
+        let off = Settings::parse_from([
+            "tacos",
+            "--drain-seconds",
+            "0",
+            "--unlistened-push-seconds",
+            "0",
+        ]);
+        off.validate().unwrap();
     }
 
     #[test]

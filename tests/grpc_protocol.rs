@@ -357,6 +357,20 @@ impl Stream {
         self.send(payload("ConnectionSetupRequest", "", &body));
     }
 
+    /// Sends `ConnectionSetupRequest` as the SDKs' config clients do: labels
+    /// `module: config`, and the client's namespace as `tenant`.
+    fn setup_config_client(&self, tenant: &str) {
+        let body = json!({
+            "clientVersion": "Nacos-Rust-Client:v0.8.3",
+            "abilities": {},
+            "tenant": tenant,
+            "labels": {"source": "sdk", "module": "config", "AppName": "grpc-protocol-test"},
+            "requestId": "",
+            "headers": {},
+        });
+        self.send(payload("ConnectionSetupRequest", "", &body));
+    }
+
     /// Opens the stream and sends the setup.
     async fn open_set_up(conn: &Conn) -> Stream {
         let stream = Stream::open(conn).await;
@@ -950,4 +964,162 @@ async fn large_content_over_grpc() {
     assert_eq!(status, 200);
     assert_eq!(md5, md5_hex(&content));
     assert!(body == content, "HTTP sees different large content");
+}
+
+/// A config connection that has not listened yet (the Rust SDK after a
+/// reconnect, until its periodic listen) hears every change in its
+/// namespace, and at setup the ones made just before; its first listen
+/// narrows that to the keys it listens to.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_config_connection_hears_its_namespace_until_it_listens() {
+    let tmp = temp_dir();
+    let (server, grpc) = start(&tmp).await;
+    let api = server.api();
+    // Made while the client was away: replayed at setup.
+    assert_true(api.publish("before", GROUP, "ns1", "b1").await, "before").await;
+    assert_true(
+        api.publish("elsewhere", GROUP, "ns2", "e1").await,
+        "elsewhere",
+    )
+    .await;
+
+    let mut conn = Conn::open(grpc).await;
+    let mut stream = Stream::open(&conn).await;
+    stream.setup_config_client("ns1");
+    let push = stream.next_push().await;
+    assert_eq!(push_key(&push), key("before", "ns1"), "{push:?}");
+    stream.ack(&push);
+    stream.assert_quiet("only its namespace is replayed").await;
+
+    // A change in its namespace is pushed, one in another is not.
+    assert_true(api.publish("after", GROUP, "ns1", "a1").await, "after").await;
+    let push = stream.next_push().await;
+    assert_eq!(push_key(&push), key("after", "ns1"), "{push:?}");
+    stream.ack(&push);
+    assert_true(api.publish("elsewhere", GROUP, "ns2", "e2").await, "e2").await;
+    stream.assert_quiet("a change in another namespace").await;
+
+    // Its first listen: only the listened key from then on.
+    let changed = conn
+        .listen_ok(true, &[("after", "ns1", &md5_hex("a1"))])
+        .await;
+    assert!(changed.is_empty(), "{changed:?}");
+    assert_true(api.publish("before", GROUP, "ns1", "b2").await, "b2").await;
+    stream.assert_quiet("a key it does not listen to").await;
+    assert_true(api.publish("after", GROUP, "ns1", "a2").await, "a2").await;
+    let push = stream.next_push().await;
+    assert_eq!(push_key(&push), key("after", "ns1"), "{push:?}");
+    stream.ack(&push);
+    stream.assert_quiet("after the listened key's push").await;
+
+    // A client that is not a config client (no `module: config` label)
+    // gets nothing unasked.
+    let other = Conn::open(grpc).await;
+    let mut plain = Stream::open_set_up(&other).await;
+    assert_true(api.publish("after", GROUP, "", "p1").await, "p1").await;
+    plain.assert_quiet("not a config client").await;
+
+    let metrics = api.get_path("/metrics").await.expect("GET /metrics");
+    let pushed = metrics
+        .body
+        .lines()
+        .find_map(|l| l.strip_prefix("tacos_grpc_unlistened_pushes_total "))
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .unwrap_or_else(|| panic!("no unlistened push counter in:\n{}", metrics.body));
+    assert!(pushed >= 2.0, "counted {pushed}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unlistened_pushes_can_be_turned_off() {
+    let tmp = temp_dir();
+    let grpc = free_port();
+    let grpc_arg = grpc.to_string();
+    let server = Server::start_with_args(
+        &tmp,
+        &["--grpc-port", &grpc_arg, "--unlistened-push-seconds", "0"],
+    )
+    .await;
+    let api = server.api();
+    assert_true(api.publish("before", GROUP, "", "b1").await, "before").await;
+    let conn = Conn::open(grpc).await;
+    let mut stream = Stream::open(&conn).await;
+    stream.setup_config_client("");
+    assert_true(api.publish("after", GROUP, "", "a1").await, "after").await;
+    stream.assert_quiet("the window is off").await;
+}
+
+/// SIGTERM asks every set-up connection to move to another node
+/// (`ConnectResetRequest` without a `serverIp`, so the client picks the next
+/// server of its own list), the gRPC port refuses new connections from then
+/// on, and the process still exits 0 within a bound when a client never
+/// answers and keeps its connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_asks_clients_to_move_and_exits_when_one_stays() {
+    const EXIT_BOUND: Duration = Duration::from_secs(20);
+    let tmp = temp_dir();
+    let grpc = free_port();
+    let grpc_arg = grpc.to_string();
+    let mut server =
+        Server::start_with_args(&tmp, &["--grpc-port", &grpc_arg, "--drain-seconds", "2"]).await;
+    // Two clients: `leaving` answers and closes, as the Java client does once
+    // it has connected elsewhere; `staying` ignores the request, as the Rust
+    // and Python clients do.
+    let mut leaving = Conn::open(grpc).await;
+    let mut leaving_stream = Stream::open_set_up(&leaving).await;
+    leaving.listen_ok(true, &[("k", "", "")]).await;
+    let mut staying = Conn::open(grpc).await;
+    let mut staying_stream = Stream::open_set_up(&staying).await;
+    staying.listen_ok(true, &[("k", "", "")]).await;
+
+    let stopping = Instant::now();
+    let (status, _kept) = tokio::join!(server.stop(), async {
+        let reset = leaving_stream
+            .next_within(PUSH_BOUND)
+            .await
+            .unwrap_or_else(|| panic!("no ConnectResetRequest within {PUSH_BOUND:?}"));
+        assert_reset_shape(&reset);
+        // The port is closed before anyone is asked to move.
+        let refused = tokio::net::TcpStream::connect(("127.0.0.1", grpc)).await;
+        assert!(
+            refused.is_err(),
+            "the gRPC port still accepts connections while stopping"
+        );
+        let body = json!({
+            "requestId": reset.str("requestId"),
+            "resultCode": 200, "errorCode": 0, "message": "", "success": true,
+        });
+        leaving_stream.send(payload("ConnectResetResponse", "", &body));
+        drop(leaving_stream);
+        drop(leaving);
+        let reset = staying_stream
+            .next_within(PUSH_BOUND)
+            .await
+            .unwrap_or_else(|| panic!("no ConnectResetRequest within {PUSH_BOUND:?}"));
+        assert_reset_shape(&reset);
+        // Never answered; the stream and channel stay open until the end.
+        (staying_stream, staying)
+    });
+    assert!(
+        status.success(),
+        "exit status {status}; log:\n{}",
+        server.log()
+    );
+    assert!(
+        stopping.elapsed() < EXIT_BOUND,
+        "took {:?} to stop",
+        stopping.elapsed()
+    );
+    let log = server.log();
+    assert!(log.contains("gRPC clients moved"), "log:\n{log}");
+}
+
+fn assert_reset_shape(reset: &Msg) {
+    assert_eq!(reset.kind, "ConnectResetRequest", "{reset:?}");
+    assert!(!reset.str("requestId").is_empty(), "{reset:?}");
+    assert_eq!(reset.str("module"), "internal", "{reset:?}");
+    assert!(reset.body["headers"].is_object(), "headers: {reset:?}");
+    assert!(
+        reset.body.get("serverIp").is_none(),
+        "no redirect to a given node: {reset:?}"
+    );
 }

@@ -12,6 +12,11 @@
 //! and waits for the client's acks (any response carrying that id), retrying
 //! a bounded number of times. The outbound channel is bounded: a client that
 //! stops reading stalls only its own push task.
+//!
+//! Stop ([`drain`]): the gRPC port stops accepting, every set-up connection
+//! gets a `ConnectResetRequest` without a `serverIp` (the client picks
+//! another node of its list itself), and the stop waits, bounded, for those
+//! connections to close.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -21,12 +26,12 @@ use std::time::Duration;
 
 use actix::Addr;
 use dashmap::DashMap;
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{mpsc, oneshot, watch, Notify};
 use tonic::Status;
 
 use super::payload::{self, Incoming};
 use super::pb::Payload;
-use tacos_app::watch::{Disconnect, ListenKey, PushQueue, WatchHub};
+use tacos_app::watch::{Disconnect, ListenKey, PushQueue, SetUp, WatchHub};
 
 /// How long a pushed notification waits for its ack before it is re-sent.
 const ACK_TIMEOUT: Duration = Duration::from_secs(3);
@@ -54,6 +59,29 @@ pub struct Connection {
 }
 
 impl Connection {
+    /// Whether the connection's stream ended.
+    fn is_closed(&self) -> bool {
+        *self.closed.borrow()
+    }
+
+    /// Asks the client to move to another server. Nacos' clients answer
+    /// with `ConnectResetResponse` (which only acks it here); Java's then
+    /// connects to the next server of its list and closes this connection.
+    /// Returns false if the outbound queue is full or closed (the client is
+    /// not reading: it will see the connection end instead).
+    fn send_reset(&self) -> bool {
+        let request_id = self.next_push.fetch_add(1, Ordering::Relaxed).to_string();
+        // No serverIp/serverPort: every client then picks the next server
+        // of its own list (Nacos sets them only to redirect to one node).
+        let body = serde_json::json!({
+            "requestId": request_id,
+            "headers": {},
+            "module": "internal",
+        });
+        let reset = payload::payload("ConnectResetRequest", &body);
+        self.outbound.try_send(Ok(reset)).is_ok()
+    }
+
     /// Whether the client sent its `ConnectionSetupRequest`.
     pub fn is_set_up(&self) -> bool {
         self.set_up.load(Ordering::Acquire)
@@ -77,6 +105,13 @@ pub struct Connections {
     next_num: AtomicU64,
     /// Distinguishes connection ids across restarts of this node.
     epoch_ms: i64,
+    /// Set when the node stops: the port stops accepting, and a connection
+    /// set up from now on is asked to move at once.
+    stopping: watch::Sender<bool>,
+    /// Set once the port no longer accepts connections.
+    port_closed: watch::Sender<bool>,
+    /// Woken whenever a connection closes (the drain waits on it).
+    closed_one: Notify,
 }
 
 impl Connections {
@@ -85,7 +120,29 @@ impl Connections {
             by_peer: DashMap::new(),
             next_num: AtomicU64::new(1),
             epoch_ms: chrono::Utc::now().timestamp_millis(),
+            stopping: watch::channel(false).0,
+            port_closed: watch::channel(false).0,
+            closed_one: Notify::new(),
         }
+    }
+
+    /// Whether the node is stopping (see [`drain`]).
+    pub fn is_stopping(&self) -> bool {
+        *self.stopping.borrow()
+    }
+
+    /// Completes once the node starts stopping: the gRPC port's accept loop
+    /// ends on it.
+    pub fn stopped(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let mut stopping = self.stopping.subscribe();
+        async move {
+            let _ = stopping.wait_for(|s| *s).await;
+        }
+    }
+
+    /// The gRPC port no longer accepts connections (its listener is closed).
+    pub fn set_port_closed(&self) {
+        self.port_closed.send_replace(true);
     }
 
     /// The Nacos connection id of a peer's connection.
@@ -140,6 +197,7 @@ impl Connections {
         // way to the hub must not register it again after it.
         conn.queue.close();
         hub.do_send(Disconnect(conn.num));
+        self.closed_one.notify_waiters();
     }
 }
 
@@ -182,6 +240,25 @@ pub async fn read_stream(
                     version = incoming.str("clientVersion"),
                     "connection set up"
                 );
+                // The hub decides from the labels whether this connection
+                // hears its namespace until it listens (see
+                // `tacos_app::watch::unlistened`); unreadable labels count
+                // as none.
+                let labels = incoming.string_map("labels").unwrap_or_else(|e| {
+                    tracing::debug!(conn = %conn.id, "setup labels ignored: {e}");
+                    Default::default()
+                });
+                hub.do_send(SetUp {
+                    conn: conn.num,
+                    tenant: incoming.str("tenant").to_string(),
+                    labels,
+                    queue: conn.queue.clone(),
+                });
+                // Set up on a connection accepted before the port closed,
+                // after the drain asked the others: ask it too.
+                if connections.is_stopping() {
+                    conn.send_reset();
+                }
             }
             // A response to something we pushed: its request id acks it.
             kind if kind.ends_with("Response") => conn.ack(incoming.str("requestId")),
@@ -251,4 +328,59 @@ async fn push_one(conn: Arc<Connection>, key: ListenKey) {
         group = %key.group,
         "client did not acknowledge a change notification; giving up on it"
     );
+}
+
+/// What [`drain`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Drained {
+    /// Set-up connections sent a `ConnectResetRequest`.
+    pub asked: usize,
+    /// Of those, the ones that closed within the drain time.
+    pub moved: usize,
+}
+
+/// How long the drain waits for the accept loop to close the listener
+/// before it asks clients to move anyway.
+const PORT_CLOSE_BOUND: Duration = Duration::from_secs(1);
+
+/// The stop of the gRPC side: closes the port to new connections (a client
+/// moving "to another server" of its list must not land here again: the
+/// Java, Python and Rust SDKs take the next one round-robin, which is this
+/// node again with a one-node list, and a client that reconnects later may
+/// come back), asks every set-up connection to move, and waits until those
+/// have closed or `within` has passed.
+pub async fn drain(connections: &Connections, within: Duration) -> Drained {
+    let deadline = tokio::time::Instant::now() + within;
+    connections.stopping.send_replace(true);
+    let mut port_closed = connections.port_closed.subscribe();
+    if tokio::time::timeout(PORT_CLOSE_BOUND, port_closed.wait_for(|c| *c))
+        .await
+        .is_err()
+    {
+        tracing::warn!("the gRPC port did not close within {PORT_CLOSE_BOUND:?}");
+    }
+    let set_up: Vec<Arc<Connection>> = connections
+        .by_peer
+        .iter()
+        .filter(|c| c.is_set_up())
+        .map(|c| c.value().clone())
+        .collect();
+    let asked: Vec<Arc<Connection>> = set_up.into_iter().filter(|c| c.send_reset()).collect();
+    loop {
+        // Registered before the check, so a close between the two wakes it.
+        let closed_one = connections.closed_one.notified();
+        tokio::pin!(closed_one);
+        closed_one.as_mut().enable();
+        if asked.iter().all(|c| c.is_closed()) {
+            break;
+        }
+        tokio::select! {
+            _ = &mut closed_one => {}
+            _ = tokio::time::sleep_until(deadline) => break,
+        }
+    }
+    Drained {
+        asked: asked.len(),
+        moved: asked.iter().filter(|c| c.is_closed()).count(),
+    }
 }

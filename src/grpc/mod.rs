@@ -14,8 +14,9 @@
 //! | anything else | `ErrorResponse` errorCode 302; an unparsable payload: errorCode 502 |
 //!
 //! On the stream the client sends `ConnectionSetupRequest` and acks; the
-//! server pushes `ConfigChangeNotifyRequest` (see [`connection`]). HTTP/2
-//! keepalive pings close connections whose client vanished.
+//! server pushes `ConfigChangeNotifyRequest`, and `ConnectResetRequest` when
+//! the node stops (see [`connection`]). HTTP/2 keepalive pings close
+//! connections whose client vanished.
 
 pub mod config;
 pub mod connection;
@@ -25,7 +26,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use actix::Addr;
-use futures::Stream;
+use futures::{Stream, StreamExt};
 use serde_json::json;
 use tokio::net::TcpListener;
 use tonic::transport::server::TcpIncoming;
@@ -239,9 +240,17 @@ impl pb::bi_request_stream_server::BiRequestStream for Api {
 
 /// Serves the gRPC port on an already bound listener, on the current tokio
 /// runtime, until the process ends. `max_message` bounds a message's size.
+/// Once the node stops ([`connection::drain`]) the listener is closed:
+/// new connections are refused while the open ones are still served.
 pub fn serve(state: Arc<GrpcState>, listener: TcpListener, max_message: usize) {
+    let connections = state.connections.clone();
     let api = Api(state);
-    let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
+    // When the incoming stream ends, tonic leaves its accept loop and drops
+    // the stream, and with it the listening socket; connections already
+    // accepted run on in their own tasks.
+    let incoming = TcpIncoming::from(listener)
+        .with_nodelay(Some(true))
+        .take_until(connections.stopped());
     tokio::spawn(async move {
         // HTTP/2 pings find clients that vanished without closing their
         // connection; their stream then ends and their listens are dropped.
@@ -260,8 +269,10 @@ pub fn serve(state: Arc<GrpcState>, listener: TcpListener, max_message: usize) {
             )
             .serve_with_incoming(incoming)
             .await;
-        if let Err(e) = served {
-            tracing::error!("gRPC port stopped: {e}");
+        connections.set_port_closed();
+        match served {
+            Ok(()) => tracing::info!("gRPC port closed to new connections"),
+            Err(e) => tracing::error!("gRPC port stopped: {e}"),
         }
     });
 }

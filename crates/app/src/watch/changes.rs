@@ -1,5 +1,7 @@
 //! Applied changes reach the hub (`Changed`): it wakes the long polls and
-//! queues pushes for the gRPC listeners whose keys changed.
+//! queues pushes for the gRPC listeners whose keys changed (and for the
+//! config connections that have not listened yet, see
+//! [`super::unlistened`]).
 
 use actix::prelude::*;
 
@@ -23,6 +25,7 @@ impl Handler<Changed> for WatchHub {
             }
             Changes::Keys(keys) => {
                 self.push(&keys);
+                self.unlistened.changed(&keys, std::time::Instant::now());
                 let mut ids: Vec<u64> = keys
                     .iter()
                     .filter_map(|k| self.by_key.get(k))

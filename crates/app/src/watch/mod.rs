@@ -9,6 +9,9 @@
 //! between a request's first check and its registration is still seen: the
 //! hub re-checks every new hold when it registers it.
 //!
+//! A gRPC config connection that has not listened yet is notified of every
+//! change in its namespace for a while after its setup ([`unlistened`]).
+//!
 //! The console asks who listens to a config ([`ListenersOf`]). A long poll
 //! is only held between a client's polls, so the hub also remembers, for
 //! [`RECENT_POLL_WINDOW`], the polls that ended (answered or timed out):
@@ -19,6 +22,7 @@ mod changes;
 mod long_poll;
 mod push;
 mod subscribe;
+pub mod unlistened;
 mod view;
 
 use std::collections::{HashMap, HashSet};
@@ -35,6 +39,7 @@ pub use changes::Changed;
 pub use long_poll::{Cancel, Hold, HoldOutcome, Polled, ReleaseAll};
 pub use push::PushQueue;
 pub use subscribe::{Disconnect, Subscribe, Unsubscribe};
+pub use unlistened::SetUp;
 pub use view::{
     CountListeners, ListenProtocol, ListenState, ListenerCounts, ListenerInfo, ListenersOf,
 };
@@ -101,6 +106,8 @@ pub struct WatchHub {
     /// Ended long polls by key (see [`RECENT_POLL_WINDOW`]).
     recent: HashMap<ConfigKey, Vec<RecentPoll>>,
     recent_count: usize,
+    /// gRPC config connections that have not listened yet.
+    unlistened: unlistened::Unlistened,
 }
 
 impl WatchHub {
@@ -115,7 +122,17 @@ impl WatchHub {
             subscribers_by_key: HashMap::new(),
             recent: HashMap::new(),
             recent_count: 0,
+            unlistened: unlistened::Unlistened::new(Duration::ZERO),
         }
+    }
+
+    /// Notifies gRPC config connections that have not listened yet of every
+    /// change in their namespace for `window` after their setup (and of the
+    /// changes in the `window` before it); zero (the default) turns it off.
+    /// See [`unlistened`].
+    pub fn with_unlistened_window(mut self, window: Duration) -> Self {
+        self.unlistened = unlistened::Unlistened::new(window);
+        self
     }
 
     /// Remembers that a poll of `keys` by `client_ip` ended now.

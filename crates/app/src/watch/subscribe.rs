@@ -1,5 +1,6 @@
 //! gRPC listeners: a connection subscribes to keys (`Subscribe`), drops
-//! some (`Unsubscribe`), or goes away (`Disconnect`).
+//! some (`Unsubscribe`), or goes away (`Disconnect`). Either of the first
+//! two also ends the connection's provisional state ([`super::unlistened`]).
 
 use std::collections::HashMap;
 
@@ -24,6 +25,8 @@ impl Handler<Subscribe> for WatchHub {
     type Result = ();
 
     fn handle(&mut self, msg: Subscribe, _: &mut Context<Self>) {
+        // Its first listen: from now on only the keys it listens to.
+        self.unlistened.end(msg.conn);
         // Its Disconnect may have been handled already: registering it now
         // would keep a listener nobody removes.
         if msg.queue.is_closed() {
@@ -59,6 +62,7 @@ impl Handler<Unsubscribe> for WatchHub {
     type Result = ();
 
     fn handle(&mut self, msg: Unsubscribe, _: &mut Context<Self>) {
+        self.unlistened.end(msg.conn);
         if let Some(sub) = self.subscribers.get_mut(&msg.conn) {
             for key in &msg.keys {
                 sub.keys.remove(key);
@@ -79,6 +83,7 @@ impl Handler<Disconnect> for WatchHub {
     type Result = ();
 
     fn handle(&mut self, msg: Disconnect, _: &mut Context<Self>) {
+        self.unlistened.end(msg.0);
         if let Some(sub) = self.subscribers.remove(&msg.0) {
             for key in sub.keys.keys() {
                 self.unsubscribe(msg.0, key);
