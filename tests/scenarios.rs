@@ -191,6 +191,8 @@ scenarios! {
     listener_no_hangup,
     listener_sigterm,
     listener_tenant_echo,
+    listener_views,
+    listener_views_auth,
     listener_wake,
     v1_bad_input,
     v1_beta,

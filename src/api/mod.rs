@@ -12,6 +12,7 @@ mod auth;
 mod console;
 pub mod guard;
 mod health;
+mod listeners;
 mod nacos_config;
 mod nacos_v1;
 mod nacos_v2;

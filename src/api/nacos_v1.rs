@@ -1,5 +1,6 @@
 //! Nacos open API v1: configs, listener (long polling), history, namespaces.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use actix_web::http::StatusCode;
@@ -13,7 +14,7 @@ use super::params::{all_values, client_ip, header, paging, url_decode, url_encod
 use super::render::{
     content_type_for, http_date, v1_error, v1_service_error, BetaInfo, ConfigDetail,
 };
-use super::{allow, AppState};
+use super::{allow, listeners, AppState};
 use crate::api::guard::Authed;
 use tacos_app::auth::Principal;
 use tacos_app::query::{configs_with_ids, visible_namespaces, HistoryLookup};
@@ -27,6 +28,12 @@ pub fn routes(r: &mut Routes) {
         .post("/nacos/v1/cs/configs", Need::OpenApi, publish_config)
         .delete("/nacos/v1/cs/configs", Need::OpenApi, delete_config)
         .post("/nacos/v1/cs/configs/listener", Need::OpenApi, listener)
+        .get(
+            "/nacos/v1/cs/configs/listener",
+            Need::OpenApi,
+            listeners_of_config,
+        )
+        .get("/nacos/v1/cs/listener", Need::OpenApi, listened_by_ip)
         .get("/nacos/v1/cs/history", Need::OpenApi, history)
         .get(
             "/nacos/v1/cs/history/previous",
@@ -390,6 +397,109 @@ async fn listener(
         }
         // Timed out, or the hub let go (shutdown): nothing changed.
         Ok(Err(_)) | Err(_) => listener_reply(&[]),
+    }
+}
+
+// ---- listener views -----------------------------------------------------------
+
+/// Nacos' `GroupkeyListenserStatus` (its spelling): `collectStatus` 200
+/// and a map of client IP → md5 (one config) or group key → md5 (one IP).
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct GroupkeyListenserStatus {
+    collect_status: u16,
+    lisenters_groupkey_status: BTreeMap<String, String>,
+}
+
+/// `aggregation` (a Tacos extension, default `true`: ask every member, as
+/// Nacos always does) and `all` of the listener views; a value that is no
+/// boolean is 400.
+fn view_flags(params: &Params) -> Result<(bool, bool), InvalidInput> {
+    let flag = |name: &'static str, default| {
+        listeners::boolean(params.get(name), default).map_err(|v| InvalidInput::Other(name, v))
+    };
+    Ok((flag("aggregation", true)?, flag("all", false)?))
+}
+
+/// Adds what the other members answer (unless `aggregation=false`) and
+/// renders the view.
+async fn listener_view(
+    app: &AppState,
+    req: &HttpRequest,
+    aggregation: bool,
+    mut status: BTreeMap<String, String>,
+) -> HttpResponse {
+    if aggregation {
+        for answer in listeners::other_members::<GroupkeyListenserStatus>(app, req).await {
+            status.extend(answer.lisenters_groupkey_status);
+        }
+    }
+    HttpResponse::Ok().json(GroupkeyListenserStatus {
+        collect_status: 200,
+        lisenters_groupkey_status: status,
+    })
+}
+
+/// `GET /nacos/v1/cs/configs/listener`: who listens to one config (`dataId`,
+/// `group`: blank is `DEFAULT_GROUP`, `tenant`), client IP → md5, on every
+/// member (Nacos' `ConfigController.getListeners`).
+async fn listeners_of_config(
+    req: HttpRequest,
+    app: web::Data<AppState>,
+    Authed(principal): Authed,
+) -> HttpResponse {
+    let params = Params::parse(&req, &[]);
+    let (data_id, group) = match (params.required("dataId"), params.required("group")) {
+        (Ok(d), Ok(g)) if g.trim().is_empty() => (d, "DEFAULT_GROUP"),
+        (Ok(d), Ok(g)) => (d, g),
+        (Err(e), _) | (_, Err(e)) => return bad_request(e),
+    };
+    let key = match tacos_app::service::checked_key(params.str("tenant"), group, data_id) {
+        Ok(key) => key,
+        Err(e) => return bad_request(e),
+    };
+    let (aggregation, _) = match view_flags(&params) {
+        Ok(flags) => flags,
+        Err(e) => return bad_request(e),
+    };
+    if let Err(denied) = allow(&principal, &key.namespace, Access::Read) {
+        return *denied;
+    }
+    match listeners::listening_to(&app, &key).await {
+        Ok(status) => listener_view(&app, &req, aggregation, status).await,
+        Err(e) => v1_error(StatusCode::INTERNAL_SERVER_ERROR, e),
+    }
+}
+
+/// `GET /nacos/v1/cs/listener?ip=`: what the client at `ip` listens to,
+/// group key → md5, on every member (Nacos' `ListenerController`): the
+/// public namespace's keys and those of `tenant`, or every key with
+/// `all=true`; only namespaces the caller may read.
+async fn listened_by_ip(
+    req: HttpRequest,
+    app: web::Data<AppState>,
+    Authed(principal): Authed,
+) -> HttpResponse {
+    let params = Params::parse(&req, &[]);
+    let ip = match params.required("ip") {
+        Ok(ip) => ip.trim(),
+        Err(e) => return bad_request(e),
+    };
+    let namespace = params.str("tenant");
+    if let Err(e) = validate::namespace(namespace) {
+        return bad_request(e);
+    }
+    let (aggregation, all) = match view_flags(&params) {
+        Ok(flags) => flags,
+        Err(e) => return bad_request(e),
+    };
+    let shown = listeners::KeysShown {
+        namespace: canonical_namespace(namespace),
+        all,
+    };
+    match listeners::listened_by(&app, &principal, ip, shown).await {
+        Ok(status) => listener_view(&app, &req, aggregation, status).await,
+        Err(e) => v1_error(StatusCode::INTERNAL_SERVER_ERROR, e),
     }
 }
 

@@ -2,10 +2,6 @@
 //! routes (`/nacos/v3/admin/cs/config...`: one, publish, delete, list,
 //! batch delete, beta, listeners).
 
-use std::collections::BTreeMap;
-use std::time::Duration;
-
-use actix_web::http::header::AUTHORIZATION;
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Deserialize;
@@ -19,12 +15,12 @@ use super::{
     PARAMETER_VALIDATE_ERROR, RESOURCE_NOT_FOUND,
 };
 use crate::api::guard::Authed;
+use crate::api::listeners;
 use crate::api::params::{all_values, client_ip, header, Params};
 use crate::api::render::{v1_error, Page};
 use crate::api::AppState;
 use tacos_app::query::{configs_with_ids, search_configs, ConfigFilter};
 use tacos_app::service::{comma_list, PublishRequest};
-use tacos_app::watch::ListenersOf;
 use tacos_core::command::Expect;
 use tacos_core::validate;
 use tacos_state::{canonical_namespace, Access};
@@ -284,8 +280,24 @@ pub async fn stop_beta(
 
 // ---- admin: listeners -------------------------------------------------------------
 
-/// How long the hub and each other member may take.
-const LISTENERS_TIMEOUT: Duration = Duration::from_secs(2);
+/// The v3 envelope of a member's listener answer.
+#[derive(Deserialize)]
+struct ListenerEnvelope {
+    data: ConfigListenerInfo,
+}
+
+/// `aggregation` (default `true`), or Spring's refusal of a value that is
+/// no boolean.
+fn aggregation(params: &Params) -> Result<bool, Refusal> {
+    listeners::aggregation(params).map_err(|other| {
+        fail(
+            StatusCode::BAD_REQUEST,
+            PARAMETER_VALIDATE_ERROR,
+            format!("Invalid boolean value [{other}]"),
+        )
+        .into()
+    })
+}
 
 /// `GET /listener`: who listens to the config, client IP → the md5 it
 /// holds: this node's watch hub (long polls held or between polls, gRPC
@@ -300,31 +312,15 @@ pub async fn listeners(
 ) -> Answer {
     let params = Params::parse(&req, &[]);
     let key = config_key(&params)?;
-    let aggregation = match params.get("aggregation").map(str::trim) {
-        None | Some("") => true,
-        Some("true" | "on" | "yes" | "1") => true,
-        Some("false" | "off" | "no" | "0") => false,
-        Some(other) => {
-            return Err(fail(
-                StatusCode::BAD_REQUEST,
-                PARAMETER_VALIDATE_ERROR,
-                format!("Invalid boolean value [{other}]"),
-            )
-            .into())
-        }
-    };
+    let aggregation = aggregation(&params)?;
     allow(&principal, &key.namespace, Access::ReadWrite)?;
-    let found = app
-        .hub
-        .send(ListenersOf(key.clone()))
+    let mut status = listeners::listening_to(&app, &key)
         .await
         .map_err(|e| fail(StatusCode::INTERNAL_SERVER_ERROR, super::SERVER_ERROR, e))?;
-    let mut status: BTreeMap<String, String> = found
-        .into_iter()
-        .map(|l| (ip_of(&l.client).to_string(), l.md5))
-        .collect();
     if aggregation {
-        status.extend(other_members_listening(&app, &req).await);
+        for answer in listeners::other_members::<ListenerEnvelope>(&app, &req).await {
+            status.extend(answer.data.listeners_status);
+        }
     }
     ok(ConfigListenerInfo {
         query_type: "config".into(),
@@ -332,90 +328,43 @@ pub async fn listeners(
     })
 }
 
-/// The IP of a listener: HTTP listeners are known by IP, gRPC connections
-/// by their peer address (`ip:port`, `[v6]:port`).
-fn ip_of(client: &str) -> &str {
-    match client.parse::<std::net::SocketAddr>() {
-        Ok(_) => {
-            let host = client.rsplit_once(':').map_or(client, |(host, _)| host);
-            host.trim_start_matches('[').trim_end_matches(']')
-        }
-        Err(_) => client,
-    }
-}
-
-/// What every other member answers to this route with `aggregation=false`.
-async fn other_members_listening(app: &AppState, req: &HttpRequest) -> BTreeMap<String, String> {
-    let members: Vec<String> = {
-        let metrics = app.node.metrics();
-        let membership = metrics.membership_config.membership();
-        membership
-            .nodes()
-            .filter(|(id, _)| **id != app.node.id)
-            .map(|(_, node)| node.http_addr.clone())
-            .collect()
+/// `GET /nacos/v3/admin/cs/listener?ip=`: what the client at `ip` listens
+/// to, group key → the md5 it holds (Nacos' `ListenerControllerV3`): the
+/// public namespace's keys and those of `namespaceId`, or every key with
+/// `all=true`; in namespaces the caller may read; on every member unless
+/// `aggregation=false`.
+pub async fn listened_by_ip(
+    req: HttpRequest,
+    app: web::Data<AppState>,
+    Authed(principal): Authed,
+) -> Answer {
+    let params = Params::parse(&req, &[]);
+    let ip = params
+        .get("ip")
+        .ok_or_else(|| missing_param("ip", "String", false))?;
+    let all = listeners::boolean(params.get("all"), false).map_err(|other| {
+        fail(
+            StatusCode::BAD_REQUEST,
+            PARAMETER_VALIDATE_ERROR,
+            format!("Invalid boolean value [{other}]"),
+        )
+    })?;
+    param_filter(&params)?;
+    let aggregation = aggregation(&params)?;
+    let shown = listeners::KeysShown {
+        namespace: canonical_namespace(namespace_of(&params)),
+        all,
     };
-    if members.is_empty() {
-        return BTreeMap::new();
-    }
-    let Ok(client) = reqwest::Client::builder()
-        .no_proxy()
-        .timeout(LISTENERS_TIMEOUT)
-        .build()
-    else {
-        return BTreeMap::new();
-    };
-    let mut query: Vec<(String, String)> =
-        serde_urlencoded::from_str(req.query_string()).unwrap_or_default();
-    query.retain(|(k, _)| k != "aggregation");
-    query.push(("aggregation".into(), "false".into()));
-    let query = serde_urlencoded::to_string(&query).unwrap_or_default();
-    let forwarded: Vec<(&str, String)> = [AUTHORIZATION.as_str(), "accessToken"]
-        .into_iter()
-        .filter_map(|name| header(req, name).map(|v| (name, v)))
-        .collect();
-    #[derive(Deserialize)]
-    struct Envelope {
-        data: ConfigListenerInfo,
-    }
-    let asks = members.iter().map(|addr| {
-        let mut request = client.get(format!(
-            "http://{addr}/nacos/v3/admin/cs/config/listener?{query}"
-        ));
-        for (name, value) in &forwarded {
-            request = request.header(*name, value);
-        }
-        async move {
-            let answer = request.send().await.and_then(|r| r.error_for_status());
-            match answer {
-                Ok(response) => {
-                    let body = response.bytes().await.ok()?;
-                    serde_json::from_slice::<Envelope>(&body).ok()
-                }
-                Err(e) => {
-                    tracing::warn!("listeners of {addr}: {e}");
-                    None
-                }
-            }
-        }
-    });
-    futures::future::join_all(asks)
+    let mut status = listeners::listened_by(&app, &principal, ip.trim(), shown)
         .await
-        .into_iter()
-        .flatten()
-        .flat_map(|answer| answer.data.listeners_status)
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::ip_of;
-
-    #[test]
-    fn listener_ips() {
-        assert_eq!(ip_of("10.0.0.7"), "10.0.0.7");
-        assert_eq!(ip_of("10.0.0.7:51234"), "10.0.0.7");
-        assert_eq!(ip_of("[::1]:51234"), "::1");
-        assert_eq!(ip_of("connection 4"), "connection 4");
+        .map_err(|e| fail(StatusCode::INTERNAL_SERVER_ERROR, super::SERVER_ERROR, e))?;
+    if aggregation {
+        for answer in listeners::other_members::<ListenerEnvelope>(&app, &req).await {
+            status.extend(answer.data.listeners_status);
+        }
     }
+    ok(ConfigListenerInfo {
+        query_type: "ip".into(),
+        listeners_status: status,
+    })
 }

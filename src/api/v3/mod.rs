@@ -14,6 +14,7 @@
 //! | `DELETE /nacos/v3/admin/cs/config/batch` | login | `ids`: delete configs by id |
 //! | `GET`, `DELETE /nacos/v3/admin/cs/config/beta` | login | the beta (`ConfigGrayInfo`), stop it |
 //! | `GET /nacos/v3/admin/cs/config/listener` | login | who listens (client IP → md5), on every node unless `aggregation=false` |
+//! | `GET /nacos/v3/admin/cs/listener` | login | what one client IP listens to (group key → md5), on every node unless `aggregation=false` |
 //! | `GET /nacos/v3/admin/cs/history` (`nid`), `/list`, `/previous` (`id`), `/configs` | login | history rows of a config, configs of a namespace |
 //! | `GET /nacos/v3/admin/core/namespace` (one), `/list`, `/check` | login | namespaces the caller may read |
 //! | `POST`, `PUT`, `DELETE /nacos/v3/admin/core/namespace` | admin | create, rename, delete |
@@ -76,6 +77,11 @@ pub fn routes(r: &mut Routes) {
         "/nacos/v3/admin/cs/config/listener",
         Need::Login,
         config::listeners,
+    )
+    .get(
+        "/nacos/v3/admin/cs/listener",
+        Need::Login,
+        config::listened_by_ip,
     )
     .get("/nacos/v3/admin/cs/history", Need::Login, history::one)
     .get(
