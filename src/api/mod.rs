@@ -19,6 +19,7 @@ mod nacos_v2;
 pub mod params;
 mod render;
 mod roles;
+mod transfer;
 mod v3;
 
 use std::sync::Arc;

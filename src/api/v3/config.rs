@@ -11,16 +11,18 @@ use super::model::{
 };
 use super::{
     allow, config_key, fail, fail_without_data, filled, invalid, missing_field, missing_param,
-    namespace_of, not_a_number, ok, page, param_filter, service_error, Answer, Refusal,
-    PARAMETER_VALIDATE_ERROR, RESOURCE_NOT_FOUND,
+    namespace_of, not_a_number, ok, page, param_filter, required_string, service_error, Answer,
+    Refusal, PARAMETER_VALIDATE_ERROR, RESOURCE_NOT_FOUND,
 };
 use crate::api::guard::Authed;
 use crate::api::listeners;
-use crate::api::params::{all_values, client_ip, header, Params};
+use crate::api::params::{all_values, client_ip, header, multipart, Params};
 use crate::api::render::{v1_error, Page};
+use crate::api::transfer;
 use crate::api::AppState;
 use tacos_app::query::{configs_with_ids, search_configs, ConfigFilter};
 use tacos_app::service::{comma_list, PublishRequest};
+use tacos_app::transfer::{Layout, Policy};
 use tacos_core::command::Expect;
 use tacos_core::validate;
 use tacos_state::{canonical_namespace, Access};
@@ -276,6 +278,115 @@ pub async fn stop_beta(
         Ok(_) => ok(true),
         Err(e) => Err(service_error(&e).into()),
     }
+}
+
+// ---- admin: export, import, clone ------------------------------------------------
+
+/// `policy` as Spring binds Nacos' `SameConfigPolicy`.
+fn same_config_policy(raw: Option<&str>) -> Result<Policy, Refusal> {
+    transfer::policy(raw).map_err(|other| {
+        fail(
+            StatusCode::BAD_REQUEST,
+            PARAMETER_VALIDATE_ERROR,
+            format!(
+                "Failed to convert value of type 'java.lang.String' to required type 'com.alibaba.nacos.api.config.model.SameConfigPolicy'; No enum constant com.alibaba.nacos.api.config.model.SameConfigPolicy.{other}"
+            ),
+        )
+        .into()
+    })
+}
+
+/// An import's or clone's `Result`: `saveResult` on success; Nacos'
+/// coded refusals with status 200.
+fn transfer_answer(
+    result: Result<serde_json::Map<String, serde_json::Value>, transfer::Refused>,
+) -> Answer {
+    match result {
+        Ok(data) => ok(data),
+        Err(transfer::Refused::Coded(coded, data)) => {
+            let (code, message) = coded.v3();
+            Err(HttpResponse::Ok()
+                .json(serde_json::json!({"code": code, "message": message, "data": data}))
+                .into())
+        }
+        Err(transfer::Refused::Invalid(reason)) => {
+            Err(fail(StatusCode::BAD_REQUEST, PARAMETER_VALIDATE_ERROR, reason).into())
+        }
+        Err(transfer::Refused::Denied(response)) => Err(Refusal(response)),
+        Err(transfer::Refused::Service(e)) => Err(service_error(&e).into()),
+    }
+}
+
+/// `GET /export`: Nacos 3's zip (`.metadata.yml`) of the configs of
+/// `namespaceId` matching `dataId`, `groupName` (`*` wildcards, else
+/// exact), `appName`, and `ids` when given (an empty zip when none).
+pub async fn export(
+    req: HttpRequest,
+    app: web::Data<AppState>,
+    Authed(principal): Authed,
+) -> Answer {
+    let params = Params::parse(&req, &[]);
+    param_filter(&params)?;
+    let raw = all_values(&req, &[], "ids").unwrap_or_default();
+    let mut ids = Vec::with_capacity(raw.len());
+    for id in &raw {
+        ids.push(id.parse().map_err(|_| not_a_number(id, "java.lang.Long"))?);
+    }
+    let namespace = namespace_of(&params);
+    allow(&principal, namespace, Access::Read)?;
+    let filter = crate::api::nacos_config::export_filter(&params);
+    Ok(
+        transfer::export(&app, namespace, filter, &ids, Layout::Nacos2)
+            .await
+            .map_err(|e| fail(StatusCode::INTERNAL_SERVER_ERROR, super::SERVER_ERROR, e))?,
+    )
+}
+
+/// `POST /import`: a zip (multipart `file`) into `namespaceId` with
+/// `policy`, as one write (Nacos 3's answer: `saveResult`).
+pub async fn import(
+    req: HttpRequest,
+    body: web::Bytes,
+    app: web::Data<AppState>,
+    Authed(principal): Authed,
+) -> Answer {
+    let params = Params::parse(&req, &body);
+    let form = multipart(&req, &body)
+        .transpose()
+        .map_err(|e| invalid(&e))?
+        .unwrap_or_default();
+    let field = |name: &str| {
+        params
+            .get(name)
+            .or(form.fields.get(name).map(String::as_str))
+    };
+    let policy = same_config_policy(field("policy"))?;
+    let namespace = field("namespaceId")
+        .filter(|n| !n.trim().is_empty())
+        .unwrap_or("");
+    let caller = principal.caller(field("src_user").unwrap_or_default(), client_ip(&req));
+    let file = form.files.get("file").cloned();
+    transfer_answer(
+        transfer::import_zip(&app, &principal, &caller, namespace, policy, file, false).await,
+    )
+}
+
+/// `POST /clone?namespaceId=`: the configs of a JSON body `[{configId,
+/// targetGroupName, targetDataId}]` copied into `namespaceId` (required)
+/// with `policy`, as one write.
+pub async fn clone(
+    req: HttpRequest,
+    body: web::Bytes,
+    app: web::Data<AppState>,
+    Authed(principal): Authed,
+) -> Answer {
+    let params = Params::parse(&req, &[]);
+    let namespace = required_string(&params, "namespaceId")?;
+    let policy = same_config_policy(params.get("policy"))?;
+    let targets = transfer::clone_targets(&body, false)
+        .map_err(|reason| fail(StatusCode::BAD_REQUEST, PARAMETER_VALIDATE_ERROR, reason))?;
+    let caller = principal.caller(params.str("src_user"), client_ip(&req));
+    transfer_answer(transfer::clone(&app, &principal, &caller, namespace, policy, &targets).await)
 }
 
 // ---- admin: listeners -------------------------------------------------------------

@@ -12,6 +12,7 @@
 //! | `GET`, `POST`, `DELETE /nacos/v3/admin/cs/config` | login | one config (`ConfigDetailInfo`), publish (headers `casMd5`, `betaIps`), delete |
 //! | `GET /nacos/v3/admin/cs/config/list` | login | search (`search=blur` default, `accurate`), paging: `Page<ConfigBasicInfo>` |
 //! | `DELETE /nacos/v3/admin/cs/config/batch` | login | `ids`: delete configs by id |
+//! | `GET /nacos/v3/admin/cs/config/export`, `POST /import`, `POST /clone` | login | a zip of configs (`.metadata.yml`), a zip into a namespace, copies of configs by id (one write each) |
 //! | `GET`, `DELETE /nacos/v3/admin/cs/config/beta` | login | the beta (`ConfigGrayInfo`), stop it |
 //! | `GET /nacos/v3/admin/cs/config/listener` | login | who listens (client IP → md5), on every node unless `aggregation=false` |
 //! | `GET /nacos/v3/admin/cs/listener` | login | what one client IP listens to (group key → md5), on every node unless `aggregation=false` |
@@ -66,6 +67,21 @@ pub fn routes(r: &mut Routes) {
         "/nacos/v3/admin/cs/config/batch",
         Need::Login,
         config::delete_batch,
+    )
+    .get(
+        "/nacos/v3/admin/cs/config/export",
+        Need::Login,
+        config::export,
+    )
+    .post(
+        "/nacos/v3/admin/cs/config/import",
+        Need::Login,
+        config::import,
+    )
+    .post(
+        "/nacos/v3/admin/cs/config/clone",
+        Need::Login,
+        config::clone,
     )
     .get("/nacos/v3/admin/cs/config/beta", Need::Login, config::beta)
     .delete(
@@ -137,7 +153,7 @@ type Answer = Refused<HttpResponse>;
 type Refused<T> = Result<T, Refusal>;
 
 /// A rendered refusal.
-struct Refusal(Box<HttpResponse>);
+struct Refusal(pub(super) Box<HttpResponse>);
 
 impl From<HttpResponse> for Refusal {
     fn from(response: HttpResponse) -> Self {
