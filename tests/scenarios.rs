@@ -67,6 +67,14 @@
 //!     is that value, anything else a string (`"\"12\""` is the string
 //!     `12`);
 //!   * `raw`: print a JSON body as text (byte for byte), not normalized;
+//!   * `multipart`: the pairs go into a `multipart/form-data` body; a
+//!     value `@zip` is a file part holding the last zip answer (`zip`),
+//!     `@zip:NAME=CONTENT|NAME=CONTENT...` a file part holding a zip of
+//!     these entries, `@text:CONTENT` a file part holding CONTENT;
+//!   * `body`: the value of the one pair `body=TEXT` is the request body,
+//!     sent as `application/json` (a JSON list, as clone routes take);
+//!   * `zip`: the answer is a zip: print its entries (name and content, in
+//!     the zip's order) and keep it for `@zip`;
 //!   * any other word is a response header to print (`Content-MD5`,
 //!     `Config-Type`, ...; printed in alphabetical order, `(absent)` when
 //!     missing).
@@ -191,12 +199,15 @@ scenarios! {
     listener_no_hangup,
     listener_sigterm,
     listener_tenant_echo,
+    listener_views,
+    listener_views_auth,
     listener_wake,
     v1_bad_input,
     v1_beta,
     v1_cas,
     v1_content_limit,
     v1_delete_by_ids,
+    v1_export_import_clone,
     v1_gray_tag,
     v1_history,
     v1_namespaces,
@@ -211,6 +222,7 @@ scenarios! {
     v3_auth,
     v3_client_config,
     v3_content_limit,
+    v3_export_import_clone,
     v3_history,
     v3_namespaces,
     v3_open_api_auth,
@@ -311,6 +323,7 @@ struct Answer {
     status: u16,
     headers: reqwest::header::HeaderMap,
     body: String,
+    bytes: Vec<u8>,
 }
 
 /// The state of one script: its node, client and what the commands kept.
@@ -325,6 +338,7 @@ struct Scenario {
     last_status: Option<u16>,
     last_json: Option<Value>,
     saved: HashMap<String, Value>,
+    last_zip: Option<Vec<u8>>,
     polls: BTreeMap<String, JoinHandle<Result<Answer, String>>>,
 }
 
@@ -353,6 +367,7 @@ impl Scenario {
             last_status: None,
             last_json: None,
             saved: HashMap::new(),
+            last_zip: None,
             polls: BTreeMap::new(),
         }
     }
@@ -475,21 +490,35 @@ impl Scenario {
                 "raw" => options.raw = true,
                 "with-creds" => options.creds = true,
                 "with-token" => options.fake_token = true,
+                "multipart" => options.multipart = true,
+                "zip" => options.zip = true,
+                "body" => options.body = true,
                 "sorted" => return Err("`sorted` is for listen and await".into()),
                 header => show.push(header.to_string()),
             }
         }
-        if [options.query, options.form, options.java, options.json]
-            .iter()
-            .filter(|o| **o)
-            .count()
+        if [
+            options.query,
+            options.form,
+            options.java,
+            options.json,
+            options.multipart,
+            options.body,
+        ]
+        .iter()
+        .filter(|o| **o)
+        .count()
             > 1
         {
-            return Err("`query`, `form`, `java` and `json` exclude each other".into());
+            return Err(
+                "`query`, `form`, `java`, `json`, `multipart` and `body` exclude each other".into(),
+            );
         }
         let in_body = options.form
             || options.java
             || options.json
+            || options.multipart
+            || options.body
             || (!options.query && matches!(method, reqwest::Method::POST | reqwest::Method::PUT));
         let (mut query, form) = if in_body {
             (Vec::new(), Some(pairs))
@@ -524,7 +553,20 @@ impl Scenario {
             builder = builder.query(&query);
         }
         if let Some(form) = &form {
-            if options.json {
+            if options.body {
+                let [(name, text)] = form.as_slice() else {
+                    return Err("`body` takes one pair, body=TEXT".into());
+                };
+                if name != "body" {
+                    return Err("`body` takes one pair, body=TEXT".into());
+                }
+                builder = builder
+                    .header("Content-Type", "application/json")
+                    .body(text.clone());
+            } else if options.multipart {
+                let (content_type, body) = self.multipart_body(form)?;
+                builder = builder.header("Content-Type", content_type).body(body);
+            } else if options.json {
                 let object: serde_json::Map<String, Value> = form
                     .iter()
                     .map(|(k, v)| {
@@ -557,7 +599,86 @@ impl Scenario {
             .rt
             .block_on(send(builder))
             .map_err(|e| format!("{} {path}: {e}", command.name))?;
+        if options.zip {
+            return self.render_zip(&answer, &show);
+        }
         Ok(self.render(&answer, &show, options.raw))
+    }
+
+    /// A `multipart/form-data` body of `pairs` (see `multipart`).
+    fn multipart_body(&self, pairs: &[(String, String)]) -> Result<(String, Vec<u8>), Failure> {
+        const BOUNDARY: &str = "scenario-boundary-7MA4YWxkTrZu0gW";
+        let mut body = Vec::new();
+        for (name, value) in pairs {
+            let file: Option<Vec<u8>> = if value == "@zip" {
+                Some(self.last_zip.clone().ok_or("no zip answer yet for @zip")?)
+            } else if let Some(entries) = value.strip_prefix("@zip:") {
+                let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+                for entry in entries.split('|') {
+                    let (entry_name, content) = entry
+                        .split_once('=')
+                        .ok_or_else(|| format!("@zip entry {entry:?} is not NAME=CONTENT"))?;
+                    zip.start_file(entry_name, zip::write::SimpleFileOptions::default())?;
+                    std::io::Write::write_all(&mut zip, content.as_bytes())?;
+                }
+                Some(zip.finish()?.into_inner())
+            } else {
+                value.strip_prefix("@text:").map(|t| t.as_bytes().to_vec())
+            };
+            body.extend_from_slice(format!("--{BOUNDARY}\r\n").as_bytes());
+            match file {
+                Some(bytes) => {
+                    body.extend_from_slice(
+                        format!(
+                            "Content-Disposition: form-data; name=\"{name}\"; filename=\"upload.zip\"\r\nContent-Type: application/zip\r\n\r\n"
+                        )
+                        .as_bytes(),
+                    );
+                    body.extend_from_slice(&bytes);
+                }
+                None => {
+                    body.extend_from_slice(
+                        format!("Content-Disposition: form-data; name=\"{name}\"\r\n\r\n")
+                            .as_bytes(),
+                    );
+                    body.extend_from_slice(value.as_bytes());
+                }
+            }
+            body.extend_from_slice(b"\r\n");
+        }
+        body.extend_from_slice(format!("--{BOUNDARY}--\r\n").as_bytes());
+        Ok((format!("multipart/form-data; boundary={BOUNDARY}"), body))
+    }
+
+    /// A zip answer: status, the requested headers, then each entry and
+    /// its content. Not a zip: printed as any answer.
+    fn render_zip(&mut self, answer: &Answer, show: &[String]) -> Result<String, Failure> {
+        let Ok(mut archive) = zip::ZipArchive::new(std::io::Cursor::new(&answer.bytes)) else {
+            return Ok(self.render(answer, show, false));
+        };
+        self.last_zip = Some(answer.bytes.clone());
+        self.last_status = Some(answer.status);
+        self.last_json = None;
+        let mut out = format!("{} zip\n", answer.status);
+        for name in show {
+            let value = answer
+                .headers
+                .get(name.as_str())
+                .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+            let shown = match value {
+                Some(v) => mask_export_name(&v),
+                None => "(absent)".into(),
+            };
+            writeln!(out, "{name}: {shown}").unwrap();
+        }
+        for i in 0..archive.len() {
+            let mut file = archive.by_index(i)?;
+            let name = file.name()?.to_string();
+            let mut content = String::new();
+            std::io::Read::read_to_string(&mut file, &mut content)?;
+            writeln!(out, "  {name}: {}", show_text(&content)).unwrap();
+        }
+        Ok(out)
     }
 
     fn login(&mut self, command: &goldenscript::Command) -> Result<String, Failure> {
@@ -906,6 +1027,9 @@ struct Options {
     raw: bool,
     creds: bool,
     fake_token: bool,
+    multipart: bool,
+    zip: bool,
+    body: bool,
 }
 
 impl goldenscript::Runner for Scenario {
@@ -1006,6 +1130,7 @@ async fn send(builder: reqwest::RequestBuilder) -> Result<Answer, reqwest::Error
         status,
         headers,
         body,
+        bytes: bytes.to_vec(),
     })
 }
 
@@ -1204,6 +1329,21 @@ fn mask_header(name: &str, value: &str, body: &str) -> String {
         }
     }
     mask_text(value)
+}
+
+/// An export's file name with its time stamp (`..._20250101120000.zip`)
+/// masked.
+fn mask_export_name(value: &str) -> String {
+    match value.rsplit_once('_') {
+        Some((head, tail))
+            if tail.len() == 18
+                && tail.ends_with(".zip")
+                && tail[..14].bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            format!("{head}_<yyyyMMddHHmmss>.zip")
+        }
+        _ => value.to_string(),
+    }
 }
 
 /// A text body or value as printed: plain when it is one plain line,

@@ -12,12 +12,14 @@ mod auth;
 mod console;
 pub mod guard;
 mod health;
+mod listeners;
 mod nacos_config;
 mod nacos_v1;
 mod nacos_v2;
 pub mod params;
 mod render;
 mod roles;
+mod transfer;
 mod v3;
 
 use std::sync::Arc;

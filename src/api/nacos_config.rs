@@ -5,7 +5,7 @@
 use super::params::{config_filter, paging, Params};
 use super::render::{ConfigInfoWrapper, ConfigItem, HistoryItem, Page};
 use tacos_app::auth::Principal;
-use tacos_app::query::{search_configs, visible_history_row, HistoryLookup};
+use tacos_app::query::{search_configs, visible_history_row, ConfigFilter, HistoryLookup};
 use tacos_app::service::{checked_key, comma_list, PublishRequest};
 use tacos_core::command::Expect;
 use tacos_core::validate::{self, InvalidInput};
@@ -45,6 +45,23 @@ pub fn search(
         page_no,
         page_size,
     ))
+}
+
+/// The filter of Nacos' export routes: `dataId` and `group` (v3:
+/// `groupName`) match exactly unless they hold `*` wildcards (Nacos'
+/// `LIKE` of `findAllConfigInfo4Export`), `appName` exactly.
+pub fn export_filter(params: &Params) -> ConfigFilter<'_> {
+    let data_id = params.str("dataId").trim();
+    let group = params.any(&["groupName", "group"]).trim();
+    ConfigFilter {
+        data_id,
+        group,
+        blur: data_id.contains('*') || group.contains('*'),
+        app_name: params.str("appName"),
+        config_type: "",
+        tags: Vec::new(),
+        content: "",
+    }
 }
 
 /// A publish request from Nacos parameters (v1 and v2 differ only in the

@@ -1,5 +1,6 @@
 //! Nacos open API v1: configs, listener (long polling), history, namespaces.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use actix_web::http::StatusCode;
@@ -7,17 +8,21 @@ use actix_web::{web, HttpRequest, HttpResponse};
 
 use super::guard::{Need, Routes};
 use super::nacos_config::{
-    history_page, history_row, key_from, namespace_configs, publish_request, search, RowLookupError,
+    export_filter, history_page, history_row, key_from, namespace_configs, publish_request, search,
+    RowLookupError,
 };
-use super::params::{all_values, client_ip, header, paging, url_decode, url_encode, Params};
+use super::params::{
+    all_values, client_ip, header, multipart, paging, url_decode, url_encode, Params,
+};
 use super::render::{
     content_type_for, http_date, v1_error, v1_service_error, BetaInfo, ConfigDetail,
 };
-use super::{allow, AppState};
+use super::{allow, listeners, transfer, AppState};
 use crate::api::guard::Authed;
 use tacos_app::auth::Principal;
 use tacos_app::query::{configs_with_ids, visible_namespaces, HistoryLookup};
 use tacos_app::service::{Caller, ServiceError};
+use tacos_app::transfer::Layout;
 use tacos_app::watch::{changed_keys, Cancel, Hold, HoldOutcome, ListenKey, Polled, WatchHub};
 use tacos_core::validate::{self, InvalidInput};
 use tacos_state::{canonical_namespace, Access, ConfigKey, State};
@@ -27,6 +32,12 @@ pub fn routes(r: &mut Routes) {
         .post("/nacos/v1/cs/configs", Need::OpenApi, publish_config)
         .delete("/nacos/v1/cs/configs", Need::OpenApi, delete_config)
         .post("/nacos/v1/cs/configs/listener", Need::OpenApi, listener)
+        .get(
+            "/nacos/v1/cs/configs/listener",
+            Need::OpenApi,
+            listeners_of_config,
+        )
+        .get("/nacos/v1/cs/listener", Need::OpenApi, listened_by_ip)
         .get("/nacos/v1/cs/history", Need::OpenApi, history)
         .get(
             "/nacos/v1/cs/history/previous",
@@ -90,6 +101,12 @@ async fn get_config(
     if let Err(response) = super::read_barrier(&app, &req, &params).await {
         return response;
     }
+    if params.get("export") == Some("true") {
+        return export(&req, &body, &app, &params, Layout::Nacos1).await;
+    }
+    if params.get("exportV2") == Some("true") {
+        return export(&req, &body, &app, &params, Layout::Nacos2).await;
+    }
     if let Some(mode) = params.get("search") {
         return match search(&app.service.state(), &params, mode, "tenant") {
             Ok(page) => HttpResponse::Ok().json(page),
@@ -148,6 +165,12 @@ async fn publish_config(
     Authed(principal): Authed,
 ) -> HttpResponse {
     let params = Params::parse(&req, &body);
+    if params.get("import") == Some("true") {
+        return import(&req, &body, &app, &principal, &params).await;
+    }
+    if params.get("clone") == Some("true") {
+        return clone(&req, &body, &app, &principal, &params).await;
+    }
     if let Err(denied) = allow(&principal, params.str("tenant"), Access::ReadWrite) {
         return *denied;
     }
@@ -236,6 +259,118 @@ async fn delete_configs_by_id(
         }
         Err(e) => v1_service_error(&e),
     }
+}
+
+// ---- export, import, clone ---------------------------------------------------
+
+/// `GET ?export=true` (Nacos 1's zip: `.meta.yml` of app names) and
+/// `?exportV2=true` (Nacos 2's `.metadata.yml`): the configs of `tenant`
+/// matching `dataId`, `group` (`*` wildcards, else exact) and `appName`,
+/// and `ids` when given.
+async fn export(
+    req: &HttpRequest,
+    body: &[u8],
+    app: &AppState,
+    params: &Params,
+    layout: Layout,
+) -> HttpResponse {
+    let ids = match config_ids(req, body) {
+        Ok(ids) => ids,
+        Err(e) => return bad_request(e),
+    };
+    let namespace = params.str("tenant");
+    if let Err(e) = validate::namespace(namespace) {
+        return bad_request(e);
+    }
+    let filter = export_filter(params);
+    match transfer::export(app, namespace, filter, &ids, layout).await {
+        Ok(zip) => zip,
+        Err(e) => v1_error(StatusCode::INTERNAL_SERVER_ERROR, e),
+    }
+}
+
+/// `ids` (`1,2` or repeated), none when absent.
+fn config_ids(req: &HttpRequest, body: &[u8]) -> Result<Vec<u64>, InvalidInput> {
+    let raw = all_values(req, body, "ids").unwrap_or_default();
+    raw.iter()
+        .map(|id| id.parse())
+        .collect::<Result<_, _>>()
+        .map_err(|_| InvalidInput::Other("ids", raw.join(",")))
+}
+
+/// Nacos' `RestResult` of an import or clone.
+fn transfer_answer(
+    result: Result<serde_json::Map<String, serde_json::Value>, transfer::Refused>,
+    message: &str,
+) -> HttpResponse {
+    match result {
+        Ok(data) => HttpResponse::Ok()
+            .json(serde_json::json!({"code": 200, "message": message, "data": data})),
+        Err(transfer::Refused::Coded(coded, data)) => {
+            let (code, message) = coded.v1();
+            HttpResponse::Ok()
+                .json(serde_json::json!({"code": code, "message": message, "data": data}))
+        }
+        Err(transfer::Refused::Invalid(reason)) => v1_error(StatusCode::BAD_REQUEST, reason),
+        Err(transfer::Refused::Denied(response)) => *response,
+        Err(transfer::Refused::Service(e)) => v1_service_error(&e),
+    }
+}
+
+/// `POST ?import=true`: a zip (multipart `file`) into `namespace` with
+/// `policy` (`ABORT`, `SKIP`, `OVERWRITE`), as one write.
+async fn import(
+    req: &HttpRequest,
+    body: &[u8],
+    app: &AppState,
+    principal: &Principal,
+    params: &Params,
+) -> HttpResponse {
+    let form = match multipart(req, body).transpose() {
+        Ok(form) => form.unwrap_or_default(),
+        Err(e) => return bad_request(e),
+    };
+    let field = |name: &str| {
+        params
+            .get(name)
+            .or(form.fields.get(name).map(String::as_str))
+    };
+    let policy = match transfer::policy(field("policy")) {
+        Ok(policy) => policy,
+        Err(other) => return bad_request(InvalidInput::Other("policy", other)),
+    };
+    let namespace = field("namespace").unwrap_or_default();
+    let caller = principal.caller(field("src_user").unwrap_or_default(), client_ip(req));
+    let file = form.files.get("file").cloned();
+    let result = transfer::import_zip(app, principal, &caller, namespace, policy, file, true).await;
+    transfer_answer(result, "import success")
+}
+
+/// `POST ?clone=true&tenant=`: the configs of a JSON body
+/// `[{cfgId, dataId, group}]` copied into `tenant` (required) with
+/// `policy`, as one write.
+async fn clone(
+    req: &HttpRequest,
+    body: &[u8],
+    app: &AppState,
+    principal: &Principal,
+    params: &Params,
+) -> HttpResponse {
+    let namespace = match params.required("tenant") {
+        Ok(namespace) => namespace,
+        Err(e) => return bad_request(e),
+    };
+    let policy = match transfer::policy(params.get("policy")) {
+        Ok(policy) => policy,
+        Err(other) => return bad_request(InvalidInput::Other("policy", other)),
+    };
+    let targets = match transfer::clone_targets(body, true) {
+        Ok(targets) => targets,
+        Err(reason) => return v1_error(StatusCode::BAD_REQUEST, reason),
+    };
+    let caller = caller(req, params, principal);
+    let result = transfer::clone(app, principal, &caller, namespace, policy, &targets).await;
+    transfer_answer(result, "Clone Completed Successfully")
 }
 
 // ---- listener ---------------------------------------------------------------
@@ -390,6 +525,109 @@ async fn listener(
         }
         // Timed out, or the hub let go (shutdown): nothing changed.
         Ok(Err(_)) | Err(_) => listener_reply(&[]),
+    }
+}
+
+// ---- listener views -----------------------------------------------------------
+
+/// Nacos' `GroupkeyListenserStatus` (its spelling): `collectStatus` 200
+/// and a map of client IP → md5 (one config) or group key → md5 (one IP).
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct GroupkeyListenserStatus {
+    collect_status: u16,
+    lisenters_groupkey_status: BTreeMap<String, String>,
+}
+
+/// `aggregation` (a Tacos extension, default `true`: ask every member, as
+/// Nacos always does) and `all` of the listener views; a value that is no
+/// boolean is 400.
+fn view_flags(params: &Params) -> Result<(bool, bool), InvalidInput> {
+    let flag = |name: &'static str, default| {
+        listeners::boolean(params.get(name), default).map_err(|v| InvalidInput::Other(name, v))
+    };
+    Ok((flag("aggregation", true)?, flag("all", false)?))
+}
+
+/// Adds what the other members answer (unless `aggregation=false`) and
+/// renders the view.
+async fn listener_view(
+    app: &AppState,
+    req: &HttpRequest,
+    aggregation: bool,
+    mut status: BTreeMap<String, String>,
+) -> HttpResponse {
+    if aggregation {
+        for answer in listeners::other_members::<GroupkeyListenserStatus>(app, req).await {
+            status.extend(answer.lisenters_groupkey_status);
+        }
+    }
+    HttpResponse::Ok().json(GroupkeyListenserStatus {
+        collect_status: 200,
+        lisenters_groupkey_status: status,
+    })
+}
+
+/// `GET /nacos/v1/cs/configs/listener`: who listens to one config (`dataId`,
+/// `group`: blank is `DEFAULT_GROUP`, `tenant`), client IP → md5, on every
+/// member (Nacos' `ConfigController.getListeners`).
+async fn listeners_of_config(
+    req: HttpRequest,
+    app: web::Data<AppState>,
+    Authed(principal): Authed,
+) -> HttpResponse {
+    let params = Params::parse(&req, &[]);
+    let (data_id, group) = match (params.required("dataId"), params.required("group")) {
+        (Ok(d), Ok(g)) if g.trim().is_empty() => (d, "DEFAULT_GROUP"),
+        (Ok(d), Ok(g)) => (d, g),
+        (Err(e), _) | (_, Err(e)) => return bad_request(e),
+    };
+    let key = match tacos_app::service::checked_key(params.str("tenant"), group, data_id) {
+        Ok(key) => key,
+        Err(e) => return bad_request(e),
+    };
+    let (aggregation, _) = match view_flags(&params) {
+        Ok(flags) => flags,
+        Err(e) => return bad_request(e),
+    };
+    if let Err(denied) = allow(&principal, &key.namespace, Access::Read) {
+        return *denied;
+    }
+    match listeners::listening_to(&app, &key).await {
+        Ok(status) => listener_view(&app, &req, aggregation, status).await,
+        Err(e) => v1_error(StatusCode::INTERNAL_SERVER_ERROR, e),
+    }
+}
+
+/// `GET /nacos/v1/cs/listener?ip=`: what the client at `ip` listens to,
+/// group key → md5, on every member (Nacos' `ListenerController`): the
+/// public namespace's keys and those of `tenant`, or every key with
+/// `all=true`; only namespaces the caller may read.
+async fn listened_by_ip(
+    req: HttpRequest,
+    app: web::Data<AppState>,
+    Authed(principal): Authed,
+) -> HttpResponse {
+    let params = Params::parse(&req, &[]);
+    let ip = match params.required("ip") {
+        Ok(ip) => ip.trim(),
+        Err(e) => return bad_request(e),
+    };
+    let namespace = params.str("tenant");
+    if let Err(e) = validate::namespace(namespace) {
+        return bad_request(e);
+    }
+    let (aggregation, all) = match view_flags(&params) {
+        Ok(flags) => flags,
+        Err(e) => return bad_request(e),
+    };
+    let shown = listeners::KeysShown {
+        namespace: canonical_namespace(namespace),
+        all,
+    };
+    match listeners::listened_by(&app, &principal, ip, shown).await {
+        Ok(status) => listener_view(&app, &req, aggregation, status).await,
+        Err(e) => v1_error(StatusCode::INTERNAL_SERVER_ERROR, e),
     }
 }
 

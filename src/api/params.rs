@@ -181,6 +181,85 @@ pub fn all_values(req: &HttpRequest, body: &[u8], name: &str) -> Option<Vec<Stri
     })
 }
 
+/// A `multipart/form-data` body: its text fields and its files (by field
+/// name; the first of a name wins, as Spring binds one `MultipartFile`).
+#[derive(Debug, Default)]
+pub struct Multipart {
+    pub fields: HashMap<String, String>,
+    pub files: HashMap<String, Vec<u8>>,
+}
+
+/// Parses a `multipart/form-data` body; `None` when the request is not
+/// one (or names no boundary), `Err` when the body does not follow its
+/// boundary.
+pub fn multipart(req: &HttpRequest, body: &[u8]) -> Option<Result<Multipart, InvalidInput>> {
+    let content_type = header(req, "Content-Type")?;
+    if !content_type
+        .to_ascii_lowercase()
+        .starts_with("multipart/form-data")
+    {
+        return None;
+    }
+    let boundary = content_type.split(';').find_map(|part| {
+        let (name, value) = part.trim().split_once('=')?;
+        name.eq_ignore_ascii_case("boundary")
+            .then(|| value.trim().trim_matches('"').to_string())
+    })?;
+    Some(parse_multipart(body, &boundary))
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+fn parse_multipart(body: &[u8], boundary: &str) -> Result<Multipart, InvalidInput> {
+    let bad = |why: &str| InvalidInput::Other("multipart body", why.to_string());
+    if boundary.is_empty() {
+        return Err(bad("the boundary is empty"));
+    }
+    let delimiter = format!("--{boundary}");
+    let mut out = Multipart::default();
+    let start = find(body, delimiter.as_bytes()).ok_or_else(|| bad("no boundary in the body"))?;
+    let mut rest = &body[start + delimiter.len()..];
+    let next = format!("\r\n--{boundary}");
+    loop {
+        if rest.starts_with(b"--") {
+            return Ok(out);
+        }
+        let rest_of_line = rest
+            .strip_prefix(b"\r\n")
+            .ok_or_else(|| bad("a boundary line does not end with CRLF"))?;
+        let head_end =
+            find(rest_of_line, b"\r\n\r\n").ok_or_else(|| bad("a part has no header end"))?;
+        let head = String::from_utf8_lossy(&rest_of_line[..head_end]).into_owned();
+        let after_head = &rest_of_line[head_end + 4..];
+        let end = find(after_head, next.as_bytes()).ok_or_else(|| bad("a part is not closed"))?;
+        let content = &after_head[..end];
+        rest = &after_head[end + next.len()..];
+        let disposition = head
+            .split("\r\n")
+            .find(|l| l.to_ascii_lowercase().starts_with("content-disposition:"))
+            .unwrap_or_default();
+        let attribute = |attr: &str| {
+            disposition.split(';').find_map(|p| {
+                let (k, v) = p.trim().split_once('=')?;
+                (k.trim().eq_ignore_ascii_case(attr))
+                    .then(|| v.trim().trim_matches('"').to_string())
+            })
+        };
+        let Some(name) = attribute("name") else {
+            continue;
+        };
+        if attribute("filename").is_some() {
+            out.files.entry(name).or_insert_with(|| content.to_vec());
+        } else {
+            out.fields
+                .entry(name)
+                .or_insert_with(|| String::from_utf8_lossy(content).into_owned());
+        }
+    }
+}
+
 /// The client's IP as Nacos determines it: `X-Forwarded-For` (first hop),
 /// then `X-Real-IP`, then the peer address.
 pub fn client_ip(req: &HttpRequest) -> String {
@@ -200,6 +279,17 @@ pub fn client_ip(req: &HttpRequest) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn multipart_bodies() {
+        let body = b"--XyZ\r\nContent-Disposition: form-data; name=\"policy\"\r\n\r\nSKIP\r\n--XyZ\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.zip\"\r\nContent-Type: application/zip\r\n\r\n\x00\x01\r\n\r\n--XyZ--\r\n";
+        let parsed = parse_multipart(body, "XyZ").unwrap();
+        assert_eq!(parsed.fields["policy"], "SKIP");
+        assert_eq!(parsed.files["file"], b"\x00\x01\r\n");
+        assert!(parse_multipart(b"--XyZ\r\nno header end", "XyZ").is_err());
+        assert!(parse_multipart(b"nothing", "XyZ").is_err());
+        assert!(parse_multipart(b"--XyZ\r\nA: b\r\n\r\nunclosed", "XyZ").is_err());
+    }
 
     #[test]
     fn url_coding_matches_java() {

@@ -10,10 +10,13 @@
 //!   proposing one command per use case).
 //! - [`auth`]: users, passwords, tokens, permissions, roles, login limits.
 //! - [`query`]: the rules of list routes (name filters, paging).
+//! - [`transfer`]: the Nacos zip layouts of export and import, and the
+//!   import plan (what to create, overwrite, skip).
 //! - [`watch`]: the watch hub: held long polls and gRPC listeners woken by
 //!   applied changes.
 
 pub mod auth;
 pub mod query;
 pub mod service;
+pub mod transfer;
 pub mod watch;

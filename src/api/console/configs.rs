@@ -84,20 +84,21 @@ pub(super) fn matching<'a>(
     namespace: &'a str,
     params: &'a Params,
 ) -> Result<impl Iterator<Item = (&'a ConfigKey, &'a std::sync::Arc<Config>)> + 'a, ConsoleError> {
-    let blur = match params.get("search").unwrap_or("blur") {
-        "blur" | "" => true,
-        "accurate" => false,
-        other => {
-            return Err(
-                InvalidInput::Other("search", format!("{other:?} (blur or accurate)")).into(),
-            )
-        }
-    };
+    let blur = blur_of(params)?;
     Ok(search_configs(
         state,
         namespace,
         config_filter(params, blur),
     ))
+}
+
+/// `search`: `blur` (the default) or `accurate`.
+pub(super) fn blur_of(params: &Params) -> Result<bool, ConsoleError> {
+    match params.get("search").unwrap_or("blur") {
+        "blur" | "" => Ok(true),
+        "accurate" => Ok(false),
+        other => Err(InvalidInput::Other("search", format!("{other:?} (blur or accurate)")).into()),
+    }
 }
 
 pub async fn list(call: Call) -> Result<HttpResponse, ConsoleError> {

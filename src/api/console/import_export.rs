@@ -1,20 +1,21 @@
 //! Console routes for exporting a namespace as a Nacos zip and importing
 //! one (all or nothing, planned against the current state and checked
-//! again in apply).
+//! again in apply: `ConfigService::import_items`, shared with Nacos'
+//! import and clone routes). The console also checks each content parses
+//! as its type.
 
 use actix_web::{web, HttpResponse};
 use serde::Serialize;
 
-use super::transfer::{self, Existing, Item, Policy, TransferError};
 use super::{ok_json, ConsoleError};
-use tacos_app::service::{PublishRequest, ServiceError};
-use tacos_core::command::Expect;
+use tacos_app::service::{ImportError, ServiceError};
+use tacos_app::transfer::{self, Layout, Policy, TransferError};
 use tacos_core::shown_namespace;
 use tacos_core::validate::{self, InvalidInput};
-use tacos_state::{canonical_namespace, Access, ApplyError, ConfigKey};
+use tacos_state::{canonical_namespace, Access, ApplyError};
 
-use super::configs::matching;
 use super::Call;
+use crate::api::params::config_filter;
 
 pub async fn export(call: Call) -> Result<HttpResponse, ConsoleError> {
     let namespace = call.params.str("namespace");
@@ -31,25 +32,19 @@ pub async fn export(call: Call) -> Result<HttpResponse, ConsoleError> {
                 .map_err(|_| InvalidInput::Other("ids", format!("{id:?} is not a config id")))
         })
         .collect::<Result<_, _>>()?;
-    let state = call.app.service.state();
-    let items: Vec<Item> = matching(&state, canonical_namespace(namespace), &call.params)?
-        .filter(|(_, c)| ids.is_empty() || ids.contains(&c.id))
-        .map(|(k, c)| Item {
-            group: k.group.clone(),
-            data_id: k.data_id.clone(),
-            content: c.content.clone(),
-            config_type: c.config_type.clone(),
-            desc: c.desc.clone(),
-            app_name: c.app_name.clone(),
-        })
-        .collect();
-    drop(state);
+    let blur = super::configs::blur_of(&call.params)?;
+    let items = transfer::export_items(
+        &call.app.service.state(),
+        canonical_namespace(namespace),
+        config_filter(&call.params, blur),
+        &ids,
+    );
     if items.is_empty() {
         return Err(ConsoleError::NotFound(
             "no config matches; nothing to export".into(),
         ));
     }
-    let bytes = web::block(move || transfer::write_zip(&items))
+    let bytes = web::block(move || transfer::write_zip(&items, Layout::Nacos2))
         .await
         .map_err(|e| ConsoleError::Internal(e.to_string()))??;
     let stamp = chrono::Utc::now().format("%Y%m%d%H%M%S");
@@ -77,6 +72,13 @@ struct ImportReport {
     unrecognized: Vec<transfer::EntryProblem>,
 }
 
+/// The console checks syntax by type before importing.
+fn syntax_ok(config_type: &str, content: &str) -> Result<(), String> {
+    super::syntax::check(config_type, content)
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
 pub async fn import(call: Call, body: web::Bytes) -> Result<HttpResponse, ConsoleError> {
     let namespace = call.params.str("namespace").to_string();
     validate::namespace(&namespace)?;
@@ -101,90 +103,48 @@ pub async fn import(call: Call, body: web::Bytes) -> Result<HttpResponse, Consol
         return Err(ConsoleError::Body("send the zip file as the body".into()));
     }
     let max = call.app.service.max_content_size();
-    let unzipped = web::block(move || transfer::read_zip(&body, max))
+    let unzipped = web::block(move || transfer::read_zip(&body, max, &syntax_ok))
         .await
         .map_err(|e| ConsoleError::Internal(e.to_string()))??;
     if !unzipped.invalid.is_empty() {
         return Err(TransferError::Invalid(unzipped.invalid).into());
     }
-    let state = call.app.service.state();
-    let ns = canonical_namespace(&namespace).to_string();
-    let plan = transfer::plan(unzipped.items, policy, |group, data_id| {
-        state
-            .config(&ConfigKey::new(&ns, group, data_id))
-            .map(|c| Existing {
-                md5: c.md5.clone(),
-                content: c.content.clone(),
-                config_type: c.config_type.clone(),
-                desc: c.desc.clone(),
-                app_name: c.app_name.clone(),
-            })
-    })?;
-    drop(state);
-    let mut report = ImportReport {
-        skipped: plan.skip,
-        unchanged: plan.unchanged,
-        unrecognized: unzipped.unrecognized,
-        ..Default::default()
-    };
-    let caller = call.caller();
-    let request = |item: transfer::Item, cas_md5: Option<String>| PublishRequest {
-        namespace: namespace.clone(),
-        group: item.group,
-        data_id: item.data_id,
-        content: item.content,
-        config_type: item.config_type,
-        desc: item.desc,
-        app_name: item.app_name,
-        tags: String::new(),
-        // A planned create must still be absent, a planned overwrite still
-        // the version the plan saw: checked in apply, for the whole import.
-        expect: if cas_md5.is_some() {
-            Expect::Present
-        } else {
-            Expect::Absent
-        },
-        cas_md5,
-        beta_ips: Vec::new(),
-        tag: String::new(),
-    };
-    report.created = plan.create.iter().map(Item::entry).collect();
-    report.overwritten = plan
-        .overwrite
-        .iter()
-        .map(|(item, _)| item.entry())
-        .collect();
-    let requests: Vec<PublishRequest> = plan
-        .create
-        .into_iter()
-        .map(|item| request(item, None))
-        .chain(
-            plan.overwrite
-                .into_iter()
-                .map(|(item, md5)| request(item, Some(md5))),
-        )
-        .collect();
-    if requests.is_empty() {
-        return Ok(ok_json(report));
-    }
-    // One write: every config of the plan, or none. The two refusals a
-    // user can cause by racing the import get the console's own words.
-    call.app
+    let outcome = call
+        .app
         .service
-        .import(requests, &caller)
+        .import_items(&namespace, unzipped.items, policy, &call.caller())
         .await
-        .map_err(|e| match &e {
-            ServiceError::Rejected(ApplyError::ImportRefused { entry, reason }) => match **reason {
-                ApplyError::CasMismatch => ConsoleError::Conflict(format!(
-                    "nothing imported: {entry} was changed by someone else during the \
-                     import; import again to see the new plan"
-                )),
-                ApplyError::NamespaceNotFound(_) => ConsoleError::NotFound(format!(
-                    "nothing imported: namespace {namespace} was removed during the import"
-                )),
+        // The refusals a user can cause by racing the import get the
+        // console's own words.
+        .map_err(|e| match e {
+            ImportError::NamespaceNotFound(_) => {
+                ConsoleError::NotFound(format!("namespace {namespace} does not exist"))
+            }
+            ImportError::Transfer(e) => ConsoleError::Transfer(e),
+            ImportError::Conflicts { conflicts, .. } => {
+                ConsoleError::Transfer(TransferError::Conflicts(conflicts))
+            }
+            ImportError::Service(e) => match &e {
+                ServiceError::Rejected(ApplyError::ImportRefused { entry, reason }) => {
+                    match **reason {
+                        ApplyError::CasMismatch => ConsoleError::Conflict(format!(
+                            "nothing imported: {entry} was changed by someone else during the \
+                             import; import again to see the new plan"
+                        )),
+                        ApplyError::NamespaceNotFound(_) => ConsoleError::NotFound(format!(
+                            "nothing imported: namespace {namespace} was removed during the import"
+                        )),
+                        _ => ConsoleError::Service(e),
+                    }
+                }
                 _ => ConsoleError::Service(e),
             },
-            _ => ConsoleError::Service(e),
         })?;
-    Ok(ok_json(report))
+    Ok(ok_json(ImportReport {
+        created: outcome.created,
+        overwritten: outcome.overwritten,
+        skipped: outcome.skipped,
+        unchanged: outcome.unchanged,
+        unrecognized: unzipped.unrecognized,
+    }))
 }

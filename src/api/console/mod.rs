@@ -44,7 +44,6 @@ mod import_export;
 mod listeners;
 mod namespaces;
 mod syntax;
-mod transfer;
 
 use std::future::{ready, Ready};
 
@@ -62,11 +61,11 @@ use tacos_app::auth::AuthError;
 use tacos_app::auth::Principal;
 use tacos_app::service::Caller;
 use tacos_app::service::ServiceError;
+use tacos_app::transfer::TransferError;
 use tacos_core::validate::InvalidInput;
 use tacos_raft::rpc::RouteError;
 use tacos_state::ApplyError;
 use tacos_state::{Access, ConfigKey};
-use transfer::TransferError;
 
 pub fn routes(r: &mut Routes) {
     assets::routes(r);

@@ -2,10 +2,6 @@
 //! routes (`/nacos/v3/admin/cs/config...`: one, publish, delete, list,
 //! batch delete, beta, listeners).
 
-use std::collections::BTreeMap;
-use std::time::Duration;
-
-use actix_web::http::header::AUTHORIZATION;
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Deserialize;
@@ -15,16 +11,18 @@ use super::model::{
 };
 use super::{
     allow, config_key, fail, fail_without_data, filled, invalid, missing_field, missing_param,
-    namespace_of, not_a_number, ok, page, param_filter, service_error, Answer, Refusal,
-    PARAMETER_VALIDATE_ERROR, RESOURCE_NOT_FOUND,
+    namespace_of, not_a_number, ok, page, param_filter, required_string, service_error, Answer,
+    Refusal, PARAMETER_VALIDATE_ERROR, RESOURCE_NOT_FOUND,
 };
 use crate::api::guard::Authed;
-use crate::api::params::{all_values, client_ip, header, Params};
+use crate::api::listeners;
+use crate::api::params::{all_values, client_ip, header, multipart, Params};
 use crate::api::render::{v1_error, Page};
+use crate::api::transfer;
 use crate::api::AppState;
 use tacos_app::query::{configs_with_ids, search_configs, ConfigFilter};
 use tacos_app::service::{comma_list, PublishRequest};
-use tacos_app::watch::ListenersOf;
+use tacos_app::transfer::{Layout, Policy};
 use tacos_core::command::Expect;
 use tacos_core::validate;
 use tacos_state::{canonical_namespace, Access};
@@ -282,10 +280,135 @@ pub async fn stop_beta(
     }
 }
 
+// ---- admin: export, import, clone ------------------------------------------------
+
+/// `policy` as Spring binds Nacos' `SameConfigPolicy`.
+fn same_config_policy(raw: Option<&str>) -> Result<Policy, Refusal> {
+    transfer::policy(raw).map_err(|other| {
+        fail(
+            StatusCode::BAD_REQUEST,
+            PARAMETER_VALIDATE_ERROR,
+            format!(
+                "Failed to convert value of type 'java.lang.String' to required type 'com.alibaba.nacos.api.config.model.SameConfigPolicy'; No enum constant com.alibaba.nacos.api.config.model.SameConfigPolicy.{other}"
+            ),
+        )
+        .into()
+    })
+}
+
+/// An import's or clone's `Result`: `saveResult` on success; Nacos'
+/// coded refusals with status 200.
+fn transfer_answer(
+    result: Result<serde_json::Map<String, serde_json::Value>, transfer::Refused>,
+) -> Answer {
+    match result {
+        Ok(data) => ok(data),
+        Err(transfer::Refused::Coded(coded, data)) => {
+            let (code, message) = coded.v3();
+            Err(HttpResponse::Ok()
+                .json(serde_json::json!({"code": code, "message": message, "data": data}))
+                .into())
+        }
+        Err(transfer::Refused::Invalid(reason)) => {
+            Err(fail(StatusCode::BAD_REQUEST, PARAMETER_VALIDATE_ERROR, reason).into())
+        }
+        Err(transfer::Refused::Denied(response)) => Err(Refusal(response)),
+        Err(transfer::Refused::Service(e)) => Err(service_error(&e).into()),
+    }
+}
+
+/// `GET /export`: Nacos 3's zip (`.metadata.yml`) of the configs of
+/// `namespaceId` matching `dataId`, `groupName` (`*` wildcards, else
+/// exact), `appName`, and `ids` when given (an empty zip when none).
+pub async fn export(
+    req: HttpRequest,
+    app: web::Data<AppState>,
+    Authed(principal): Authed,
+) -> Answer {
+    let params = Params::parse(&req, &[]);
+    param_filter(&params)?;
+    let raw = all_values(&req, &[], "ids").unwrap_or_default();
+    let mut ids = Vec::with_capacity(raw.len());
+    for id in &raw {
+        ids.push(id.parse().map_err(|_| not_a_number(id, "java.lang.Long"))?);
+    }
+    let namespace = namespace_of(&params);
+    allow(&principal, namespace, Access::Read)?;
+    let filter = crate::api::nacos_config::export_filter(&params);
+    Ok(
+        transfer::export(&app, namespace, filter, &ids, Layout::Nacos2)
+            .await
+            .map_err(|e| fail(StatusCode::INTERNAL_SERVER_ERROR, super::SERVER_ERROR, e))?,
+    )
+}
+
+/// `POST /import`: a zip (multipart `file`) into `namespaceId` with
+/// `policy`, as one write (Nacos 3's answer: `saveResult`).
+pub async fn import(
+    req: HttpRequest,
+    body: web::Bytes,
+    app: web::Data<AppState>,
+    Authed(principal): Authed,
+) -> Answer {
+    let params = Params::parse(&req, &body);
+    let form = multipart(&req, &body)
+        .transpose()
+        .map_err(|e| invalid(&e))?
+        .unwrap_or_default();
+    let field = |name: &str| {
+        params
+            .get(name)
+            .or(form.fields.get(name).map(String::as_str))
+    };
+    let policy = same_config_policy(field("policy"))?;
+    let namespace = field("namespaceId")
+        .filter(|n| !n.trim().is_empty())
+        .unwrap_or("");
+    let caller = principal.caller(field("src_user").unwrap_or_default(), client_ip(&req));
+    let file = form.files.get("file").cloned();
+    transfer_answer(
+        transfer::import_zip(&app, &principal, &caller, namespace, policy, file, false).await,
+    )
+}
+
+/// `POST /clone?namespaceId=`: the configs of a JSON body `[{configId,
+/// targetGroupName, targetDataId}]` copied into `namespaceId` (required)
+/// with `policy`, as one write.
+pub async fn clone(
+    req: HttpRequest,
+    body: web::Bytes,
+    app: web::Data<AppState>,
+    Authed(principal): Authed,
+) -> Answer {
+    let params = Params::parse(&req, &[]);
+    let namespace = required_string(&params, "namespaceId")?;
+    let policy = same_config_policy(params.get("policy"))?;
+    let targets = transfer::clone_targets(&body, false)
+        .map_err(|reason| fail(StatusCode::BAD_REQUEST, PARAMETER_VALIDATE_ERROR, reason))?;
+    let caller = principal.caller(params.str("src_user"), client_ip(&req));
+    transfer_answer(transfer::clone(&app, &principal, &caller, namespace, policy, &targets).await)
+}
+
 // ---- admin: listeners -------------------------------------------------------------
 
-/// How long the hub and each other member may take.
-const LISTENERS_TIMEOUT: Duration = Duration::from_secs(2);
+/// The v3 envelope of a member's listener answer.
+#[derive(Deserialize)]
+struct ListenerEnvelope {
+    data: ConfigListenerInfo,
+}
+
+/// `aggregation` (default `true`), or Spring's refusal of a value that is
+/// no boolean.
+fn aggregation(params: &Params) -> Result<bool, Refusal> {
+    listeners::aggregation(params).map_err(|other| {
+        fail(
+            StatusCode::BAD_REQUEST,
+            PARAMETER_VALIDATE_ERROR,
+            format!("Invalid boolean value [{other}]"),
+        )
+        .into()
+    })
+}
 
 /// `GET /listener`: who listens to the config, client IP → the md5 it
 /// holds: this node's watch hub (long polls held or between polls, gRPC
@@ -300,31 +423,15 @@ pub async fn listeners(
 ) -> Answer {
     let params = Params::parse(&req, &[]);
     let key = config_key(&params)?;
-    let aggregation = match params.get("aggregation").map(str::trim) {
-        None | Some("") => true,
-        Some("true" | "on" | "yes" | "1") => true,
-        Some("false" | "off" | "no" | "0") => false,
-        Some(other) => {
-            return Err(fail(
-                StatusCode::BAD_REQUEST,
-                PARAMETER_VALIDATE_ERROR,
-                format!("Invalid boolean value [{other}]"),
-            )
-            .into())
-        }
-    };
+    let aggregation = aggregation(&params)?;
     allow(&principal, &key.namespace, Access::ReadWrite)?;
-    let found = app
-        .hub
-        .send(ListenersOf(key.clone()))
+    let mut status = listeners::listening_to(&app, &key)
         .await
         .map_err(|e| fail(StatusCode::INTERNAL_SERVER_ERROR, super::SERVER_ERROR, e))?;
-    let mut status: BTreeMap<String, String> = found
-        .into_iter()
-        .map(|l| (ip_of(&l.client).to_string(), l.md5))
-        .collect();
     if aggregation {
-        status.extend(other_members_listening(&app, &req).await);
+        for answer in listeners::other_members::<ListenerEnvelope>(&app, &req).await {
+            status.extend(answer.data.listeners_status);
+        }
     }
     ok(ConfigListenerInfo {
         query_type: "config".into(),
@@ -332,90 +439,43 @@ pub async fn listeners(
     })
 }
 
-/// The IP of a listener: HTTP listeners are known by IP, gRPC connections
-/// by their peer address (`ip:port`, `[v6]:port`).
-fn ip_of(client: &str) -> &str {
-    match client.parse::<std::net::SocketAddr>() {
-        Ok(_) => {
-            let host = client.rsplit_once(':').map_or(client, |(host, _)| host);
-            host.trim_start_matches('[').trim_end_matches(']')
-        }
-        Err(_) => client,
-    }
-}
-
-/// What every other member answers to this route with `aggregation=false`.
-async fn other_members_listening(app: &AppState, req: &HttpRequest) -> BTreeMap<String, String> {
-    let members: Vec<String> = {
-        let metrics = app.node.metrics();
-        let membership = metrics.membership_config.membership();
-        membership
-            .nodes()
-            .filter(|(id, _)| **id != app.node.id)
-            .map(|(_, node)| node.http_addr.clone())
-            .collect()
+/// `GET /nacos/v3/admin/cs/listener?ip=`: what the client at `ip` listens
+/// to, group key → the md5 it holds (Nacos' `ListenerControllerV3`): the
+/// public namespace's keys and those of `namespaceId`, or every key with
+/// `all=true`; in namespaces the caller may read; on every member unless
+/// `aggregation=false`.
+pub async fn listened_by_ip(
+    req: HttpRequest,
+    app: web::Data<AppState>,
+    Authed(principal): Authed,
+) -> Answer {
+    let params = Params::parse(&req, &[]);
+    let ip = params
+        .get("ip")
+        .ok_or_else(|| missing_param("ip", "String", false))?;
+    let all = listeners::boolean(params.get("all"), false).map_err(|other| {
+        fail(
+            StatusCode::BAD_REQUEST,
+            PARAMETER_VALIDATE_ERROR,
+            format!("Invalid boolean value [{other}]"),
+        )
+    })?;
+    param_filter(&params)?;
+    let aggregation = aggregation(&params)?;
+    let shown = listeners::KeysShown {
+        namespace: canonical_namespace(namespace_of(&params)),
+        all,
     };
-    if members.is_empty() {
-        return BTreeMap::new();
-    }
-    let Ok(client) = reqwest::Client::builder()
-        .no_proxy()
-        .timeout(LISTENERS_TIMEOUT)
-        .build()
-    else {
-        return BTreeMap::new();
-    };
-    let mut query: Vec<(String, String)> =
-        serde_urlencoded::from_str(req.query_string()).unwrap_or_default();
-    query.retain(|(k, _)| k != "aggregation");
-    query.push(("aggregation".into(), "false".into()));
-    let query = serde_urlencoded::to_string(&query).unwrap_or_default();
-    let forwarded: Vec<(&str, String)> = [AUTHORIZATION.as_str(), "accessToken"]
-        .into_iter()
-        .filter_map(|name| header(req, name).map(|v| (name, v)))
-        .collect();
-    #[derive(Deserialize)]
-    struct Envelope {
-        data: ConfigListenerInfo,
-    }
-    let asks = members.iter().map(|addr| {
-        let mut request = client.get(format!(
-            "http://{addr}/nacos/v3/admin/cs/config/listener?{query}"
-        ));
-        for (name, value) in &forwarded {
-            request = request.header(*name, value);
-        }
-        async move {
-            let answer = request.send().await.and_then(|r| r.error_for_status());
-            match answer {
-                Ok(response) => {
-                    let body = response.bytes().await.ok()?;
-                    serde_json::from_slice::<Envelope>(&body).ok()
-                }
-                Err(e) => {
-                    tracing::warn!("listeners of {addr}: {e}");
-                    None
-                }
-            }
-        }
-    });
-    futures::future::join_all(asks)
+    let mut status = listeners::listened_by(&app, &principal, ip.trim(), shown)
         .await
-        .into_iter()
-        .flatten()
-        .flat_map(|answer| answer.data.listeners_status)
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::ip_of;
-
-    #[test]
-    fn listener_ips() {
-        assert_eq!(ip_of("10.0.0.7"), "10.0.0.7");
-        assert_eq!(ip_of("10.0.0.7:51234"), "10.0.0.7");
-        assert_eq!(ip_of("[::1]:51234"), "::1");
-        assert_eq!(ip_of("connection 4"), "connection 4");
+        .map_err(|e| fail(StatusCode::INTERNAL_SERVER_ERROR, super::SERVER_ERROR, e))?;
+    if aggregation {
+        for answer in listeners::other_members::<ListenerEnvelope>(&app, &req).await {
+            status.extend(answer.data.listeners_status);
+        }
     }
+    ok(ConfigListenerInfo {
+        query_type: "ip".into(),
+        listeners_status: status,
+    })
 }

@@ -12,8 +12,10 @@
 //! | `GET`, `POST`, `DELETE /nacos/v3/admin/cs/config` | login | one config (`ConfigDetailInfo`), publish (headers `casMd5`, `betaIps`), delete |
 //! | `GET /nacos/v3/admin/cs/config/list` | login | search (`search=blur` default, `accurate`), paging: `Page<ConfigBasicInfo>` |
 //! | `DELETE /nacos/v3/admin/cs/config/batch` | login | `ids`: delete configs by id |
+//! | `GET /nacos/v3/admin/cs/config/export`, `POST /import`, `POST /clone` | login | a zip of configs (`.metadata.yml`), a zip into a namespace, copies of configs by id (one write each) |
 //! | `GET`, `DELETE /nacos/v3/admin/cs/config/beta` | login | the beta (`ConfigGrayInfo`), stop it |
 //! | `GET /nacos/v3/admin/cs/config/listener` | login | who listens (client IP → md5), on every node unless `aggregation=false` |
+//! | `GET /nacos/v3/admin/cs/listener` | login | what one client IP listens to (group key → md5), on every node unless `aggregation=false` |
 //! | `GET /nacos/v3/admin/cs/history` (`nid`), `/list`, `/previous` (`id`), `/configs` | login | history rows of a config, configs of a namespace |
 //! | `GET /nacos/v3/admin/core/namespace` (one), `/list`, `/check` | login | namespaces the caller may read |
 //! | `POST`, `PUT`, `DELETE /nacos/v3/admin/core/namespace` | admin | create, rename, delete |
@@ -66,6 +68,21 @@ pub fn routes(r: &mut Routes) {
         Need::Login,
         config::delete_batch,
     )
+    .get(
+        "/nacos/v3/admin/cs/config/export",
+        Need::Login,
+        config::export,
+    )
+    .post(
+        "/nacos/v3/admin/cs/config/import",
+        Need::Login,
+        config::import,
+    )
+    .post(
+        "/nacos/v3/admin/cs/config/clone",
+        Need::Login,
+        config::clone,
+    )
     .get("/nacos/v3/admin/cs/config/beta", Need::Login, config::beta)
     .delete(
         "/nacos/v3/admin/cs/config/beta",
@@ -76,6 +93,11 @@ pub fn routes(r: &mut Routes) {
         "/nacos/v3/admin/cs/config/listener",
         Need::Login,
         config::listeners,
+    )
+    .get(
+        "/nacos/v3/admin/cs/listener",
+        Need::Login,
+        config::listened_by_ip,
     )
     .get("/nacos/v3/admin/cs/history", Need::Login, history::one)
     .get(
@@ -131,7 +153,7 @@ type Answer = Refused<HttpResponse>;
 type Refused<T> = Result<T, Refusal>;
 
 /// A rendered refusal.
-struct Refusal(Box<HttpResponse>);
+struct Refusal(pub(super) Box<HttpResponse>);
 
 impl From<HttpResponse> for Refusal {
     fn from(response: HttpResponse) -> Self {

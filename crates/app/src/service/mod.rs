@@ -18,11 +18,13 @@
 //! names are the replicated log's, kept for the data already on disk.
 
 mod beta;
+mod import;
 mod namespaces;
 mod publish;
 mod remove;
 mod rollback;
 
+pub use import::{clone_items, CloneTarget, ImportError, ImportOutcome};
 pub use publish::{comma_list, PublishRequest, MAX_IMPORT_BYTES};
 
 use std::sync::Arc;

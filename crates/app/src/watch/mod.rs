@@ -41,7 +41,8 @@ pub use push::PushQueue;
 pub use subscribe::{Disconnect, Subscribe, Unsubscribe};
 pub use unlistened::SetUp;
 pub use view::{
-    CountListeners, ListenProtocol, ListenState, ListenerCounts, ListenerInfo, ListenersOf,
+    peer_ip, CountListeners, ListenProtocol, ListenState, Listened, ListenedBy, ListenerCounts,
+    ListenerInfo, ListenersOf,
 };
 
 /// One key a listener watches, with the strings exactly as the client sent
@@ -423,6 +424,18 @@ mod tests {
             (stale.md5.as_str(), stale.state),
             ("stale", ListenState::BetweenPolls)
         );
+
+        // What one IP listens to: its poll, its gRPC connection's keys.
+        let by_ip = |ip: &str| hub.send(ListenedBy(ip.into()));
+        assert_eq!(
+            by_ip("10.0.0.7").await.unwrap(),
+            vec![Listened {
+                key: key.clone(),
+                md5: md5_hex("two")
+            }]
+        );
+        assert_eq!(by_ip("10.0.0.8").await.unwrap()[0].md5, "old");
+        assert!(by_ip("10.0.0.1").await.unwrap().is_empty());
 
         // Other keys have no listeners; a disconnect removes the gRPC one.
         hub.send(Disconnect(42)).await.unwrap();

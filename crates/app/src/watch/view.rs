@@ -1,6 +1,7 @@
 //! What the hub can tell about its listeners: counts for metrics
-//! (`CountListeners`), and who listens to one config and whether each is
-//! in sync, for the console (`ListenersOf`).
+//! (`CountListeners`), who listens to one config and whether each is in
+//! sync, for the console (`ListenersOf`), and what one client IP listens
+//! to (`ListenedBy`, Nacos' listener-by-IP routes).
 
 use std::time::{Duration, Instant};
 
@@ -127,5 +128,67 @@ impl Handler<ListenersOf> for WatchHub {
             }
         }
         found
+    }
+}
+
+/// The IP of a listener's client: HTTP listeners are known by IP, gRPC
+/// connections by their peer address (`ip:port`, `[v6]:port`); anything
+/// else is returned as it is.
+pub fn peer_ip(client: &str) -> &str {
+    match client.parse::<std::net::SocketAddr>() {
+        Ok(_) => {
+            let host = client.rsplit_once(':').map_or(client, |(host, _)| host);
+            host.trim_start_matches('[').trim_end_matches(']')
+        }
+        Err(_) => client,
+    }
+}
+
+/// What one client IP listens to: its long polls (held, or ended within
+/// [`RECENT_POLL_WINDOW`]) and the keys of its gRPC connections.
+#[derive(Message)]
+#[rtype(result = "Vec<Listened>")]
+pub struct ListenedBy(pub String);
+
+/// One key a client listens to and the md5 it holds (the newest seen when
+/// it listens through several polls or connections).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listened {
+    pub key: ConfigKey,
+    pub md5: String,
+}
+
+impl Handler<ListenedBy> for WatchHub {
+    type Result = Vec<Listened>;
+
+    fn handle(&mut self, msg: ListenedBy, _: &mut Context<Self>) -> Vec<Listened> {
+        let now = Instant::now();
+        self.forget_expired(now);
+        let ip = msg.0.as_str();
+        let mut found: std::collections::BTreeMap<ConfigKey, String> = Default::default();
+        // Ended polls first: a poll held now, or a gRPC listen, is newer.
+        for (key, polls) in &self.recent {
+            for poll in polls.iter().filter(|p| p.client_ip == ip) {
+                found.insert(key.clone(), poll.md5.clone());
+            }
+        }
+        for held in self.holds.values().filter(|h| h.client_ip == ip) {
+            for k in &held.keys {
+                found.insert(k.key.clone(), k.md5.clone());
+            }
+        }
+        for sub in self
+            .subscribers
+            .values()
+            .filter(|s| peer_ip(&s.client) == ip)
+        {
+            for (key, listen) in &sub.keys {
+                found.insert(key.clone(), listen.md5.clone());
+            }
+        }
+        found
+            .into_iter()
+            .map(|(key, md5)| Listened { key, md5 })
+            .collect()
     }
 }

@@ -1,7 +1,7 @@
 //! Import and export of configs in the Nacos zip layout.
 //!
 //! A zip holds one entry per config, named `group/dataId`, with the content
-//! as its bytes, and a metadata entry at the top: Nacos 2's `.metadata.yml`
+//! as its bytes, and a metadata entry: Nacos 2's `.metadata.yml`
 //!
 //! ```yaml
 //! metadata:
@@ -12,26 +12,31 @@
 //!   type: yaml
 //! ```
 //!
-//! (what Tacos writes, so Nacos imports Tacos' zips) or Nacos 1's
-//! `.meta.yml` (lines `group.dataId.app=appName`, the last `.` of the
-//! dataId written `~`), which is read too. Entries that fit neither (other
+//! (what the console, `exportV2` and Nacos 3's export write, so Nacos
+//! imports Tacos' zips) or Nacos 1's `.meta.yml` (lines
+//! `group.dataId.app=appName`, the last `.` of the dataId written `~`;
+//! what Nacos' v1 `export=true` writes, only when some config has an app),
+//! both read and written ([`Layout`]). Entries that fit neither (other
 //! folders, names with more than one `/`) are reported as unrecognized, as
 //! Nacos does.
 //!
 //! An import is checked whole before anything is written: every key, every
 //! content (blank, too large, not UTF-8, or not parsing as its declared
-//! type) and, with the `abort` policy, every conflict with an existing
-//! config. One bad entry refuses the whole zip; nothing is written. The
-//! pure parts live here (read, check, plan, write a zip) so they are tested
-//! without a server; the route runs the plan through the config service.
+//! type, where the caller checks types: the console does) and, with the
+//! `abort` policy, every conflict with an existing config. One bad entry
+//! refuses the whole zip; nothing is written. The pure parts live here
+//! (read, check, plan, write a zip) so they are tested without a server;
+//! [`ConfigService::import_items`](crate::service::ConfigService::import_items)
+//! runs a plan (an import, a clone) as one write.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Cursor, Read, Write};
 
 use serde::{Deserialize, Serialize};
 
-use super::syntax;
+use crate::query::{search_configs, ConfigFilter};
 use tacos_core::validate;
+use tacos_state::State;
 
 /// Nacos 2's metadata entry.
 pub const METADATA: &str = ".metadata.yml";
@@ -124,9 +129,41 @@ struct MetadataItem {
     config_type: Option<String>,
 }
 
+/// Which metadata entry a zip gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// Nacos 1's `.meta.yml` (app names only; left out when no config has
+    /// one), lines ending `\r\n` as Nacos writes them.
+    Nacos1,
+    /// Nacos 2's `.metadata.yml` (app, desc, type of every config).
+    Nacos2,
+}
+
+/// The configs of `namespace` an export takes: those `filter` matches and,
+/// when `ids` is not empty, whose id is one of them (Nacos'
+/// `findAllConfigInfo4Export`).
+pub fn export_items(
+    state: &State,
+    namespace: &str,
+    filter: ConfigFilter<'_>,
+    ids: &[u64],
+) -> Vec<Item> {
+    search_configs(state, namespace, filter)
+        .filter(|(_, c)| ids.is_empty() || ids.contains(&c.id))
+        .map(|(k, c)| Item {
+            group: k.group.clone(),
+            data_id: k.data_id.clone(),
+            content: c.content.clone(),
+            config_type: c.config_type.clone(),
+            desc: c.desc.clone(),
+            app_name: c.app_name.clone(),
+        })
+        .collect()
+}
+
 /// Writes `items` as a Nacos zip: entries in `group/dataId` order, then
-/// `.metadata.yml`.
-pub fn write_zip(items: &[Item]) -> Result<Vec<u8>, TransferError> {
+/// the metadata entry of `layout`.
+pub fn write_zip(items: &[Item], layout: Layout) -> Result<Vec<u8>, TransferError> {
     let mut sorted: Vec<&Item> = items.iter().collect();
     sorted.sort_by(|a, b| (&a.group, &a.data_id).cmp(&(&b.group, &b.data_id)));
     let options = zip::write::SimpleFileOptions::default()
@@ -135,6 +172,24 @@ pub fn write_zip(items: &[Item]) -> Result<Vec<u8>, TransferError> {
     for item in &sorted {
         zip.start_file(item.entry(), options)?;
         zip.write_all(item.content.as_bytes())?;
+    }
+    if layout == Layout::Nacos1 {
+        let lines: String = sorted
+            .iter()
+            .filter(|item| !item.app_name.trim().is_empty())
+            .map(|item| {
+                format!(
+                    "{}={}\r\n",
+                    v1_key(&item.group, &item.data_id),
+                    item.app_name
+                )
+            })
+            .collect();
+        if !lines.is_empty() {
+            zip.start_file(METADATA_V1, options)?;
+            zip.write_all(lines.as_bytes())?;
+        }
+        return Ok(zip.finish()?.into_inner());
     }
     let metadata = Metadata {
         metadata: sorted
@@ -165,10 +220,22 @@ fn v1_key(group: &str, data_id: &str) -> String {
     format!("{group}.{data_id}.app")
 }
 
+/// What else a content must pass to be imported, given its type and the
+/// content (the console checks syntax; Nacos' routes do not).
+pub type ContentCheck<'a> = &'a (dyn Fn(&str, &str) -> Result<(), String> + Sync);
+
+/// No check beyond Nacos' rules.
+pub fn any_content(_: &str, _: &str) -> Result<(), String> {
+    Ok(())
+}
+
 /// Reads a zip and checks every config in it: keys by Nacos' rules,
-/// contents not blank, at most `max_content` bytes, UTF-8, and parsing as
-/// the type the metadata declares.
-pub fn read_zip(bytes: &[u8], max_content: usize) -> Result<Unzipped, TransferError> {
+/// contents not blank, at most `max_content` bytes, UTF-8, and `check`.
+pub fn read_zip(
+    bytes: &[u8],
+    max_content: usize,
+    check: ContentCheck<'_>,
+) -> Result<Unzipped, TransferError> {
     let mut archive = zip::ZipArchive::new(Cursor::new(bytes))?;
     if archive.len() > MAX_ENTRIES {
         return Err(TransferError::TooManyEntries);
@@ -273,6 +340,7 @@ pub fn read_zip(bytes: &[u8], max_content: usize) -> Result<Unzipped, TransferEr
         };
         let checked = content.and_then(|content| {
             check_item(&item, &content, max_content)?;
+            check(&item.config_type, &content)?;
             Ok(content)
         });
         match checked {
@@ -310,7 +378,6 @@ fn check_item(item: &Item, content: &str, max_content: usize) -> Result<(), Stri
     validate::data_id(&item.data_id).map_err(|e| e.to_string())?;
     validate::group(&item.group).map_err(|e| e.to_string())?;
     validate::content(content, max_content).map_err(|e| e.to_string())?;
-    syntax::check(&item.config_type, content).map_err(|e| e.to_string())?;
     Ok(())
 }
 
@@ -431,8 +498,8 @@ mod tests {
             item("OTHER", "c.properties", "c=3\n", "properties"),
             item("OTHER", "d", "plain text", "text"),
         ];
-        let bytes = write_zip(&items).unwrap();
-        let read = read_zip(&bytes, 1024).unwrap();
+        let bytes = write_zip(&items, Layout::Nacos2).unwrap();
+        let read = read_zip(&bytes, 1024, &any_content).unwrap();
         assert!(read.unrecognized.is_empty() && read.invalid.is_empty());
         let mut expected = items.clone();
         expected.sort_by(|a, b| (&a.group, &a.data_id).cmp(&(&b.group, &b.data_id)));
@@ -462,7 +529,27 @@ mod tests {
             meta.starts_with("metadata:\n- appName: shop\n  dataId: a.yaml\n"),
             "{meta}"
         );
-        assert_eq!(write_zip(&items).unwrap(), bytes);
+        assert_eq!(write_zip(&items, Layout::Nacos2).unwrap(), bytes);
+        // Nacos 1's layout: app names in `.meta.yml`, read back the same
+        // (types and descriptions are not carried).
+        let v1 = write_zip(&items, Layout::Nacos1).unwrap();
+        let read = read_zip(&v1, 1024, &any_content).unwrap();
+        assert_eq!(read.items.len(), 4);
+        assert!(read
+            .items
+            .iter()
+            .all(|i| i.app_name == "shop" && i.config_type == "text"));
+        let mut archive = zip::ZipArchive::new(Cursor::new(&v1)).unwrap();
+        let mut meta = String::new();
+        archive
+            .by_name(METADATA_V1)
+            .unwrap()
+            .read_to_string(&mut meta)
+            .unwrap();
+        assert!(
+            meta.starts_with("DEFAULT_GROUP.a~yaml.app=shop\r\n"),
+            "{meta}"
+        );
     }
 
     #[test]
@@ -474,7 +561,7 @@ mod tests {
             ("top-level-file", b"x"),
             (METADATA_V1, b"DEFAULT_GROUP.app~yaml.app=shop\r\n"),
         ]);
-        let read = read_zip(&bytes, 1024).unwrap();
+        let read = read_zip(&bytes, 1024, &any_content).unwrap();
         assert_eq!(read.items.len(), 2);
         let app = read.items.iter().find(|i| i.data_id == "app.yaml").unwrap();
         assert_eq!(
@@ -485,7 +572,7 @@ mod tests {
         assert_eq!(entries, ["nested/dir/file", "top-level-file"]);
         let bad = zip_of(&[("G/d", b"x"), (METADATA_V1, b"no equals sign\n")]);
         assert!(matches!(
-            read_zip(&bad, 1024),
+            read_zip(&bad, 1024, &any_content),
             Err(TransferError::Metadata { .. })
         ));
     }
@@ -500,7 +587,7 @@ mod tests {
                 b"metadata:\n- dataId: listed\n  group: G\n  type: text\n- dataId: missing\n  group: G\n  type: json\n",
             ),
         ]);
-        let read = read_zip(&bytes, 1024).unwrap();
+        let read = read_zip(&bytes, 1024, &any_content).unwrap();
         assert_eq!(read.items.len(), 1);
         let reasons: Vec<String> = read
             .unrecognized
@@ -516,7 +603,7 @@ mod tests {
         );
         let broken = zip_of(&[("G/a", b"a"), (METADATA, b"metadata: [unclosed\n")]);
         assert!(matches!(
-            read_zip(&broken, 1024),
+            read_zip(&broken, 1024, &any_content),
             Err(TransferError::Metadata { .. })
         ));
     }
@@ -535,7 +622,11 @@ mod tests {
                 b"metadata:\n- {dataId: bad id, group: G, type: text}\n- {dataId: blank, group: G, type: text}\n- {dataId: big, group: G, type: text}\n- {dataId: latin1, group: G, type: text}\n- {dataId: broken.json, group: G, type: json}\n- {dataId: fine.json, group: G, type: json}\n",
             ),
         ]);
-        let read = read_zip(&bytes, 32).unwrap();
+        let json = |config_type: &str, content: &str| match config_type {
+            "json" if content.contains(": }") => Err("invalid json at line 1".to_string()),
+            _ => Ok(()),
+        };
+        let read = read_zip(&bytes, 32, &json).unwrap();
         assert_eq!(read.items.len(), 1);
         let reasons: BTreeMap<&str, &str> = read
             .invalid
@@ -548,7 +639,7 @@ mod tests {
         assert_eq!(reasons["G/latin1"], "the content is not UTF-8 text");
         assert!(reasons["G/broken.json"].starts_with("invalid json at line 1"));
         assert!(matches!(
-            read_zip(b"not a zip", 32),
+            read_zip(b"not a zip", 32, &any_content),
             Err(TransferError::Zip(_))
         ));
     }
