@@ -190,6 +190,7 @@ macro_rules! scenarios {
 scenarios! {
     console_beta_promote,
     console_publish_conditions,
+    core_server_cluster,
     health,
     listener_at_once,
     listener_beta,

@@ -10,6 +10,7 @@
 mod admin;
 mod auth;
 mod console;
+mod core;
 pub mod guard;
 mod health;
 mod listeners;
@@ -110,6 +111,7 @@ pub fn declare(routes: &mut guard::Routes) {
     auth::routes(routes);
     roles::routes(routes);
     admin::routes(routes);
+    core::routes(routes);
     nacos_v1::routes(routes);
     nacos_v2::routes(routes);
     v3::routes(routes);

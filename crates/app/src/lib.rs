@@ -9,6 +9,7 @@
 //! - [`service`]: config, beta and namespace writes (validation, stamping,
 //!   proposing one command per use case).
 //! - [`auth`]: users, passwords, tokens, permissions, roles, login limits.
+//! - [`cluster`]: the member view of Nacos' cluster node routes.
 //! - [`query`]: the rules of list routes (name filters, paging).
 //! - [`transfer`]: the Nacos zip layouts of export and import, and the
 //!   import plan (what to create, overwrite, skip).
@@ -16,6 +17,7 @@
 //!   applied changes.
 
 pub mod auth;
+pub mod cluster;
 pub mod query;
 pub mod service;
 pub mod transfer;

@@ -21,6 +21,7 @@
 //! | `POST`, `PUT`, `DELETE /nacos/v3/admin/core/namespace` | admin | create, rename, delete |
 //! | `POST /nacos/v3/auth/user/login` | public | `username`, `password` → token |
 //! | `GET /nacos/v3/admin/core/state`, `/state/liveness`, `/state/readiness` | public | server state (as Nacos: no login) |
+//! | `GET /nacos/v3/admin/core/cluster/node/list` | admin | the members (`core`: shared with v1 and v2) |
 //!
 //! Admin routes need a login (Nacos 3 always authenticates its admin API);
 //! the namespace right (read to look, write to change) is checked per

@@ -1,8 +1,6 @@
 //! Login (`/nacos/v3/auth/user/login`) and the server state
 //! (`/nacos/v3/admin/core/state...`).
 
-use std::collections::BTreeMap;
-
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Serialize;
 
@@ -50,31 +48,10 @@ pub async fn login(req: HttpRequest, body: web::Bytes, app: web::Data<AppState>)
 }
 
 /// `GET /nacos/v3/admin/core/state`: Nacos' state map (every value a
-/// string), with what Tacos is: a config server (`function_mode`), one
-/// node or a cluster, auth always on, no admin to set up.
+/// string) of the server's modules (`core::server_state`).
 pub async fn state(req: HttpRequest, app: web::Data<AppState>) -> Answer {
-    let members = app
-        .node
-        .metrics()
-        .membership_config
-        .membership()
-        .nodes()
-        .count();
-    let mode = if members > 1 { "cluster" } else { "standalone" };
     let port = req.app_config().local_addr().port();
-    let state: BTreeMap<&str, String> = [
-        ("startup_mode", mode.to_string()),
-        ("function_mode", "config".to_string()),
-        ("version", env!("CARGO_PKG_VERSION").to_string()),
-        ("server_port", port.to_string()),
-        ("auth_enabled", "true".to_string()),
-        ("auth_system_type", "nacos".to_string()),
-        ("auth_admin_request", "false".to_string()),
-        ("maxContent", app.service.max_content_size().to_string()),
-    ]
-    .into_iter()
-    .collect();
-    ok(state)
+    ok(crate::api::core::server_state(&app, port, false))
 }
 
 /// `GET .../state/liveness`: the process serves.

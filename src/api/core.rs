@@ -1,0 +1,222 @@
+//! Nacos' core routes of every generation: the server state the consoles
+//! read before a login, and the cluster's members (Nacos' `Member` list)
+//! from the Raft membership and what this node knows of each member's
+//! health (the rule is `tacos_app::cluster`'s).
+//!
+//! | route | needs | what |
+//! |---|---|---|
+//! | `GET /nacos/v1/console/server/state` | public | Nacos' state map (every value a string), no envelope |
+//! | `GET /nacos/v1/core/cluster/nodes` | admin | `keyword` (address prefix) → `RestResult<[Member]>` |
+//! | `GET /nacos/v2/core/cluster/node/list` | admin | `address` (prefix), `state` → `Result<[Member]>` |
+//! | `GET /nacos/v3/admin/core/cluster/node/list` | admin | as v2, in Nacos 3's envelope |
+
+use std::collections::BTreeMap;
+
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpRequest, HttpResponse};
+use serde::Serialize;
+
+use super::guard::{Need, Routes};
+use super::listeners::LISTENERS_TIMEOUT;
+use super::params::Params;
+use super::render::{v2_error, v2_ok};
+use super::AppState;
+use tacos_app::cluster::{self, Health, Member, NodeState};
+use tacos_raft::NodeId;
+
+pub fn routes(r: &mut Routes) {
+    r.get("/nacos/v1/console/server/state", Need::Public, v1_state)
+        .get("/nacos/v1/core/cluster/nodes", Need::Admin, v1_nodes)
+        .get("/nacos/v2/core/cluster/node/list", Need::Admin, node_list)
+        .get(
+            "/nacos/v3/admin/core/cluster/node/list",
+            Need::Admin,
+            node_list,
+        );
+}
+
+/// Nacos' server state (`NacosServerStateService`: the module states,
+/// every value a string), with what Tacos really is: a config server
+/// (`function_mode`), one node or a cluster, a login always required (its
+/// console has a login page), no first admin to set up (the cluster's
+/// first start sets it), and its content limit. `port` is the port the
+/// request came in on. With `console`, also the keys of the console's
+/// modules (Nacos 2 answers every module's state on the console route;
+/// Nacos 3 keeps them out of the server's): `login_page_enabled`,
+/// `console_ui_enabled`, and `standalone_mode` (Nacos 1's name of
+/// `startup_mode`, which Nacos 1 consoles read).
+pub fn server_state(app: &AppState, port: u16, console: bool) -> BTreeMap<&'static str, String> {
+    let members = app
+        .node
+        .metrics()
+        .membership_config
+        .membership()
+        .nodes()
+        .count();
+    let mode = if members > 1 { "cluster" } else { "standalone" };
+    let mut state: BTreeMap<&'static str, String> = [
+        ("startup_mode", mode.to_string()),
+        ("function_mode", "config".to_string()),
+        ("version", env!("CARGO_PKG_VERSION").to_string()),
+        ("server_port", port.to_string()),
+        ("auth_enabled", "true".to_string()),
+        ("auth_system_type", "nacos".to_string()),
+        ("auth_admin_request", "false".to_string()),
+        ("maxContent", app.service.max_content_size().to_string()),
+    ]
+    .into_iter()
+    .collect();
+    if console {
+        state.insert("standalone_mode", mode.to_string());
+        state.insert("login_page_enabled", "true".to_string());
+        state.insert("console_ui_enabled", "true".to_string());
+    }
+    state
+}
+
+/// `GET /nacos/v1/console/server/state`: the map itself (Nacos answers it
+/// without an envelope).
+async fn v1_state(req: HttpRequest, app: web::Data<AppState>) -> HttpResponse {
+    let port = req.app_config().local_addr().port();
+    HttpResponse::Ok().json(server_state(&app, port, true))
+}
+
+/// A member as Nacos' `Member` serializes: `ip`, `port`, `state`,
+/// `extendInfo`, `address`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct MemberView {
+    ip: String,
+    port: i64,
+    state: &'static str,
+    extend_info: BTreeMap<&'static str, serde_json::Value>,
+    address: String,
+}
+
+/// The group name of Tacos' one Raft group in `raftMetaData`.
+const RAFT_GROUP: &str = "tacos_config";
+
+impl MemberView {
+    /// `extendInfo`: every member's `raftPort` (its cluster port, a string
+    /// as Nacos writes it) and, Tacos' own keys, `nodeId` and `raftRole`
+    /// (`leader`, `follower`, `learner`, as this node knows them); this
+    /// node's also `version` and `raftMetaData` (its view of the group:
+    /// leader, term, voters, as Nacos' JRaft members report theirs). What
+    /// this node cannot know of another member (its version, its own view)
+    /// is left out.
+    fn of(member: &Member, group: &cluster::GroupView) -> Self {
+        let mut extend = BTreeMap::new();
+        if let Some(port) = member.cluster_port() {
+            extend.insert("raftPort", port.to_string().into());
+        }
+        extend.insert("nodeId", member.id.into());
+        extend.insert("raftRole", member.role.name().into());
+        if member.this_node {
+            extend.insert("version", env!("CARGO_PKG_VERSION").into());
+            let mut view = serde_json::Map::new();
+            if let Some(leader) = &group.leader {
+                view.insert("leader".into(), leader.clone().into());
+            }
+            view.insert("raftGroupMember".into(), group.voters.clone().into());
+            view.insert("term".into(), group.term.into());
+            extend.insert(
+                "raftMetaData",
+                serde_json::json!({ "metaDataMap": { RAFT_GROUP: view } }),
+            );
+        }
+        MemberView {
+            ip: member.ip().to_string(),
+            port: member.port(),
+            state: member.state.name(),
+            extend_info: extend,
+            address: member.http_addr.clone(),
+        }
+    }
+}
+
+/// Asks `GET /health` of every other member, in parallel, each within
+/// [`LISTENERS_TIMEOUT`].
+async fn probe_others(app: &AppState) -> BTreeMap<NodeId, Health> {
+    let others: Vec<(NodeId, String)> = {
+        let metrics = app.node.metrics();
+        let membership = metrics.membership_config.membership();
+        membership
+            .nodes()
+            .filter(|(id, _)| **id != app.node.id)
+            .map(|(id, node)| (*id, node.http_addr.clone()))
+            .collect()
+    };
+    if others.is_empty() {
+        return BTreeMap::new();
+    }
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .timeout(LISTENERS_TIMEOUT)
+        .connect_timeout(LISTENERS_TIMEOUT)
+        .build();
+    let Ok(client) = client else {
+        return others
+            .into_iter()
+            .map(|(id, _)| (id, Health::Unreachable))
+            .collect();
+    };
+    let probes = others.into_iter().map(|(id, addr)| {
+        let client = &client;
+        async move {
+            let health = match client.get(format!("http://{addr}/health")).send().await {
+                Ok(r) if r.status().is_success() => Health::Serving,
+                Ok(_) => Health::NoLeader,
+                Err(_) => Health::Unreachable,
+            };
+            (id, health)
+        }
+    });
+    futures::future::join_all(probes)
+        .await
+        .into_iter()
+        .collect()
+}
+
+/// The members as Nacos shows them, those `keep` keeps.
+async fn member_views(app: &AppState, keep: impl Fn(&Member) -> bool) -> Vec<MemberView> {
+    let health = probe_others(app).await;
+    let metrics = app.node.metrics();
+    let group = cluster::group_view(&metrics);
+    cluster::members(&metrics, app.node.id, |id| {
+        health.get(&id).copied().unwrap_or(Health::Unreachable)
+    })
+    .iter()
+    .filter(|m| keep(m))
+    .map(|m| MemberView::of(m, &group))
+    .collect()
+}
+
+/// `GET /nacos/v1/core/cluster/nodes?keyword=`: `RestResult` of the
+/// members whose address starts with `keyword` (blank: all), by address.
+async fn v1_nodes(req: HttpRequest, app: web::Data<AppState>) -> HttpResponse {
+    let params = Params::parse(&req, &[]);
+    let keyword = params.str("keyword").to_string();
+    let members = member_views(&app, |m| cluster::matches(m, &keyword, None)).await;
+    HttpResponse::Ok().json(serde_json::json!({"code": 200, "message": null, "data": members}))
+}
+
+/// `GET /nacos/v2/core/cluster/node/list` and
+/// `/nacos/v3/admin/core/cluster/node/list`: `address` (prefix, blank:
+/// any), `state` (Nacos' `NodeState`, any case) → the members in the
+/// `Result` envelope; an unknown state is 400 code 23000.
+async fn node_list(req: HttpRequest, app: web::Data<AppState>) -> HttpResponse {
+    let params = Params::parse(&req, &[]);
+    let address = params.str("address").to_string();
+    let state = match params.get("state").filter(|s| !s.trim().is_empty()) {
+        None => None,
+        Some(raw) => match NodeState::parse(raw) {
+            Ok(Some(state)) => Some(state),
+            // A state no Tacos member is ever in: nobody.
+            Ok(None) => return v2_ok(Vec::<MemberView>::new()),
+            Err(illegal) => {
+                return v2_error(StatusCode::BAD_REQUEST, 23000, "illegal state", illegal)
+            }
+        },
+    };
+    v2_ok(member_views(&app, |m| cluster::matches(m, &address, state)).await)
+}
