@@ -219,6 +219,7 @@ scenarios! {
     v1_strict_namespaces,
     v1_unicode,
     v2_config_history,
+    v2_namespaces,
     v3_admin_config,
     v3_auth,
     v3_client_config,

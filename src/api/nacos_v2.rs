@@ -1,5 +1,7 @@
 //! Nacos open API v2: the same operations as v1 with `namespaceId` and the
-//! `{code, message, data}` envelope.
+//! `{code, message, data}` envelope; and Nacos 2's namespace console API
+//! (`/nacos/v2/console/namespace`, `/list`: login to read, admin to
+//! change), whose handlers are shared with v3 (`v3::namespaces`).
 
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
@@ -11,6 +13,7 @@ use super::nacos_config::{
 use super::params::paging;
 use super::params::{client_ip, header, Params};
 use super::render::{v2_error, v2_ok, v2_service_error};
+use super::v3::namespaces;
 use super::{allow, AppState};
 use crate::api::guard::Authed;
 use tacos_app::query::HistoryLookup;
@@ -38,6 +41,18 @@ pub fn routes(r: &mut Routes) {
             "/nacos/v2/cs/history/configs",
             Need::OpenApi,
             history_configs,
+        );
+    // Nacos 2's NamespaceControllerV2: the v3 namespace handlers with
+    // Nacos 2's answers.
+    const NAMESPACE: &str = "/nacos/v2/console/namespace";
+    r.get(NAMESPACE, Need::Login, namespaces::v2_one)
+        .post(NAMESPACE, Need::Admin, namespaces::v2_create)
+        .put(NAMESPACE, Need::Admin, namespaces::v2_update)
+        .delete(NAMESPACE, Need::Admin, namespaces::v2_delete)
+        .get(
+            "/nacos/v2/console/namespace/list",
+            Need::Login,
+            namespaces::v2_list,
         );
 }
 

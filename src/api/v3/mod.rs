@@ -34,7 +34,7 @@
 mod config;
 mod history;
 mod model;
-mod namespaces;
+pub(super) mod namespaces;
 mod server;
 
 use std::fmt::Display;
@@ -148,13 +148,13 @@ pub fn routes(r: &mut Routes) {
 
 /// What a v3 handler answers: the success, or a refusal already rendered
 /// (so helpers can refuse with `?`).
-type Answer = Refused<HttpResponse>;
+pub(super) type Answer = Refused<HttpResponse>;
 
 /// A value, or the rendered refusal that stands in for it.
-type Refused<T> = Result<T, Refusal>;
+pub(super) type Refused<T> = Result<T, Refusal>;
 
 /// A rendered refusal.
-struct Refusal(pub(super) Box<HttpResponse>);
+pub(super) struct Refusal(pub(super) Box<HttpResponse>);
 
 impl From<HttpResponse> for Refusal {
     fn from(response: HttpResponse) -> Self {

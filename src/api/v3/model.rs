@@ -266,10 +266,24 @@ pub struct Namespace {
 }
 
 impl Namespace {
+    /// As Nacos 3 shows it: public is `public`, type 0; custom type 1.
     pub fn of(n: tacos_app::query::NamespaceSummary) -> Self {
         Namespace {
             kind: if n.is_public() { 0 } else { 1 },
             namespace: shown_namespace(&n.id).to_string(),
+            namespace_show_name: n.name,
+            namespace_desc: n.desc,
+            quota: 200,
+            config_count: n.config_count,
+        }
+    }
+
+    /// As Nacos 2 shows it: public is `""`, type 0; custom type 2
+    /// (`NamespaceTypeEnum.CUSTOM` there).
+    pub fn of_v2(n: tacos_app::query::NamespaceSummary) -> Self {
+        Namespace {
+            kind: if n.is_public() { 0 } else { 2 },
+            namespace: n.id,
             namespace_show_name: n.name,
             namespace_desc: n.desc,
             quota: 200,

@@ -1,8 +1,13 @@
 //! Namespaces (`/nacos/v3/admin/core/namespace...`): list, one, exists,
-//! and (admins) create, rename, delete.
+//! and (admins) create, rename, delete; and Nacos 2's
+//! `NamespaceControllerV2` (`/nacos/v2/console/namespace`, `/list`), the
+//! same controller in the same envelope, registered by `nacos_v2` (the
+//! `v2_*` handlers).
 //!
 //! Reads show the namespaces the caller may read (as every Tacos list
-//! does); the public one is `public`, type 0, first.
+//! does), public first: Nacos 3 names it `public` and gives custom
+//! namespaces type 1; Nacos 2 names it `""` and gives them type 2. A taken
+//! id is refused with code 22002 by Nacos 3, 22000 by Nacos 2.
 
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
@@ -24,27 +29,67 @@ use tacos_state::{canonical_namespace, ApplyError};
 /// The description Nacos 3 gives the public namespace.
 const PUBLIC_DESC: &str = "Default Namespace";
 
-fn visible(app: &AppState, principal: &Principal) -> Vec<Namespace> {
+/// Whose answers: Nacos 2's `NamespaceControllerV2` or Nacos 3's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Generation {
+    V2,
+    V3,
+}
+
+fn visible(app: &AppState, principal: &Principal, generation: Generation) -> Vec<Namespace> {
+    let shown = match generation {
+        Generation::V2 => Namespace::of_v2,
+        Generation::V3 => Namespace::of,
+    };
     visible_namespaces(&app.service.state(), principal, PUBLIC_DESC)
         .into_iter()
-        .map(Namespace::of)
+        .map(shown)
         .collect()
 }
 
 pub async fn list(app: web::Data<AppState>, Authed(principal): Authed) -> Answer {
-    ok(visible(&app, &principal))
+    ok(visible(&app, &principal, Generation::V3))
+}
+
+/// `GET /nacos/v2/console/namespace/list`.
+pub async fn v2_list(app: web::Data<AppState>, Authed(principal): Authed) -> Answer {
+    ok(visible(&app, &principal, Generation::V2))
 }
 
 /// `GET ?namespaceId=`: one namespace; 404 (code 22001) when it does not
 /// exist or the caller may not read it.
 pub async fn one(req: HttpRequest, app: web::Data<AppState>, Authed(principal): Authed) -> Answer {
-    let params = Params::parse(&req, &[]);
+    one_of(&req, &app, &principal, Generation::V3)
+}
+
+/// `GET /nacos/v2/console/namespace?namespaceId=`: as Nacos 3's, but the
+/// public namespace is named as it was asked for (`""`, blank or `public`,
+/// as Nacos 2 echoes it).
+pub async fn v2_one(
+    req: HttpRequest,
+    app: web::Data<AppState>,
+    Authed(principal): Authed,
+) -> Answer {
+    one_of(&req, &app, &principal, Generation::V2)
+}
+
+fn one_of(
+    req: &HttpRequest,
+    app: &AppState,
+    principal: &Principal,
+    generation: Generation,
+) -> Answer {
+    let params = Params::parse(req, &[]);
     let id = required_string(&params, "namespaceId")?;
     let wanted = canonical_namespace(id.trim());
-    visible(&app, &principal)
+    let mut found = visible(app, principal, generation)
         .into_iter()
         .find(|n| canonical_namespace(&n.namespace) == wanted)
-        .map_or_else(|| Err(not_exist(id).into()), ok)
+        .ok_or_else(|| not_exist(id))?;
+    if generation == Generation::V2 && found.kind == 0 {
+        found.namespace = id.to_string();
+    }
+    ok(found)
 }
 
 fn not_exist(id: &str) -> HttpResponse {
@@ -64,7 +109,7 @@ pub async fn check(
 ) -> Answer {
     let params = Params::parse(&req, &[]);
     let id = required_string(&params, "namespaceId")?;
-    let count = visible(&app, &principal)
+    let count = visible(&app, &principal, Generation::V3)
         .iter()
         .filter(|n| n.kind != 0 && n.namespace == id)
         .count();
@@ -88,7 +133,7 @@ fn form(params: &Params) -> Refused<(&str, &str)> {
 
 /// A refused namespace write with Nacos 3's codes and messages (the rules
 /// are the service's).
-fn refused(error: &ServiceError, id: &str, name: &str) -> HttpResponse {
+fn refused(error: &ServiceError, id: &str, name: &str, generation: Generation) -> HttpResponse {
     let illegal = |detail: String| fail(StatusCode::BAD_REQUEST, ILLEGAL_NAMESPACE, detail);
     match error {
         ServiceError::Invalid(InvalidInput::NamespaceTooLong) => {
@@ -105,6 +150,10 @@ fn refused(error: &ServiceError, id: &str, name: &str) -> HttpResponse {
             } else {
                 illegal("too long namespaceName, over 128".into())
             }
+        }
+        ServiceError::Rejected(ApplyError::NamespaceExists(_)) if generation == Generation::V2 => {
+            // Nacos 2's controller checks before its service does.
+            illegal(format!("the namespaceId is existed, namespaceId: {id}"))
         }
         ServiceError::Rejected(ApplyError::NamespaceExists(_)) => {
             let id = id.trim();
@@ -128,16 +177,36 @@ pub async fn create(
     app: web::Data<AppState>,
     Authed(principal): Authed,
 ) -> Answer {
-    let params = Params::parse(&req, &body);
+    create_in(&req, &body, &app, &principal, Generation::V3).await
+}
+
+/// `POST /nacos/v2/console/namespace`.
+pub async fn v2_create(
+    req: HttpRequest,
+    body: web::Bytes,
+    app: web::Data<AppState>,
+    Authed(principal): Authed,
+) -> Answer {
+    create_in(&req, &body, &app, &principal, Generation::V2).await
+}
+
+async fn create_in(
+    req: &HttpRequest,
+    body: &[u8],
+    app: &AppState,
+    principal: &Principal,
+    generation: Generation,
+) -> Answer {
+    let params = Params::parse(req, body);
     let (id, name) = form(&params)?;
-    let caller = principal.caller("", client_ip(&req));
+    let caller = principal.caller("", client_ip(req));
     match app
         .service
         .create_namespace(id, name, params.str("namespaceDesc"), &caller)
         .await
     {
         Ok(_) => ok(true),
-        Err(e) => Err(refused(&e, id, name).into()),
+        Err(e) => Err(refused(&e, id, name, generation).into()),
     }
 }
 
@@ -150,16 +219,36 @@ pub async fn update(
     app: web::Data<AppState>,
     Authed(principal): Authed,
 ) -> Answer {
-    let params = Params::parse(&req, &body);
+    update_in(&req, &body, &app, &principal, Generation::V3).await
+}
+
+/// `PUT /nacos/v2/console/namespace`.
+pub async fn v2_update(
+    req: HttpRequest,
+    body: web::Bytes,
+    app: web::Data<AppState>,
+    Authed(principal): Authed,
+) -> Answer {
+    update_in(&req, &body, &app, &principal, Generation::V2).await
+}
+
+async fn update_in(
+    req: &HttpRequest,
+    body: &[u8],
+    app: &AppState,
+    principal: &Principal,
+    generation: Generation,
+) -> Answer {
+    let params = Params::parse(req, body);
     let (id, name) = form(&params)?;
-    let caller = principal.caller("", client_ip(&req));
+    let caller = principal.caller("", client_ip(req));
     match app
         .service
         .update_namespace(id, name, params.str("namespaceDesc"), &caller)
         .await
     {
         Ok(()) => ok(true),
-        Err(e) => Err(refused(&e, id, name).into()),
+        Err(e) => Err(refused(&e, id, name, generation).into()),
     }
 }
 
@@ -172,11 +261,31 @@ pub async fn delete(
     app: web::Data<AppState>,
     Authed(principal): Authed,
 ) -> Answer {
-    let params = Params::parse(&req, &body);
+    delete_in(&req, &body, &app, &principal, Generation::V3).await
+}
+
+/// `DELETE /nacos/v2/console/namespace?namespaceId=`.
+pub async fn v2_delete(
+    req: HttpRequest,
+    body: web::Bytes,
+    app: web::Data<AppState>,
+    Authed(principal): Authed,
+) -> Answer {
+    delete_in(&req, &body, &app, &principal, Generation::V2).await
+}
+
+async fn delete_in(
+    req: &HttpRequest,
+    body: &[u8],
+    app: &AppState,
+    principal: &Principal,
+    generation: Generation,
+) -> Answer {
+    let params = Params::parse(req, body);
     let id = required_string(&params, "namespaceId")?;
-    let caller = principal.caller("", client_ip(&req));
+    let caller = principal.caller("", client_ip(req));
     match app.service.remove_namespace(id, &caller).await {
         Ok(()) => ok(true),
-        Err(e) => Err(refused(&e, id, "").into()),
+        Err(e) => Err(refused(&e, id, "", generation).into()),
     }
 }
