@@ -222,6 +222,7 @@ scenarios! {
     v2_namespaces,
     v3_admin_config,
     v3_auth,
+    v3_auth_admin,
     v3_client_config,
     v3_content_limit,
     v3_export_import_clone,

@@ -20,7 +20,6 @@
 //! with `admin=true`).
 
 use actix_web::{web, HttpRequest, HttpResponse};
-use serde::Serialize;
 
 use super::auth::{bad_request, write_result};
 use super::guard::{Need, Routes};
@@ -28,9 +27,13 @@ use super::params::{client_ip, name_filter, paging, Params};
 use super::render::Page;
 use super::AppState;
 use crate::api::guard::Authed;
+use tacos_app::auth::roles::{
+    action, namespace_of_resource, permission_rows, role_bindings, role_names, PermissionRow,
+    RoleBinding,
+};
 use tacos_app::query::NameMatch;
 use tacos_core::validate::InvalidInput;
-use tacos_state::{canonical_namespace, Access, ADMIN_ROLE};
+use tacos_state::Access;
 
 pub fn routes(r: &mut Routes) {
     r.get("/nacos/v1/auth/roles", Need::Admin, list_roles)
@@ -48,12 +51,6 @@ fn filter<'a>(params: &'a Params, name: &str) -> NameMatch<'a> {
     name_filter(params, name, false)
 }
 
-#[derive(Serialize)]
-struct RoleItem {
-    role: String,
-    username: String,
-}
-
 async fn list_roles(req: HttpRequest, app: web::Data<AppState>) -> HttpResponse {
     let params = Params::parse(&req, &[]);
     let (page_no, page_size) = match paging(&params, 100) {
@@ -61,19 +58,8 @@ async fn list_roles(req: HttpRequest, app: web::Data<AppState>) -> HttpResponse 
         Err(e) => return bad_request(e),
     };
     let (role_filter, user_filter) = (filter(&params, "role"), filter(&params, "username"));
-    let state = app.service.state();
-    let admins = state.users().filter(|u| u.admin).map(|u| RoleItem {
-        role: ADMIN_ROLE.to_string(),
-        username: u.username.clone(),
-    });
-    let bound = state.roles().flat_map(|role| {
-        role.users.iter().map(|username| RoleItem {
-            role: role.name.clone(),
-            username: username.clone(),
-        })
-    });
-    let found: Vec<RoleItem> = admins
-        .chain(bound)
+    let found: Vec<RoleBinding> = role_bindings(&app.service.state())
+        .into_iter()
         .filter(|item| role_filter.matches(&item.role) && user_filter.matches(&item.username))
         .collect();
     let total = found.len();
@@ -82,13 +68,8 @@ async fn list_roles(req: HttpRequest, app: web::Data<AppState>) -> HttpResponse 
 
 async fn search_roles(req: HttpRequest, app: web::Data<AppState>) -> HttpResponse {
     let params = Params::parse(&req, &[]);
-    let wanted = params.str("role");
     let state = app.service.state();
-    let names: Vec<&str> = std::iter::once(ADMIN_ROLE)
-        .chain(state.roles().map(|r| r.name.as_str()))
-        .filter(|name| name.contains(wanted))
-        .collect();
-    HttpResponse::Ok().json(names)
+    HttpResponse::Ok().json(role_names(&state, params.str("role")))
 }
 
 async fn bind(
@@ -130,44 +111,12 @@ async fn unbind(
     )
 }
 
-/// A Nacos permission resource as the namespace Tacos grants.
-fn namespace_of(resource: &str) -> Result<String, InvalidInput> {
-    let whole = |rest: &[&str]| rest.iter().all(|part| *part == "*");
-    let parts: Vec<&str> = resource.split(':').collect();
-    match parts.as_slice() {
-        [namespace, rest @ ..] if rest.len() == 2 && whole(rest) => {
-            Ok(canonical_namespace(namespace).to_string())
-        }
-        _ => Err(InvalidInput::Other(
-            "resource",
-            format!(
-                "{resource:?}: Tacos grants whole namespaces, so a resource is NAMESPACE:*:* \
-                 (:*:* for public, *:*:* for all)"
-            ),
-        )),
-    }
-}
-
-/// The resource Nacos shows for a namespace permission.
-fn resource_of(namespace: &str) -> String {
-    format!("{namespace}:*:*")
-}
-
 /// `role`, `resource` (as a namespace) and `action` of a permission write.
 fn permission_fields(params: &Params) -> Result<(&str, String, Access), InvalidInput> {
     let role = params.required("role")?;
-    let namespace = namespace_of(params.required("resource")?)?;
-    let action = params.required("action")?;
-    let access = Access::parse(action)
-        .ok_or_else(|| InvalidInput::Other("action", format!("{action:?} (r, w or rw)")))?;
+    let namespace = namespace_of_resource(params.required("resource")?)?;
+    let access = action(params.required("action")?)?;
     Ok((role, namespace, access))
-}
-
-#[derive(Serialize)]
-struct PermissionItem {
-    role: String,
-    resource: String,
-    action: &'static str,
 }
 
 async fn list_permissions(req: HttpRequest, app: web::Data<AppState>) -> HttpResponse {
@@ -177,19 +126,9 @@ async fn list_permissions(req: HttpRequest, app: web::Data<AppState>) -> HttpRes
         Err(e) => return bad_request(e),
     };
     let role_filter = filter(&params, "role");
-    let state = app.service.state();
-    let found: Vec<PermissionItem> = state
-        .roles()
-        .filter(|role| role_filter.matches(&role.name))
-        .flat_map(|role| {
-            role.permissions
-                .iter()
-                .map(|(namespace, access)| PermissionItem {
-                    role: role.name.clone(),
-                    resource: resource_of(namespace),
-                    action: access.code(),
-                })
-        })
+    let found: Vec<PermissionRow> = permission_rows(&app.service.state())
+        .into_iter()
+        .filter(|row| role_filter.matches(&row.role))
         .collect();
     let total = found.len();
     HttpResponse::Ok().json(Page::of(found.into_iter(), total, page_no, page_size))
@@ -243,31 +182,4 @@ async fn revoke(
             .await,
         "delete permission ok!",
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use tacos_state::ALL_NAMESPACES;
-
-    #[test]
-    fn resources_name_whole_namespaces() {
-        assert_eq!(namespace_of("dev:*:*").unwrap(), "dev");
-        assert_eq!(namespace_of(":*:*").unwrap(), "");
-        assert_eq!(namespace_of("public:*:*").unwrap(), "");
-        assert_eq!(namespace_of("*:*:*").unwrap(), ALL_NAMESPACES);
-        for refused in [
-            "dev",
-            "dev:*",
-            "dev:DEFAULT_GROUP:*",
-            "dev:*:app.yaml",
-            "dev:*:*:*",
-            "",
-        ] {
-            let error = namespace_of(refused).unwrap_err().to_string();
-            assert!(error.contains("NAMESPACE:*:*"), "{refused}: {error}");
-        }
-        assert_eq!(resource_of(""), ":*:*");
-        assert_eq!(namespace_of(&resource_of("dev")).unwrap(), "dev");
-    }
 }

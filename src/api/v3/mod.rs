@@ -20,6 +20,11 @@
 //! | `GET /nacos/v3/admin/core/namespace` (one), `/list`, `/check` | login | namespaces the caller may read |
 //! | `POST`, `PUT`, `DELETE /nacos/v3/admin/core/namespace` | admin | create, rename, delete |
 //! | `POST /nacos/v3/auth/user/login` | public | `username`, `password` → token |
+//! | `POST /nacos/v3/auth/user/admin` | public | the first admin: Tacos always has one (code 409) |
+//! | `POST`, `DELETE /nacos/v3/auth/user`, `GET /list`, `/search` | admin | users (`auth`) |
+//! | `PUT /nacos/v3/auth/user` | login | own password (admins: anyone's) |
+//! | `POST`, `DELETE /nacos/v3/auth/role`, `GET /list`, `/search` | admin | role bindings |
+//! | `GET`, `POST`, `DELETE /nacos/v3/auth/permission`, `GET /list` | admin | role permissions (`NAMESPACE:*:*`) |
 //! | `GET /nacos/v3/admin/core/state`, `/state/liveness`, `/state/readiness` | public | server state (as Nacos: no login) |
 //! | `GET /nacos/v3/admin/core/cluster/node/list` | admin | the members (`core`: shared with v1 and v2) |
 //!
@@ -31,6 +36,7 @@
 //! conflict, 22000-22002 namespaces, 30000 server error). docs/http-api.md
 //! lists where Tacos answers differently and why.
 
+mod auth;
 mod config;
 mod history;
 mod model;
@@ -55,6 +61,9 @@ use tacos_state::{Access, ApplyError, ConfigKey};
 pub fn routes(r: &mut Routes) {
     const CONFIG: &str = "/nacos/v3/admin/cs/config";
     const NAMESPACE: &str = "/nacos/v3/admin/core/namespace";
+    const USER: &str = "/nacos/v3/auth/user";
+    const ROLE: &str = "/nacos/v3/auth/role";
+    const PERMISSION: &str = "/nacos/v3/auth/permission";
     r.get(
         "/nacos/v3/client/cs/config",
         Need::OpenApi,
@@ -131,6 +140,36 @@ pub fn routes(r: &mut Routes) {
         namespaces::check,
     )
     .post("/nacos/v3/auth/user/login", Need::Public, server::login)
+    .post(
+        "/nacos/v3/auth/user/admin",
+        Need::Public,
+        auth::create_admin,
+    )
+    .post(USER, Need::Admin, auth::create_user)
+    .put(USER, Need::Login, auth::update_user)
+    .delete(USER, Need::Admin, auth::delete_user)
+    .get("/nacos/v3/auth/user/list", Need::Admin, auth::list_users)
+    .get(
+        "/nacos/v3/auth/user/search",
+        Need::Admin,
+        auth::search_users,
+    )
+    .post(ROLE, Need::Admin, auth::bind_role)
+    .delete(ROLE, Need::Admin, auth::unbind_role)
+    .get("/nacos/v3/auth/role/list", Need::Admin, auth::list_roles)
+    .get(
+        "/nacos/v3/auth/role/search",
+        Need::Admin,
+        auth::search_roles,
+    )
+    .get(PERMISSION, Need::Admin, auth::is_duplicate)
+    .post(PERMISSION, Need::Admin, auth::grant)
+    .delete(PERMISSION, Need::Admin, auth::revoke)
+    .get(
+        "/nacos/v3/auth/permission/list",
+        Need::Admin,
+        auth::list_permissions,
+    )
     .get("/nacos/v3/admin/core/state", Need::Public, server::state)
     .get(
         "/nacos/v3/admin/core/state/liveness",
@@ -409,8 +448,16 @@ mod tests {
         for route in &v3 {
             let expected = if route.path.starts_with("/nacos/v3/admin/core/state")
                 || route.path == "/nacos/v3/auth/user/login"
+                || route.path == "/nacos/v3/auth/user/admin"
             {
                 vec![Need::Public]
+            } else if route.path == "/nacos/v3/auth/user"
+                && route.method == actix_web::http::Method::PUT
+            {
+                // Own password: a login; the handler checks the rest.
+                vec![Need::Login]
+            } else if route.path.starts_with("/nacos/v3/auth/") {
+                vec![Need::Admin]
             } else if route.path.starts_with("/nacos/v3/client/") {
                 vec![Need::OpenApi]
             } else if route.path.starts_with("/nacos/v3/admin/core/namespace")

@@ -21,6 +21,7 @@
 pub mod bootstrap;
 pub mod limiter;
 pub mod password;
+pub mod roles;
 pub mod token;
 mod users;
 
