@@ -6,7 +6,9 @@
 //! stamped (time, md5, limits) and proposed for a write, and who may do it,
 //! is decided here, never in a handler.
 //!
-//! - [`service`]: config, beta and namespace writes (validation, stamping,
+//! - [`gray`]: which version of a config (a gray or the formal one) a
+//!   client sees.
+//! - [`service`]: config, gray and namespace writes (validation, stamping,
 //!   proposing one command per use case).
 //! - [`auth`]: users, passwords, tokens, permissions, roles, login limits.
 //! - [`query`]: the rules of list routes (name filters, paging).
@@ -14,6 +16,7 @@
 //!   applied changes.
 
 pub mod auth;
+pub mod gray;
 pub mod query;
 pub mod service;
 pub mod watch;

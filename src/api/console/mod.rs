@@ -194,9 +194,12 @@ impl ConsoleError {
                 ApplyError::CasMismatch
                 | ApplyError::ConfigExists { .. }
                 | ApplyError::ConfigGone { .. }
-                | ApplyError::BetaReplaced,
+                | ApplyError::GrayReplaced(_)
+                | ApplyError::GrayCasMismatch,
             )) => "conflict",
-            ConsoleError::Service(ServiceError::Rejected(ApplyError::BetaNotFound)) => "not-found",
+            ConsoleError::Service(ServiceError::Rejected(ApplyError::GrayNotFound(_))) => {
+                "not-found"
+            }
             ConsoleError::Service(ServiceError::Invalid(_)) => "invalid",
             ConsoleError::Service(ServiceError::Write(_)) => "unavailable",
             ConsoleError::Service(_) => "refused",
@@ -234,7 +237,8 @@ impl ResponseError for ConsoleError {
                     ApplyError::CasMismatch
                     | ApplyError::ConfigExists { .. }
                     | ApplyError::ConfigGone { .. }
-                    | ApplyError::BetaReplaced
+                    | ApplyError::GrayReplaced(_)
+                    | ApplyError::GrayCasMismatch
                     | ApplyError::NamespaceExists(_)
                     | ApplyError::NamespaceNotEmpty(..)
                     | ApplyError::UserExists(_)
@@ -243,7 +247,7 @@ impl ResponseError for ConsoleError {
                 ServiceError::Rejected(
                     ApplyError::NamespaceNotFound(_)
                     | ApplyError::UserNotFound(_)
-                    | ApplyError::BetaNotFound,
+                    | ApplyError::GrayNotFound(_),
                 ) => StatusCode::NOT_FOUND,
                 ServiceError::Rejected(_) => StatusCode::BAD_REQUEST,
                 ServiceError::Write(RouteError::Stopped(_)) | ServiceError::Internal(_) => {

@@ -15,6 +15,8 @@ use super::*;
 pub struct Hold {
     pub keys: Vec<ListenKey>,
     pub client_ip: String,
+    /// The tag the client sent (`Vipserver-Tag`), for gray matching.
+    pub tag: Option<String>,
     pub reply: oneshot::Sender<Vec<ListenKey>>,
 }
 
@@ -33,7 +35,11 @@ impl Handler<Hold> for WatchHub {
     type Result = HoldOutcome;
 
     fn handle(&mut self, msg: Hold, _: &mut Context<Self>) -> HoldOutcome {
-        let changed = changed_keys(&self.state.load(), &msg.keys, &msg.client_ip);
+        let labels = ClientLabels {
+            ip: msg.client_ip.clone(),
+            tag: msg.tag.clone(),
+        };
+        let changed = changed_keys(&self.state.load(), &msg.keys, &labels);
         if !changed.is_empty() {
             let _ = msg.reply.send(changed);
             self.remember_ended(&msg.client_ip, &msg.keys);
@@ -55,6 +61,7 @@ impl Handler<Hold> for WatchHub {
             Held {
                 keys: msg.keys,
                 client_ip: msg.client_ip,
+                tag: msg.tag,
                 reply: msg.reply,
                 since: Instant::now(),
             },
