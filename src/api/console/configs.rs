@@ -155,11 +155,26 @@ pub async fn get(call: Call) -> Result<HttpResponse, ConsoleError> {
         modify_time: b.modify_time,
         modified_by: b.src_user.clone(),
     });
-    if config.is_none() && beta.is_none() {
+    let grays: Vec<_> = state
+        .grays(&key)
+        .iter()
+        .map(|g| {
+            serde_json::json!({
+                "name": g.name,
+                "rule": g.rule_json(),
+                "priority": g.priority,
+                "content": g.content,
+                "md5": g.md5,
+                "modifyTime": g.modify_time,
+                "modifiedBy": g.src_user,
+            })
+        })
+        .collect();
+    if config.is_none() && grays.is_empty() {
         return Err(not_found(&key));
     }
     Ok(ok_json(
-        serde_json::json!({ "config": config, "beta": beta }),
+        serde_json::json!({ "config": config, "beta": beta, "grays": grays }),
     ))
 }
 

@@ -26,6 +26,7 @@
 //! | `POST /tacos/api/console/config/check` | login | syntax check |
 //! | `POST /tacos/api/console/config/preview` | login | syntax check and diff against the current version |
 //! | `POST`, `DELETE /tacos/api/console/config/beta`, `POST .../beta/promote` | login | beta publish, stop, promote |
+//! | `DELETE /tacos/api/console/config/gray`, `POST .../gray/promote` | login | any gray version (beta, tag) by name: stop, promote |
 //! | `GET /tacos/api/console/config/listeners` | login | who listens (on every node), with the md5 they hold |
 //! | `GET /tacos/api/console/history`, `/history/item`, `/history/diff`; `POST /history/rollback` | login | history rows, one row, a diff of two versions, a rollback |
 //! | `GET /tacos/api/console/export`, `POST /tacos/api/console/import` | login | Nacos zip export and import |
@@ -118,6 +119,16 @@ pub fn routes(r: &mut Routes) {
         "/tacos/api/console/config/beta/promote",
         Need::Login,
         beta::promote_beta,
+    )
+    .delete(
+        "/tacos/api/console/config/gray",
+        Need::Login,
+        beta::stop_gray,
+    )
+    .post(
+        "/tacos/api/console/config/gray/promote",
+        Need::Login,
+        beta::promote_gray,
     )
     .get(
         "/tacos/api/console/config/listeners",
