@@ -363,7 +363,11 @@ async fn listener(
     // Answered without a hold: the hub still hears of the poll, for the
     // listeners view (a client holding a stale md5 shows up as not in sync).
     let answer_now = |keys: Vec<ListenKey>, client_ip: String| {
-        app.hub.do_send(Polled { keys, client_ip });
+        app.hub.do_send(Polled {
+            keys,
+            client_ip,
+            tag: labels.tag.clone(),
+        });
         listener_reply(&changed)
     };
     let Some(timeout) = timeout else {

@@ -62,8 +62,7 @@ async fn local_listeners(
         .map(|l| {
             let (protocol, client, in_sync) = match l.protocol {
                 ListenProtocol::Http => {
-                    // The hub keeps no poll's tag: matched by IP only.
-                    let labels = tacos_app::gray::labels(&l.client, None);
+                    let labels = tacos_app::gray::labels(&l.client, l.tag.as_deref());
                     let expected = tacos_app::gray::md5_for(&state, key, &labels);
                     ("http", l.client.clone(), Some(l.md5 == expected))
                 }

@@ -42,7 +42,7 @@ impl Handler<Hold> for WatchHub {
         let changed = changed_keys(&self.state.load(), &msg.keys, &labels);
         if !changed.is_empty() {
             let _ = msg.reply.send(changed);
-            self.remember_ended(&msg.client_ip, &msg.keys);
+            self.remember_ended(&msg.client_ip, &msg.tag, &msg.keys);
             return HoldOutcome::Answered;
         }
         if self.holds.len() >= self.max_holds {
@@ -78,6 +78,8 @@ impl Handler<Hold> for WatchHub {
 pub struct Polled {
     pub keys: Vec<ListenKey>,
     pub client_ip: String,
+    /// The tag the client sent (`Vipserver-Tag`).
+    pub tag: Option<String>,
 }
 
 impl Handler<Polled> for WatchHub {
@@ -85,7 +87,7 @@ impl Handler<Polled> for WatchHub {
 
     fn handle(&mut self, msg: Polled, _: &mut Context<Self>) {
         self.forget_polls_of(&msg.client_ip, &msg.keys);
-        self.remember_ended(&msg.client_ip, &msg.keys);
+        self.remember_ended(&msg.client_ip, &msg.tag, &msg.keys);
     }
 }
 

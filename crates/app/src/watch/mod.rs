@@ -87,6 +87,7 @@ const MAX_RECENT_POLLS: usize = 100_000;
 /// A long poll that ended: the md5 the client held then.
 struct RecentPoll {
     client_ip: String,
+    tag: Option<String>,
     md5: String,
     ended: Instant,
 }
@@ -149,7 +150,7 @@ impl WatchHub {
     }
 
     /// Remembers that a poll of `keys` by `client_ip` ended now.
-    fn remember_ended(&mut self, client_ip: &str, keys: &[ListenKey]) {
+    fn remember_ended(&mut self, client_ip: &str, tag: &Option<String>, keys: &[ListenKey]) {
         let now = Instant::now();
         for k in keys {
             if self.recent_count >= MAX_RECENT_POLLS {
@@ -162,11 +163,13 @@ impl WatchHub {
             match polls.iter_mut().find(|p| p.client_ip == client_ip) {
                 Some(poll) => {
                     poll.md5.clone_from(&k.md5);
+                    poll.tag.clone_from(tag);
                     poll.ended = now;
                 }
                 None => {
                     polls.push(RecentPoll {
                         client_ip: client_ip.to_string(),
+                        tag: tag.clone(),
                         md5: k.md5.clone(),
                         ended: now,
                     });
@@ -241,7 +244,7 @@ impl WatchHub {
                 }
             }
         }
-        self.remember_ended(&held.client_ip, &held.keys);
+        self.remember_ended(&held.client_ip, &held.tag, &held.keys);
         Some(held)
     }
 
@@ -517,6 +520,7 @@ mod tests {
         hub.send(Polled {
             keys: vec![listen("a", "stale")],
             client_ip: "10.0.0.9".into(),
+            tag: None,
         })
         .await
         .unwrap();
