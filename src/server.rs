@@ -148,6 +148,7 @@ fn serve(
     let limits = Limits {
         max_content_size: settings.max_content_size,
         history_limit: settings.history_limit,
+        max_grays: settings.max_grays_per_config,
         audit_limit: settings.audit_limit,
         create_namespaces: !settings.strict_namespaces,
     };

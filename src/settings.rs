@@ -187,6 +187,16 @@ pub struct Settings {
     )]
     pub history_limit: u32,
 
+    /// Most gray versions (beta, tags) one config may have; a publish of
+    /// one more is refused (Nacos' `nacos.config.gray.version.max.count`).
+    #[arg(
+        long,
+        global = true,
+        env = "TACOS_MAX_GRAYS_PER_CONFIG",
+        default_value_t = 10
+    )]
+    pub max_grays_per_config: u32,
+
     /// Most keys one listener request may watch.
     #[arg(
         long,
@@ -384,6 +394,9 @@ impl Settings {
         }
         if self.history_limit == 0 || self.history_limit > 10_000 {
             return invalid("history-limit", "must be between 1 and 10000".into());
+        }
+        if self.max_grays_per_config == 0 || self.max_grays_per_config > 1000 {
+            return invalid("max-grays-per-config", "must be between 1 and 1000".into());
         }
         if self.max_listen_keys == 0 {
             return invalid("max-listen-keys", "must be 1 or more".into());

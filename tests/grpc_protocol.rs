@@ -731,33 +731,137 @@ async fn cas_publish_checks_the_md5() {
     assert_eq!(conn.query_ok(data_id, "").await.str("content"), "v2");
 }
 
-/// A publish with a gray tag (Nacos: `additionMap.tag`) is refused: gray by
-/// tag is not there yet, and publishing without the tag would reach every
-/// client. A remove with a `tag` removes that tag's gray version only: there
-/// is none, so it succeeds and the config stays.
+/// Gray release by tag over gRPC, in the frames the Java client sends: a
+/// publish with `additionMap.tag` makes the gray `tag_{tag}`; a query gets
+/// it by its `tag` field (answered with `tag`, URL-encoded, as Nacos'
+/// `ConfigQueryRequestHandler`) or, without one, by the connection's setup
+/// label `app_Vipserver-Tag`; a batch listen is compared with the gray's md5
+/// for a connection it serves (also by the request's `Vipserver-Tag`
+/// header); a change to the gray is pushed only to the connections it
+/// serves, and its removal moves them back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn gray_tags_on_publishes_are_refused_not_dropped() {
+async fn gray_by_tag_is_served_listened_and_pushed_by_label() {
     let tmp = temp_dir();
     let (_server, grpc) = start(&tmp).await;
-    let mut conn = Conn::open(grpc).await;
+    let mut admin = Conn::open(grpc).await;
     let data_id = "tagged.key";
-    conn.publish(data_id, "", "formal").await;
+    admin.publish(data_id, "", "formal").await;
+    admin
+        .publish_with(data_id, "", "canary", json!({"tag": "canary"}))
+        .await;
 
-    let body = json!({
-        "dataId": data_id, "group": GROUP, "tenant": "", "content": "canary",
-        "additionMap": {"tag": "canary"},
-    });
-    let (rid, msg) = conn.publish_raw(body).await;
-    msg.assert_failed("ConfigPublishResponse", &rid, 400);
-    assert!(
-        msg.str("message").contains("gray release by tag"),
+    let query = |tag: &str| json!({"dataId": data_id, "group": GROUP, "tenant": "", "tag": tag});
+    let (rid, msg) = admin.call("ConfigQueryRequest", query("canary")).await;
+    msg.assert_ok("ConfigQueryResponse", &rid);
+    assert_eq!(
+        (msg.str("content"), msg.str("tag"), &msg.body["beta"]),
+        ("canary", "canary", &json!(false)),
         "{msg:?}"
     );
+    assert_eq!(admin.query_ok(data_id, "").await.str("content"), "formal");
+    // A tag asked for with no gray of it: not found, the tag echoed.
+    let (rid, msg) = admin.call("ConfigQueryRequest", query("green")).await;
+    msg.assert_failed("ConfigQueryResponse", &rid, 300);
+    assert_eq!(msg.str("tag"), "green", "{msg:?}");
 
-    let body = json!({"dataId": data_id, "group": GROUP, "tenant": "", "tag": "canary"});
-    let (rid, msg) = conn.call("ConfigRemoveRequest", body).await;
+    // A connection labelled with the tag at setup, and a plain one.
+    let mut tagged = Conn::open(grpc).await;
+    let mut tagged_stream = Stream::open(&tagged).await;
+    let setup = json!({
+        "clientVersion": "Nacos-Java-Client:v3.0.0",
+        "abilities": {},
+        "tenant": "",
+        // No `module: config`: such a connection would also be told of the
+        // key's recent changes until it listens (a Tacos extension).
+        "labels": {"source": "sdk", "app_Vipserver-Tag": "canary"},
+        "requestId": "",
+        "headers": {},
+    });
+    tagged_stream.send(payload("ConnectionSetupRequest", "", &setup));
+    // The setup travels on the stream, the query on its own call: wait
+    // until the node has seen the setup.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let (_, msg) = tagged.call("ConfigQueryRequest", query("")).await;
+        if msg.str("content") == "canary" {
+            assert_eq!(msg.str("tag"), "canary", "{msg:?}");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the setup label was not used: {msg:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let mut plain = Conn::open(grpc).await;
+    let mut plain_stream = Stream::open_set_up(&plain).await;
+
+    // Listens: each connection is compared with its own version.
+    let canary_md5 = md5_hex("canary");
+    let formal_md5 = md5_hex("formal");
+    assert!(tagged
+        .listen_ok(true, &[(data_id, "", &canary_md5)])
+        .await
+        .is_empty());
+    assert!(plain
+        .listen_ok(true, &[(data_id, "", &formal_md5)])
+        .await
+        .is_empty());
+    // The request's Vipserver-Tag header counts too (Nacos'
+    // ConfigChangeBatchListenRequestHandler): the formal md5 is stale then.
+    let body = json!({
+        "listen": false,
+        "configListenContexts": [{"dataId": data_id, "group": GROUP, "tenant": "", "md5": formal_md5}],
+        "headers": {"Vipserver-Tag": "canary"},
+    });
+    let (rid, msg) = plain.call("ConfigBatchListenRequest", body.clone()).await;
+    msg.assert_ok("ConfigChangeBatchListenResponse", &rid);
+    let mut listen_tagged = body;
+    listen_tagged["listen"] = json!(true);
+    let mut other = Conn::open(grpc).await;
+    let _other_stream = Stream::open_set_up(&other).await;
+    let (rid, msg) = other.call("ConfigBatchListenRequest", listen_tagged).await;
+    msg.assert_ok("ConfigChangeBatchListenResponse", &rid);
+    assert_eq!(
+        msg.body["changedConfigs"][0]["dataId"],
+        json!(data_id),
+        "{msg:?}"
+    );
+    // The plain connection listens again (the unlisten above dropped it).
+    assert!(plain
+        .listen_ok(true, &[(data_id, "", &formal_md5)])
+        .await
+        .is_empty());
+
+    // A new gray version: pushed to the tagged connection only.
+    admin
+        .publish_with(data_id, "", "canary 2", json!({"tag": "canary"}))
+        .await;
+    let push = tagged_stream.next_push().await;
+    assert_eq!(push_key(&push), key(data_id, ""), "{push:?}");
+    tagged_stream.ack(&push);
+    plain_stream
+        .assert_quiet("a gray change for another tag")
+        .await;
+
+    // A formal change: pushed to the plain connection only.
+    admin.publish(data_id, "", "formal 2").await;
+    let push = plain_stream.next_push().await;
+    plain_stream.ack(&push);
+    tagged_stream
+        .assert_quiet("a formal change under a gray")
+        .await;
+
+    // The gray removed (ConfigRemoveRequest with the tag): its connection
+    // is told and reads the formal version again; the config stays.
+    let (rid, msg) = admin.call("ConfigRemoveRequest", query("canary")).await;
     msg.assert_ok("ConfigRemoveResponse", &rid);
-    assert_eq!(conn.query_ok(data_id, "").await.str("content"), "formal");
+    let push = tagged_stream.next_push().await;
+    tagged_stream.ack(&push);
+    plain_stream.assert_quiet("a gray removed").await;
+    let (_, msg) = tagged.call("ConfigQueryRequest", query("")).await;
+    assert_eq!(msg.str("content"), "formal 2", "{msg:?}");
+    assert!(msg.body.get("tag").is_none(), "{msg:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

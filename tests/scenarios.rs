@@ -195,6 +195,7 @@ scenarios! {
     listener_at_once,
     listener_beta,
     listener_delete,
+    listener_gray,
     listener_held_until_timeout,
     listener_malformed,
     listener_no_hangup,

@@ -360,3 +360,56 @@ async fn sdk_on_a_follower_hears_a_write_made_on_another_node() {
         );
     }
 }
+
+/// Gray release by tag with the Rust SDK: it cannot put a tag on a query,
+/// but its `ClientProps::labels` go into the connection's setup labels, and
+/// the label `app_Vipserver-Tag` is the tag Nacos matches a connection by.
+/// Its `publish_config_param` with `tag` makes the gray (`additionMap`).
+/// The labelled client reads and hears the gray; a plain one the formal
+/// version.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sdk_with_a_tag_label_reads_and_hears_its_gray() {
+    let tmp = temp_dir();
+    let grpc = free_port();
+    let grpc_arg = grpc.to_string();
+    let server = Server::start_with_args(&tmp, &["--grpc-port", &grpc_arg]).await;
+    let http = server.port();
+    let (tagged_cache, plain_cache) = (temp_dir(), temp_dir());
+    let labels =
+        std::collections::HashMap::from([("app_Vipserver-Tag".to_string(), "canary".to_string())]);
+    let tagged = build(props(http, grpc, tagged_cache.path()).labels(labels), false).await;
+    let plain = client(http, grpc, plain_cache.path()).await;
+    let publish_tagged = |content: &str| {
+        let params = std::collections::HashMap::from([("tag".to_string(), "canary".to_string())]);
+        plain.publish_config_param(
+            "gray.yaml".into(),
+            GROUP.into(),
+            content.into(),
+            None,
+            None,
+            params,
+        )
+    };
+    assert!(plain
+        .publish_config("gray.yaml".into(), GROUP.into(), "formal".into(), None)
+        .await
+        .expect("formal publish"));
+    assert!(publish_tagged("canary").await.expect("gray publish"));
+
+    let read = |sdk: &ConfigService| {
+        let sdk = sdk.clone();
+        async move {
+            sdk.get_config("gray.yaml".into(), GROUP.into())
+                .await
+                .expect("get_config")
+                .content()
+                .clone()
+        }
+    };
+    assert_eq!(read(&tagged).await, "canary");
+    assert_eq!(read(&plain).await, "formal");
+
+    let mut notified = listen(&tagged, http, "gray.yaml").await;
+    assert!(publish_tagged("canary 2").await.expect("gray publish"));
+    expect_notified(&mut notified, "canary 2").await;
+}

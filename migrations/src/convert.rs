@@ -340,6 +340,9 @@ impl Converter<'_> {
                     created_time: row.last_time_ms,
                     last_modified_time: row.last_time_ms,
                     last_id,
+                    // r-nacos has no gray versions: every row is formal.
+                    publish_type: String::new(),
+                    gray_name: String::new(),
                 }));
                 last_id = id;
                 max_history_id = max_history_id.max(id);

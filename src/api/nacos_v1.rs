@@ -12,7 +12,7 @@ use super::nacos_config::{
     RowLookupError,
 };
 use super::params::{
-    all_values, client_ip, header, multipart, paging, url_decode, url_encode, Params,
+    all_values, client_ip, header, multipart, paging, read_labels, url_decode, url_encode, Params,
 };
 use super::render::{
     content_type_for, http_date, v1_error, v1_service_error, BetaInfo, ConfigDetail,
@@ -20,12 +20,14 @@ use super::render::{
 use super::{allow, listeners, transfer, AppState};
 use crate::api::guard::Authed;
 use tacos_app::auth::Principal;
+use tacos_app::gray;
 use tacos_app::query::{configs_with_ids, visible_namespaces, HistoryLookup};
 use tacos_app::service::{Caller, ServiceError};
 use tacos_app::transfer::Layout;
 use tacos_app::watch::{changed_keys, Cancel, Hold, HoldOutcome, ListenKey, Polled, WatchHub};
 use tacos_core::validate::{self, InvalidInput};
 use tacos_state::{canonical_namespace, Access, ConfigKey, State};
+use tacos_state::{ClientLabels, GrayRule, BETA_GRAY};
 
 pub fn routes(r: &mut Routes) {
     r.get("/nacos/v1/cs/configs", Need::OpenApi, get_config)
@@ -122,7 +124,7 @@ async fn get_config(
     if params.get("beta") == Some("true") {
         // Nacos' queryBeta: the beta itself, whoever asks.
         let beta = state
-            .beta(&key)
+            .gray(&key, BETA_GRAY)
             .map(|b| BetaInfo::new(&key, b, config.map(|c| c.as_ref())));
         return HttpResponse::Ok().json(serde_json::json!({
             "code": 200, "message": "query beta ok", "data": beta,
@@ -134,28 +136,31 @@ async fn get_config(
             None => HttpResponse::NotFound().body("config data not exist\n"),
         };
     }
-    let ip = client_ip(&req);
+    let (labels, explicit_tag) = read_labels(&req, &params);
     let config_type = config.map_or("text", |c| c.config_type.as_str());
-    if let Some(beta) = state.beta(&key).filter(|b| b.serves(&ip)) {
-        return no_cache(&mut HttpResponse::Ok())
-            .insert_header(("Config-Type", config_type))
-            .insert_header(("Content-MD5", beta.md5.as_str()))
-            .insert_header(("Last-Modified", http_date(beta.modify_time)))
-            .insert_header(("isBeta", "true"))
-            .content_type(content_type_for(config_type))
-            .body(beta.content.clone());
-    }
-    match config {
-        Some(c) => no_cache(&mut HttpResponse::Ok())
-            .insert_header(("Config-Type", config_type))
-            .insert_header(("Content-MD5", c.md5.as_str()))
-            .insert_header(("Last-Modified", http_date(c.modify_time)))
-            .content_type(content_type_for(config_type))
-            .body(c.content.clone()),
-        None => HttpResponse::NotFound()
+    let Some(served) = gray::served(&state, &key, &labels, explicit_tag) else {
+        return HttpResponse::NotFound()
             .content_type("text/plain;charset=UTF-8")
-            .body("config data not exist\n"),
+            .body("config data not exist\n");
+    };
+    let mut answer = HttpResponse::Ok();
+    no_cache(&mut answer)
+        .insert_header(("Config-Type", config_type))
+        .insert_header(("Content-MD5", served.md5()))
+        .insert_header(("Last-Modified", http_date(served.modify_time())));
+    // Which gray answered, as Nacos' ConfigServletInner says it.
+    match served.gray().map(|g| &g.rule) {
+        Some(GrayRule::Beta { .. }) => {
+            answer.insert_header(("isBeta", "true"));
+        }
+        Some(GrayRule::Tag { tag }) => {
+            answer.insert_header(("tag", url_encode(tag)));
+        }
+        None => {}
     }
+    answer
+        .content_type(content_type_for(config_type))
+        .body(served.content().to_string())
 }
 
 async fn publish_config(
@@ -478,13 +483,24 @@ async fn listener(
         }
     }
     let ip = client_ip(&req);
-    let changed = changed_keys(&app.service.state(), &keys, &ip);
+    // A long poll's tag travels in the `Vipserver-Tag` header (Nacos'
+    // NacosMd5Comparator); its IP matches betas.
+    let tag = gray::labels(&ip, header(&req, gray::TAG_LABEL).as_deref()).tag;
+    let labels = ClientLabels {
+        ip: ip.clone(),
+        tag: tag.clone(),
+    };
+    let changed = changed_keys(&app.service.state(), &keys, &labels);
     let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok());
     let timeout = header("Long-Pulling-Timeout").and_then(|t| t.trim().parse::<u64>().ok());
     // Answered without a hold: the hub still hears of the poll, for the
     // listeners view (a client holding a stale md5 shows up as not in sync).
     let answer_now = |keys: Vec<ListenKey>, client_ip: String| {
-        app.hub.do_send(Polled { keys, client_ip });
+        app.hub.do_send(Polled {
+            keys,
+            client_ip,
+            tag: labels.tag.clone(),
+        });
         listener_reply(&changed)
     };
     let Some(timeout) = timeout else {
@@ -500,6 +516,7 @@ async fn listener(
         .send(Hold {
             keys,
             client_ip: ip,
+            tag,
             reply,
         })
         .await;

@@ -11,7 +11,7 @@ use super::nacos_config::{
     history_page, history_row, key_from, namespace_configs, publish_request, search, RowLookupError,
 };
 use super::params::paging;
-use super::params::{client_ip, header, Params};
+use super::params::{client_ip, header, read_labels, Params};
 use super::render::{v2_error, v2_ok, v2_service_error};
 use super::v3::namespaces;
 use super::{allow, AppState};
@@ -81,12 +81,9 @@ async fn get_config(
         return response;
     }
     let state = app.service.state();
-    let ip = client_ip(&req);
-    if let Some(beta) = state.beta(&key).filter(|b| b.serves(&ip)) {
-        return v2_ok(&beta.content);
-    }
-    match state.config(&key) {
-        Some(config) => v2_ok(&config.content),
+    let (labels, explicit_tag) = read_labels(&req, &params);
+    match tacos_app::gray::served(&state, &key, &labels, explicit_tag) {
+        Some(served) => v2_ok(served.content()),
         None => not_found("config data not exist"),
     }
 }

@@ -276,6 +276,26 @@ pub fn client_ip(req: &HttpRequest) -> String {
         .unwrap_or_default()
 }
 
+/// What a config read tells about its client, for gray matching (Nacos'
+/// `DefaultChainRequestExtractor`): its IP, and its tag from the `tag`
+/// parameter or else the `Vipserver-Tag` header. The second value says the
+/// tag came as the parameter: then a read that matches no gray finds
+/// nothing (see `tacos_app::gray::served`).
+pub fn read_labels(req: &HttpRequest, params: &Params) -> (tacos_state::ClientLabels, bool) {
+    let explicit = params.str("tag").trim();
+    if !explicit.is_empty() {
+        return (
+            tacos_app::gray::labels(&client_ip(req), Some(explicit)),
+            true,
+        );
+    }
+    let header_tag = header(req, tacos_app::gray::TAG_LABEL);
+    (
+        tacos_app::gray::labels(&client_ip(req), header_tag.as_deref()),
+        false,
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

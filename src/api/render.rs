@@ -11,7 +11,7 @@ use serde::Serialize;
 use tacos_app::service::ServiceError;
 use tacos_core::validate::InvalidInput;
 use tacos_raft::rpc::RouteError;
-use tacos_state::{ApplyError, Beta, Config, ConfigKey, HistoryRow};
+use tacos_state::{ApplyError, Config, ConfigKey, Gray, HistoryRow};
 
 /// A Nacos v1 error: plain text `caused: <message>;`.
 pub fn v1_error(status: StatusCode, message: impl Display) -> HttpResponse {
@@ -24,7 +24,9 @@ pub fn v1_error(status: StatusCode, message: impl Display) -> HttpResponse {
 pub fn status_of(error: &ServiceError) -> StatusCode {
     match error {
         ServiceError::Invalid(_) => StatusCode::BAD_REQUEST,
-        ServiceError::Rejected(ApplyError::CasMismatch) => StatusCode::INTERNAL_SERVER_ERROR,
+        ServiceError::Rejected(ApplyError::CasMismatch | ApplyError::GrayCasMismatch) => {
+            StatusCode::INTERNAL_SERVER_ERROR
+        }
         ServiceError::Rejected(ApplyError::UnknownCommand) => StatusCode::INTERNAL_SERVER_ERROR,
         ServiceError::Rejected(ApplyError::UserNotFound(_) | ApplyError::RoleNotFound(_)) => {
             StatusCode::NOT_FOUND
@@ -78,7 +80,15 @@ pub fn v2_service_error(error: &ServiceError) -> HttpResponse {
         ServiceError::Rejected(ApplyError::NamespaceNotFound(_)) => {
             (20001, "'tenant' parameter error")
         }
-        ServiceError::Rejected(ApplyError::CasMismatch) => (20005, "resource conflict"),
+        ServiceError::Rejected(ApplyError::CasMismatch | ApplyError::GrayCasMismatch) => {
+            (20005, "resource conflict")
+        }
+        ServiceError::Rejected(ApplyError::GrayOverMaxCount(_)) => {
+            (20010, "config gray version version over max count")
+        }
+        ServiceError::Rejected(ApplyError::GrayRuleVersionInvalid) => {
+            (20012, "config gray rule version invalid")
+        }
         ServiceError::Rejected(_) => (20002, "parameter validate error"),
         ServiceError::Write(_) | ServiceError::Internal(_) => (30000, "server error"),
     };
@@ -220,7 +230,7 @@ pub struct BetaInfo {
 }
 
 impl BetaInfo {
-    pub fn new(key: &ConfigKey, beta: &Beta, config: Option<&Config>) -> Self {
+    pub fn new(key: &ConfigKey, beta: &Gray, config: Option<&Config>) -> Self {
         BetaInfo {
             id: config.map_or(0, |c| c.id).to_string(),
             data_id: key.data_id.clone(),
@@ -231,7 +241,7 @@ impl BetaInfo {
             tenant: key.namespace.clone(),
             app_name: config.map_or_else(String::new, |c| c.app_name.clone()),
             config_type: config.map_or_else(|| "text".into(), |c| c.config_type.clone()),
-            beta_ips: beta.ips.join(","),
+            beta_ips: beta.beta_ips().join(","),
         }
     }
 }

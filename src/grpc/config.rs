@@ -8,20 +8,32 @@ use serde_json::json;
 
 use super::payload::{self, code, Incoming, Reply};
 use super::GrpcState;
+use crate::api::params::url_encode;
 use tacos_app::auth::Principal;
+use tacos_app::gray;
 use tacos_app::service::{checked_key, comma_list, PublishRequest, ServiceError};
 use tacos_app::watch::{changed_keys, ListenKey, Subscribe, Unsubscribe};
 use tacos_core::command::Expect;
-use tacos_state::{Access, ApplyError};
+use tacos_state::{Access, ApplyError, GrayRule};
 
-/// `ConfigQueryRequest{dataId, group, tenant}` → `ConfigQueryResponse`; a
-/// client whose IP is in the beta list gets the beta with `beta: true`.
-pub fn query(app: &GrpcState, req: &Incoming, client_ip: &str, principal: &Principal) -> Reply {
+/// `ConfigQueryRequest{dataId, group, tenant, tag}` → `ConfigQueryResponse`:
+/// the version the client sees ([`tacos_app::gray`]) by its IP and the
+/// request's `tag` (else its connection's tag label). A beta answers with
+/// `beta: true`, a tag gray with its tag (URL-encoded) in `tag`, as Nacos'
+/// `ConfigQueryRequestHandler`.
+pub fn query(
+    app: &GrpcState,
+    req: &Incoming,
+    client_ip: &str,
+    peer: Option<SocketAddr>,
+    principal: &Principal,
+) -> Reply {
     const KIND: &str = "ConfigQueryResponse";
     let rid = req.request_id();
+    let asked_tag = req.str("tag").trim();
     // The Rust client requires `lastModified` and `beta` on failures too.
     let failed = |code, message: &str| {
-        let empty = json!({
+        let mut empty = json!({
             "content": "",
             "contentType": "",
             "md5": "",
@@ -29,6 +41,10 @@ pub fn query(app: &GrpcState, req: &Incoming, client_ip: &str, principal: &Princ
             "lastModified": 0,
             "beta": false,
         });
+        // Nacos echoes the asked tag when no gray of it was found.
+        if !asked_tag.is_empty() {
+            empty["tag"] = json!(asked_tag);
+        }
         payload::fail_with(KIND, &rid, code, message, empty)
     };
     let key = match checked_key(req.str("tenant"), req.str("group"), req.str("dataId")) {
@@ -39,33 +55,34 @@ pub fn query(app: &GrpcState, req: &Incoming, client_ip: &str, principal: &Princ
         return failed(code::NO_RIGHT, &e.to_string());
     }
     let state = app.service.state();
-    let config = state.config(&key);
-    let content_type = config.map_or("text", |c| c.config_type.as_str());
-    if let Some(beta) = state.beta(&key).filter(|b| b.serves(client_ip)) {
-        let body = QueryBody {
-            content: &beta.content,
-            content_type,
-            md5: &beta.md5,
-            encrypted_data_key: "",
-            last_modified: beta.modify_time,
-            beta: true,
-        };
-        return payload::ok_with(KIND, &rid, &body);
-    }
-    match config {
-        Some(c) => {
-            let body = QueryBody {
-                content: &c.content,
-                content_type: &c.config_type,
-                md5: &c.md5,
-                encrypted_data_key: "",
-                last_modified: c.modify_time,
-                beta: false,
-            };
-            payload::ok_with(KIND, &rid, &body)
-        }
-        None => failed(code::CONFIG_NOT_FOUND, "config data not exist"),
-    }
+    let (labels, explicit) = if asked_tag.is_empty() {
+        let tag = peer
+            .and_then(|p| app.connections.get(p))
+            .and_then(|c| c.tag());
+        (gray::labels(client_ip, tag.as_deref()), false)
+    } else {
+        (gray::labels(client_ip, Some(asked_tag)), true)
+    };
+    let content_type = state
+        .config(&key)
+        .map_or("text", |c| c.config_type.as_str());
+    let Some(served) = gray::served(&state, &key, &labels, explicit) else {
+        return failed(code::CONFIG_NOT_FOUND, "config data not exist");
+    };
+    let rule = served.gray().map(|g| &g.rule);
+    let body = QueryBody {
+        content: served.content(),
+        content_type,
+        md5: served.md5(),
+        encrypted_data_key: "",
+        last_modified: served.modify_time(),
+        beta: matches!(rule, Some(GrayRule::Beta { .. })),
+        tag: match rule {
+            Some(GrayRule::Tag { tag }) => Some(url_encode(tag)),
+            _ => None,
+        },
+    };
+    payload::ok_with(KIND, &rid, &body)
 }
 
 /// The fields of a `ConfigQueryResponse`.
@@ -78,6 +95,9 @@ struct QueryBody<'a> {
     encrypted_data_key: &'a str,
     last_modified: i64,
     beta: bool,
+    /// Only when a tag gray answered (never a JSON null).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tag: Option<String>,
 }
 
 /// The Nacos error code and message for a failed write.
@@ -243,6 +263,13 @@ pub async fn batch_listen(
     };
     // Register first, then compare: a change applied in between is either
     // seen by the comparison or pushed.
+    // Matched to grays by its IP and the request's `Vipserver-Tag` header,
+    // else its connection's tag (Nacos' ConfigChangeBatchListenRequestHandler).
+    let tag = req
+        .header(gray::TAG_LABEL)
+        .map(str::to_string)
+        .or_else(|| conn.tag());
+    let labels = gray::labels(client_ip, tag.as_deref());
     let subscribed = app
         .hub
         .send(Subscribe {
@@ -250,12 +277,13 @@ pub async fn batch_listen(
             keys: keys.clone(),
             queue: conn.queue.clone(),
             client: peer.map(|p| p.to_string()).unwrap_or_default(),
+            labels: labels.clone(),
         })
         .await;
     if subscribed.is_err() {
         return payload::fail(KIND, &rid, code::SERVER_ERROR, "the watch hub stopped");
     }
-    let changed: Vec<_> = changed_keys(&app.service.state(), &keys, client_ip)
+    let changed: Vec<_> = changed_keys(&app.service.state(), &keys, &labels)
         .into_iter()
         .map(|k| json!({ "dataId": k.data_id, "group": k.group, "tenant": k.tenant }))
         .collect();

@@ -23,6 +23,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tacos_app::gray::CONNECTION_TAG_LABEL;
 
 use actix::Addr;
 use dashmap::DashMap;
@@ -53,6 +54,8 @@ pub struct Connection {
     pub queue: PushQueue,
     outbound: Outbound,
     set_up: AtomicBool,
+    /// The tag of its setup labels (`app_Vipserver-Tag`), for gray matching.
+    tag: Mutex<Option<String>>,
     next_push: AtomicU64,
     pending: Mutex<HashMap<String, oneshot::Sender<()>>>,
     closed: watch::Sender<bool>,
@@ -80,6 +83,13 @@ impl Connection {
         });
         let reset = payload::payload("ConnectResetRequest", &body);
         self.outbound.try_send(Ok(reset)).is_ok()
+    }
+
+    /// The tag the client set up the connection with (its label
+    /// `app_Vipserver-Tag`, which Nacos counts among its "app labels"), if
+    /// any.
+    pub fn tag(&self) -> Option<String> {
+        self.tag.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// Whether the client sent its `ConnectionSetupRequest`.
@@ -179,6 +189,7 @@ impl Connections {
             queue: PushQueue::default(),
             outbound,
             set_up: AtomicBool::new(false),
+            tag: Mutex::new(None),
             next_push: AtomicU64::new(1),
             pending: Mutex::new(HashMap::new()),
             closed,
@@ -248,6 +259,11 @@ pub async fn read_stream(
                     tracing::debug!(conn = %conn.id, "setup labels ignored: {e}");
                     Default::default()
                 });
+                *conn.tag.lock().unwrap_or_else(|e| e.into_inner()) = tacos_app::gray::labels(
+                    "",
+                    labels.get(CONNECTION_TAG_LABEL).map(String::as_str),
+                )
+                .tag;
                 hub.do_send(SetUp {
                     conn: conn.num,
                     tenant: incoming.str("tenant").to_string(),

@@ -179,7 +179,7 @@ pub async fn handle(
         }
         "HealthCheckRequest" => payload::ok("HealthCheckResponse", &rid, json!({})),
         "ClientDetectionRequest" => payload::ok("ClientDetectionResponse", &rid, json!({})),
-        "ConfigQueryRequest" => config::query(app, &req, &client_ip, &principal),
+        "ConfigQueryRequest" => config::query(app, &req, &client_ip, peer, &principal),
         "ConfigPublishRequest" => config::publish(app, &req, &client_ip, &principal).await,
         "ConfigRemoveRequest" => config::remove(app, &req, &client_ip, &principal).await,
         "ConfigBatchListenRequest" => {

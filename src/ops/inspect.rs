@@ -430,7 +430,7 @@ impl Report {
         line("membership", self.membership.line());
         line("configs", self.summary.configs.to_string());
         line("namespaces", self.summary.namespaces_line());
-        line("betas", self.summary.betas.to_string());
+        line("grays", self.summary.grays.to_string());
         line("history", format!("{} rows", self.summary.history_rows));
         line("digest", self.summary.digest.clone());
         line(

@@ -97,7 +97,6 @@ pub use tacos_raft::state_machine::decode_snapshot;
 /// (src/state/snapshot.rs); counted, never decoded, here.
 const NAMESPACE_RECORD: u8 = 2;
 const CONFIG_RECORD: u8 = 3;
-const BETA_RECORD: u8 = 4;
 const HISTORY_RECORD: u8 = 5;
 
 /// What a state holds, in numbers, and its digest.
@@ -107,7 +106,8 @@ pub struct Summary {
     pub configs: usize,
     /// The public namespace first, then the custom ones.
     pub namespaces: Vec<NamespaceSummary>,
-    pub betas: usize,
+    /// Gray versions (betas and tags) of all configs.
+    pub grays: usize,
     pub history_rows: usize,
     /// `State::digest()`: what `GET /tacos/v1/admin/digest` reports.
     pub digest: String,
@@ -124,12 +124,11 @@ pub struct NamespaceSummary {
 
 impl Summary {
     pub fn of(state: &State) -> Summary {
-        let (mut configs, mut namespaces, mut betas, mut history_rows) = (0, 0, 0, 0);
+        let (mut configs, mut namespaces, mut history_rows) = (0, 0, 0);
         for record in state.snapshot_records() {
             match record.first() {
                 Some(&CONFIG_RECORD) => configs += 1,
                 Some(&NAMESPACE_RECORD) => namespaces += 1,
-                Some(&BETA_RECORD) => betas += 1,
                 Some(&HISTORY_RECORD) => history_rows += 1,
                 _ => {}
             }
@@ -149,7 +148,7 @@ impl Summary {
         Summary {
             configs: state.config_count(),
             namespaces: listed,
-            betas,
+            grays: state.all_grays().map(|(_, grays)| grays.len()).sum(),
             history_rows,
             digest: state.digest(),
         }

@@ -184,7 +184,7 @@ fn summary_counts_every_table() {
     let summary = Summary::of(&state);
     assert_eq!(summary.configs, 39);
     assert_eq!(summary.configs, state.config_count());
-    assert_eq!(summary.betas, 1);
+    assert_eq!(summary.grays, 1);
     // 40 inserts, one update, one delete.
     assert_eq!(summary.history_rows, 42);
     assert_eq!(summary.digest, state.digest());

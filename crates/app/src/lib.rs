@@ -6,7 +6,9 @@
 //! stamped (time, md5, limits) and proposed for a write, and who may do it,
 //! is decided here, never in a handler.
 //!
-//! - [`service`]: config, beta and namespace writes (validation, stamping,
+//! - [`gray`]: which version of a config (a gray or the formal one) a
+//!   client sees.
+//! - [`service`]: config, gray and namespace writes (validation, stamping,
 //!   proposing one command per use case).
 //! - [`auth`]: users, passwords, tokens, permissions, roles, login limits.
 //! - [`cluster`]: the member view of Nacos' cluster node routes.
@@ -18,6 +20,7 @@
 
 pub mod auth;
 pub mod cluster;
+pub mod gray;
 pub mod query;
 pub mod service;
 pub mod transfer;

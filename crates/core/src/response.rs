@@ -30,10 +30,19 @@ pub enum ApplyError {
     /// An edit found the config removed (`Expect::Present`).
     #[error("config {group}/{data_id} was deleted after you opened it; nothing was published")]
     ConfigGone { group: String, data_id: String },
-    #[error("this config has no beta")]
-    BetaNotFound,
-    #[error("the beta was replaced after you opened it; reload to see the new one")]
-    BetaReplaced,
+    /// Nacos' `CONFIG_GRAY_OVER_MAX_VERSION_COUNT` (20010), its text.
+    #[error("gray config version is over max count :{0}")]
+    GrayOverMaxCount(u32),
+    /// Nacos' `CONFIG_GRAY_VERSION_INVALID` (20012): an unknown rule type
+    /// or version.
+    #[error("config gray rule version invalid")]
+    GrayRuleVersionInvalid,
+    #[error("Cas publish gray config fail, server md5 may have changed.")]
+    GrayCasMismatch,
+    #[error("this config has no gray version {0:?}")]
+    GrayNotFound(String),
+    #[error("the gray version {0:?} was replaced after you opened it; reload to see the new one")]
+    GrayReplaced(String),
     #[error("namespace not exist: {0}")]
     NamespaceNotFound(String),
     #[error("namespace already exists: {0}")]

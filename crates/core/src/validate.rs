@@ -15,6 +15,8 @@ pub const MAX_DATA_ID_LEN: usize = 256;
 pub const MAX_GROUP_LEN: usize = 128;
 /// Longest namespace id.
 pub const MAX_NAMESPACE_LEN: usize = 128;
+/// Longest gray tag (Nacos' `ParamUtils.TAG_MAX_LEN`).
+pub const MAX_TAG_LEN: usize = 16;
 /// Most keys one listener request may watch (also a setting's ceiling).
 pub const DEFAULT_MAX_LISTEN_KEYS: usize = 10_000;
 
@@ -39,6 +41,10 @@ pub enum InvalidInput {
     BlankContent,
     #[error("invalid content, over {0}")]
     ContentTooLarge(usize),
+    #[error("invalid tag : {0}")]
+    Tag(String),
+    #[error("too long tag, over {MAX_TAG_LEN}")]
+    TagTooLong,
     #[error("invalid {0}: {1}")]
     Other(&'static str, String),
 }
@@ -58,6 +64,18 @@ pub fn data_id(s: &str) -> Result<(), InvalidInput> {
     }
     if s.chars().count() > MAX_DATA_ID_LEN {
         return Err(InvalidInput::DataIdTooLong);
+    }
+    Ok(())
+}
+
+/// A gray tag (`tag=` of a publish or delete, Nacos' `ParamUtils.checkParam(tag)`):
+/// the key characters, at most 16. The caller trims it; blank means none.
+pub fn tag(s: &str) -> Result<(), InvalidInput> {
+    if !key_chars_ok(s) {
+        return Err(InvalidInput::Tag(s.to_string()));
+    }
+    if s.chars().count() > MAX_TAG_LEN {
+        return Err(InvalidInput::TagTooLong);
     }
     Ok(())
 }

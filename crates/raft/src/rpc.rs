@@ -33,8 +33,10 @@ pub const PROTOCOL_HEADER: &str = "x-tacos-cluster-protocol";
 /// refuse it where the others apply it); nodes of different versions refuse
 /// each other's calls. History: 1, the first; 2, adds `ImportConfigs` and the
 /// role commands (and their `ApplyError`s); 3, adds `PromoteBeta`, the
-/// publish's `expect` and their `ApplyError`s.
-pub const PROTOCOL_VERSION: &str = "3";
+/// publish's `expect` and their `ApplyError`s; 4, the gray model
+/// (`PublishGray`, `StopGray`, `PromoteGray`, the gray `ApplyError`s, and
+/// the beta errors gone).
+pub const PROTOCOL_VERSION: &str = "4";
 
 /// Largest frame accepted: a snapshot chunk or an entry batch with headroom.
 pub const MAX_FRAME: usize = 96 * 1024 * 1024;

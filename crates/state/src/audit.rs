@@ -104,6 +104,27 @@ fn describe(op: Option<&Op>) -> (&str, String, String) {
             config_target(p.key.as_ref()),
             format!("md5={}", p.beta_md5),
         ),
+        Some(Op::PublishGray(g)) => (
+            "config.gray.publish",
+            config_target(g.key.as_ref()),
+            format!(
+                "gray={} md5={} rule={}:{}",
+                g.name,
+                g.md5,
+                g.rule.as_ref().map_or("", |r| r.r#type.as_str()),
+                g.rule.as_ref().map_or("", |r| r.expr.as_str())
+            ),
+        ),
+        Some(Op::StopGray(s)) => (
+            "config.gray.stop",
+            config_target(s.key.as_ref()),
+            format!("gray={}", s.name),
+        ),
+        Some(Op::PromoteGray(p)) => (
+            "config.gray.promote",
+            config_target(p.key.as_ref()),
+            format!("gray={} md5={}", p.name, p.gray_md5),
+        ),
         Some(Op::CreateNamespace(c)) => {
             ("namespace.create", c.id.clone(), format!("name={}", c.name))
         }

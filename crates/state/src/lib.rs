@@ -28,7 +28,10 @@ pub use snapshot::{user_record, DecodeError, Record};
 pub use tacos_core::{
     canonical_namespace, shown_namespace, ApplyError, ConfigKey, Response, PUBLIC_NAMESPACE,
 };
-pub use types::{Beta, Config, HistoryRow, Namespace, OpType};
+pub use types::{
+    tag_gray_name, ClientLabels, Config, Gray, GrayRule, HistoryRow, Namespace, OpType, BETA_GRAY,
+    BETA_PRIORITY, GRAY_RULE_VERSION, TAG_PRIORITY,
+};
 
 use tacos_core::command as pb;
 use tacos_core::types::{LogId, StoredMembership};
@@ -41,7 +44,7 @@ pub type StateHandle = Arc<arc_swap::ArcSwap<State>>;
 /// What an applied batch changed.
 #[derive(Debug, Clone)]
 pub enum Changes {
-    /// These configs (or their betas) changed.
+    /// These configs (or their gray versions) changed.
     Keys(Vec<ConfigKey>),
     /// Anything may have changed (a snapshot was installed).
     All,
@@ -55,7 +58,8 @@ pub struct State {
     /// The membership as of `last_applied`.
     pub membership: StoredMembership,
     configs: OrdMap<ConfigKey, Arc<Config>>,
-    betas: OrdMap<ConfigKey, Arc<Beta>>,
+    /// Per config, its gray versions by priority (highest first), then name.
+    grays: OrdMap<ConfigKey, Vec<Arc<Gray>>>,
     /// Per config, oldest first, at most the history limit.
     history: OrdMap<ConfigKey, Vector<Arc<HistoryRow>>>,
     history_keys: OrdMap<u64, ConfigKey>,
@@ -76,8 +80,20 @@ impl State {
         self.configs.get(key)
     }
 
-    pub fn beta(&self, key: &ConfigKey) -> Option<&Arc<Beta>> {
-        self.betas.get(key)
+    /// A config's gray versions in matching order: highest priority first,
+    /// then by name (Nacos' `CacheItem.sortConfigGray`).
+    pub fn grays(&self, key: &ConfigKey) -> &[Arc<Gray>] {
+        self.grays.get(key).map_or(&[], Vec::as_slice)
+    }
+
+    /// One gray version of a config by name.
+    pub fn gray(&self, key: &ConfigKey, name: &str) -> Option<&Arc<Gray>> {
+        self.grays(key).iter().find(|g| g.name == name)
+    }
+
+    /// Every config that has gray versions, with them (in key order).
+    pub fn all_grays(&self) -> impl Iterator<Item = (&ConfigKey, &[Arc<Gray>])> {
+        self.grays.iter().map(|(k, v)| (k, v.as_slice()))
     }
 
     /// A publish of `content` over `key` that keeps the current config's
@@ -105,16 +121,6 @@ impl State {
             tags: kept(|c| &c.tags, ""),
             ..Default::default()
         }
-    }
-
-    /// The md5 a client at `ip` should hold for `key` ("" if absent).
-    pub fn md5_for(&self, key: &ConfigKey, ip: &str) -> &str {
-        if let Some(beta) = self.betas.get(key) {
-            if beta.serves(ip) {
-                return &beta.md5;
-            }
-        }
-        self.configs.get(key).map_or("", |c| c.md5.as_str())
     }
 
     /// Number of configs.
@@ -183,6 +189,9 @@ impl State {
             Some(Op::PublishBeta(beta)) => self.publish_beta(beta, changed),
             Some(Op::StopBeta(stop)) => self.stop_beta(stop, changed),
             Some(Op::PromoteBeta(promote)) => self.promote_beta(promote, changed),
+            Some(Op::PublishGray(publish)) => self.publish_gray(publish, changed),
+            Some(Op::StopGray(stop)) => self.stop_gray(stop, changed),
+            Some(Op::PromoteGray(promote)) => self.promote_gray(promote, changed),
             Some(Op::CreateNamespace(create)) => self.create_namespace(create),
             Some(Op::UpdateNamespace(update)) => self.update_namespace(update),
             Some(Op::RemoveNamespace(remove)) => self.remove_namespace(remove),
@@ -288,7 +297,14 @@ impl State {
                 .insert(key.namespace.clone(), Arc::new(namespace));
         }
         self.configs.insert(key.clone(), Arc::new(config));
-        self.record_history(&key, op, content, md5, app_name, &origin, p.history_limit);
+        let row = NewRow {
+            op,
+            content,
+            md5,
+            app_name,
+            gray_name: String::new(),
+        };
+        self.record_history(&key, row, &origin, p.history_limit);
         changed.push(key);
         Ok(Response::Done)
     }
@@ -328,30 +344,26 @@ impl State {
             return Ok(Response::Removed { existed: false });
         };
         let origin = r.origin.clone().unwrap_or_default();
-        self.record_history(
-            &key,
-            OpType::Delete,
-            old.content.clone(),
-            old.md5.clone(),
-            old.app_name.clone(),
-            &origin,
-            r.history_limit,
-        );
+        let row = NewRow {
+            op: OpType::Delete,
+            content: old.content.clone(),
+            md5: old.md5.clone(),
+            app_name: old.app_name.clone(),
+            gray_name: String::new(),
+        };
+        self.record_history(&key, row, &origin, r.history_limit);
         changed.push(key);
         Ok(Response::Removed { existed: true })
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn record_history(
-        &mut self,
-        key: &ConfigKey,
-        op: OpType,
-        content: String,
-        md5: String,
-        app_name: String,
-        origin: &pb::Origin,
-        limit: u32,
-    ) {
+    fn record_history(&mut self, key: &ConfigKey, new: NewRow, origin: &pb::Origin, limit: u32) {
+        let NewRow {
+            op,
+            content,
+            md5,
+            app_name,
+            gray_name,
+        } = new;
         self.next_history_id += 1;
         let id = self.next_history_id;
         let rows = self.history.entry(key.clone()).or_default();
@@ -367,6 +379,7 @@ impl State {
             op,
             created_time: origin.time_ms,
             last_modified_time: origin.time_ms,
+            gray_name,
         };
         rows.push_back(Arc::new(row));
         let mut dropped = Vec::new();
@@ -381,6 +394,34 @@ impl State {
         self.history_keys.insert(id, key.clone());
     }
 
+    /// Inserts or replaces a gray version, keeping the matching order.
+    fn put_gray(&mut self, key: &ConfigKey, gray: Gray) {
+        let grays = self.grays.entry(key.clone()).or_default();
+        grays.retain(|g| g.name != gray.name);
+        let at = grays
+            .iter()
+            .position(|g| {
+                (std::cmp::Reverse(g.priority), &g.name)
+                    > (std::cmp::Reverse(gray.priority), &gray.name)
+            })
+            .unwrap_or(grays.len());
+        grays.insert(at, Arc::new(gray));
+    }
+
+    /// Removes a gray version; returns it.
+    fn take_gray(&mut self, key: &ConfigKey, name: &str) -> Option<Arc<Gray>> {
+        let grays = self.grays.get_mut(key)?;
+        let at = grays.iter().position(|g| g.name == name)?;
+        let gray = grays.remove(at);
+        if grays.is_empty() {
+            self.grays.remove(key);
+        }
+        Some(gray)
+    }
+
+    /// A beta publish from a log written before cluster protocol 4: the
+    /// gray named "beta", applied exactly as then (no history row, no
+    /// limit: only a beta could exist).
     fn publish_beta(
         &mut self,
         b: &pb::PublishBeta,
@@ -388,32 +429,44 @@ impl State {
     ) -> Result<Response, ApplyError> {
         let key = self.key_in_existing_namespace(b.key.as_ref())?;
         let origin = b.origin.clone().unwrap_or_default();
-        let beta = Beta {
+        // What a beta held then (and an old snapshot keeps): no type, app
+        // or create time of its own.
+        let gray = Gray {
+            name: BETA_GRAY.to_string(),
+            rule: GrayRule::Beta {
+                ips: b.beta_ips.clone(),
+            },
+            priority: BETA_PRIORITY,
             content: b.content.clone(),
             md5: b.md5.clone(),
-            ips: b.beta_ips.clone(),
+            config_type: String::new(),
+            app_name: String::new(),
             src_user: origin.src_user,
             src_ip: origin.src_ip,
+            create_time: origin.time_ms,
             modify_time: origin.time_ms,
         };
-        self.betas.insert(key.clone(), Arc::new(beta));
+        self.put_gray(&key, gray);
         changed.push(key);
         Ok(Response::Done)
     }
 
+    /// A beta stop from an old log (no history row, as then).
     fn stop_beta(
         &mut self,
         s: &pb::StopBeta,
         changed: &mut Vec<ConfigKey>,
     ) -> Result<Response, ApplyError> {
         let key = ConfigKey::from(s.key.as_ref().ok_or(ApplyError::UnknownCommand)?);
-        let existed = self.betas.remove(&key).is_some();
+        let existed = self.take_gray(&key, BETA_GRAY).is_some();
         if existed {
             changed.push(key);
         }
         Ok(Response::Removed { existed })
     }
 
+    /// A beta promotion from an old log: the formal publish's history row
+    /// only, as then.
     fn promote_beta(
         &mut self,
         p: &pb::PromoteBeta,
@@ -421,12 +474,11 @@ impl State {
     ) -> Result<Response, ApplyError> {
         let key = self.key_in_existing_namespace(p.key.as_ref())?;
         let beta = self
-            .betas
-            .get(&key)
+            .gray(&key, BETA_GRAY)
             .cloned()
-            .ok_or(ApplyError::BetaNotFound)?;
+            .ok_or_else(|| ApplyError::GrayNotFound(BETA_GRAY.to_string()))?;
         if beta.md5 != p.beta_md5 {
-            return Err(ApplyError::BetaReplaced);
+            return Err(ApplyError::GrayReplaced(BETA_GRAY.to_string()));
         }
         let mut publish = self.republish(&key, &beta.content, &beta.md5, "");
         publish.origin = p.origin.clone();
@@ -434,7 +486,124 @@ impl State {
         publish.history_limit = p.history_limit;
         // A refused publish changes nothing, so the beta stays with it.
         self.publish(&publish, changed)?;
-        self.betas.remove(&key);
+        self.take_gray(&key, BETA_GRAY);
+        Ok(Response::Done)
+    }
+
+    /// Publishes or replaces a gray version (Nacos'
+    /// `ConfigOperationService.publishConfigGray`): a new name past the
+    /// limit is refused; a history row "I" (new content) or "U" (the
+    /// replaced content) names the gray.
+    fn publish_gray(
+        &mut self,
+        p: &pb::PublishGray,
+        changed: &mut Vec<ConfigKey>,
+    ) -> Result<Response, ApplyError> {
+        let key = self.key_in_existing_namespace(p.key.as_ref())?;
+        let rule = p.rule.as_ref().ok_or(ApplyError::UnknownCommand)?;
+        if rule.version != GRAY_RULE_VERSION {
+            return Err(ApplyError::GrayRuleVersionInvalid);
+        }
+        let parsed =
+            GrayRule::parse(&rule.r#type, &rule.expr).ok_or(ApplyError::GrayRuleVersionInvalid)?;
+        let old = self.gray(&key, &p.name).cloned();
+        if old.is_none() && self.grays(&key).len() >= p.max_grays as usize {
+            return Err(ApplyError::GrayOverMaxCount(p.max_grays));
+        }
+        if let (Some(cas), Some(old)) = (&p.cas_md5, &old) {
+            if *cas != old.md5 {
+                return Err(ApplyError::GrayCasMismatch);
+            }
+        }
+        let origin = p.origin.clone().unwrap_or_default();
+        let gray = Gray {
+            name: p.name.clone(),
+            rule: parsed,
+            priority: rule.priority,
+            content: p.content.clone(),
+            md5: p.md5.clone(),
+            config_type: p.config_type.clone(),
+            app_name: p.app_name.clone(),
+            src_user: origin.src_user.clone(),
+            src_ip: origin.src_ip.clone(),
+            create_time: old.as_ref().map_or(origin.time_ms, |g| g.create_time),
+            modify_time: origin.time_ms,
+        };
+        let row = match &old {
+            Some(old) => NewRow {
+                op: OpType::Update,
+                content: old.content.clone(),
+                md5: old.md5.clone(),
+                app_name: old.app_name.clone(),
+                gray_name: p.name.clone(),
+            },
+            None => NewRow {
+                op: OpType::Insert,
+                content: gray.content.clone(),
+                md5: gray.md5.clone(),
+                app_name: gray.app_name.clone(),
+                gray_name: p.name.clone(),
+            },
+        };
+        self.put_gray(&key, gray);
+        self.record_history(&key, row, &origin, p.history_limit);
+        changed.push(key);
+        Ok(Response::Done)
+    }
+
+    /// Removes a gray version, with a history row "D" holding its content.
+    fn stop_gray(
+        &mut self,
+        s: &pb::StopGray,
+        changed: &mut Vec<ConfigKey>,
+    ) -> Result<Response, ApplyError> {
+        let key = ConfigKey::from(s.key.as_ref().ok_or(ApplyError::UnknownCommand)?);
+        let Some(old) = self.take_gray(&key, &s.name) else {
+            return Ok(Response::Removed { existed: false });
+        };
+        let origin = s.origin.clone().unwrap_or_default();
+        let row = NewRow {
+            op: OpType::Delete,
+            content: old.content.clone(),
+            md5: old.md5.clone(),
+            app_name: old.app_name.clone(),
+            gray_name: s.name.clone(),
+        };
+        self.record_history(&key, row, &origin, s.history_limit);
+        changed.push(key);
+        Ok(Response::Removed { existed: true })
+    }
+
+    /// The gray's content becomes the config and the gray ends, in one
+    /// apply: the history rows of a formal publish and a gray removal, as
+    /// Nacos writes them when its console publishes the gray's content and
+    /// then deletes the gray.
+    fn promote_gray(
+        &mut self,
+        p: &pb::PromoteGray,
+        changed: &mut Vec<ConfigKey>,
+    ) -> Result<Response, ApplyError> {
+        let key = self.key_in_existing_namespace(p.key.as_ref())?;
+        let gray = self
+            .gray(&key, &p.name)
+            .cloned()
+            .ok_or_else(|| ApplyError::GrayNotFound(p.name.clone()))?;
+        if gray.md5 != p.gray_md5 {
+            return Err(ApplyError::GrayReplaced(p.name.clone()));
+        }
+        let mut publish = self.republish(&key, &gray.content, &gray.md5, &gray.app_name);
+        publish.origin = p.origin.clone();
+        publish.cas_md5 = p.cas_md5.clone();
+        publish.history_limit = p.history_limit;
+        // A refused publish changes nothing, so the gray stays with it.
+        self.publish(&publish, changed)?;
+        let stop = pb::StopGray {
+            key: p.key.clone(),
+            name: p.name.clone(),
+            origin: p.origin.clone(),
+            history_limit: p.history_limit,
+        };
+        self.stop_gray(&stop, changed)?;
         Ok(Response::Done)
     }
 
@@ -493,5 +662,17 @@ impl State {
     }
 }
 
+/// A history row about to be recorded.
+struct NewRow {
+    op: OpType,
+    content: String,
+    md5: String,
+    app_name: String,
+    gray_name: String,
+}
+
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod gray_tests;

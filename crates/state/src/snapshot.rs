@@ -1,7 +1,8 @@
 //! The state as snapshot records, and back.
 //!
 //! Each record is one byte of kind followed by a protobuf message from
-//! `proto/snapshot.proto`. Order: counters, namespaces, configs, betas,
+//! `proto/snapshot.proto`. Order: counters, namespaces, configs, grays
+//! (betas in snapshots written before cluster protocol 4),
 //! history rows (per config, oldest first), then the auth key, users, roles
 //! and audit rows (oldest first), so loading can append rows.
 
@@ -10,7 +11,8 @@ use std::sync::Arc;
 use prost::Message;
 
 use super::{
-    Access, AuthKey, Beta, Config, ConfigKey, HistoryRow, Namespace, OpType, Role, State, User,
+    Access, AuthKey, Config, ConfigKey, Gray, GrayRule, HistoryRow, Namespace, OpType, Role, State,
+    User, BETA_GRAY, BETA_PRIORITY,
 };
 use tacos_core::snapshot as pb;
 
@@ -23,6 +25,7 @@ const AUTH: u8 = 6;
 const USER: u8 = 7;
 const AUDIT: u8 = 8;
 const ROLE: u8 = 9;
+const GRAY: u8 = 10;
 
 /// Why snapshot records could not be turned back into a state.
 #[derive(Debug, thiserror::Error)]
@@ -35,6 +38,8 @@ pub enum DecodeError {
     Protobuf(#[from] prost::DecodeError),
     #[error("snapshot record without a config key")]
     MissingKey,
+    #[error("gray {name:?} has an unknown rule type {kind:?}")]
+    BadGrayRule { name: String, kind: String },
     #[error("unknown history op type {0:?}")]
     BadOpType(String),
     #[error("user {0:?} has a permission with no access")]
@@ -134,19 +139,30 @@ impl State {
                 },
             )
         });
-        let betas = self.betas.iter().map(|(key, b)| {
-            record(
-                BETA,
-                &pb::BetaRecord {
-                    key: Some(key.into()),
-                    content: b.content.clone(),
-                    md5: b.md5.clone(),
-                    beta_ips: b.ips.clone(),
-                    src_user: b.src_user.clone(),
-                    src_ip: b.src_ip.clone(),
-                    modify_time: b.modify_time,
-                },
-            )
+        let grays = self.grays.iter().flat_map(|(key, grays)| {
+            grays.iter().map(move |g| {
+                record(
+                    GRAY,
+                    &pb::GrayRecord {
+                        key: Some(key.into()),
+                        name: g.name.clone(),
+                        rule: Some(tacos_core::command::GrayRule {
+                            r#type: g.rule.kind().to_string(),
+                            version: super::GRAY_RULE_VERSION.to_string(),
+                            expr: g.rule.expr(),
+                            priority: g.priority,
+                        }),
+                        content: g.content.clone(),
+                        md5: g.md5.clone(),
+                        config_type: g.config_type.clone(),
+                        app_name: g.app_name.clone(),
+                        src_user: g.src_user.clone(),
+                        src_ip: g.src_ip.clone(),
+                        create_time: g.create_time,
+                        modify_time: g.modify_time,
+                    },
+                )
+            })
         });
         let history = self.history.values().flat_map(|rows| rows.iter()).map(|h| {
             record(
@@ -163,6 +179,12 @@ impl State {
                     created_time: h.created_time,
                     last_modified_time: h.last_modified_time,
                     last_id: h.last_id,
+                    publish_type: if h.gray_name.is_empty() {
+                        String::new()
+                    } else {
+                        "gray".to_string()
+                    },
+                    gray_name: h.gray_name.clone(),
                 },
             )
         });
@@ -204,7 +226,7 @@ impl State {
         counters
             .chain(namespaces)
             .chain(configs)
-            .chain(betas)
+            .chain(grays)
             .chain(history)
             .chain(auth)
             .chain(users)
@@ -251,17 +273,48 @@ impl State {
                 self.configs.insert(key, Arc::new(config));
             }
             BETA => {
+                // Written before cluster protocol 4: the gray named "beta".
                 let r = pb::BetaRecord::decode(body)?;
                 let key = key_of(r.key.as_ref())?;
-                let beta = Beta {
+                let gray = Gray {
+                    name: BETA_GRAY.to_string(),
+                    rule: GrayRule::Beta { ips: r.beta_ips },
+                    priority: BETA_PRIORITY,
                     content: r.content,
                     md5: r.md5,
-                    ips: r.beta_ips,
+                    config_type: String::new(),
+                    app_name: String::new(),
                     src_user: r.src_user,
                     src_ip: r.src_ip,
+                    create_time: r.modify_time,
                     modify_time: r.modify_time,
                 };
-                self.betas.insert(key, Arc::new(beta));
+                self.put_gray(&key, gray);
+            }
+            GRAY => {
+                let r = pb::GrayRecord::decode(body)?;
+                let key = key_of(r.key.as_ref())?;
+                let rule = r.rule.unwrap_or_default();
+                let parsed = GrayRule::parse(&rule.r#type, &rule.expr).ok_or_else(|| {
+                    DecodeError::BadGrayRule {
+                        name: r.name.clone(),
+                        kind: rule.r#type.clone(),
+                    }
+                })?;
+                let gray = Gray {
+                    name: r.name,
+                    rule: parsed,
+                    priority: rule.priority,
+                    content: r.content,
+                    md5: r.md5,
+                    config_type: r.config_type,
+                    app_name: r.app_name,
+                    src_user: r.src_user,
+                    src_ip: r.src_ip,
+                    create_time: r.create_time,
+                    modify_time: r.modify_time,
+                };
+                self.put_gray(&key, gray);
             }
             HISTORY => {
                 let r = pb::HistoryRecord::decode(body)?;
@@ -279,6 +332,7 @@ impl State {
                     op,
                     created_time: r.created_time,
                     last_modified_time: r.last_modified_time,
+                    gray_name: r.gray_name,
                 };
                 self.history_keys.insert(r.id, key.clone());
                 self.history

@@ -27,6 +27,21 @@ fn publish(ns: &str, data_id: &str, content: &str, time: i64) -> Command {
     }))
 }
 
+/// The md5 a client at `ip` (no tag) is served: the first matching gray,
+/// else the config's (the app layer's rule, restated for these tests).
+fn md5_for(s: &State, k: &ConfigKey, ip: &str) -> String {
+    let labels = ClientLabels {
+        ip: ip.into(),
+        tag: None,
+    };
+    s.grays(k)
+        .iter()
+        .find(|g| g.serves(&labels))
+        .map(|g| g.md5.clone())
+        .or_else(|| s.config(k).map(|c| c.md5.clone()))
+        .unwrap_or_default()
+}
+
 fn remove(ns: &str, data_id: &str) -> Command {
     Command::of(Op::RemoveConfig(pb::RemoveConfig {
         key: Some(key(ns, data_id)),
@@ -77,7 +92,7 @@ fn publish_update_delete_record_history_like_nacos() {
     );
     assert_eq!(s.previous_history_row(3).unwrap().id, 2);
     assert!(s.previous_history_row(1).is_none());
-    assert_eq!(s.md5_for(&k, "10.0.0.1"), "");
+    assert_eq!(md5_for(&s, &k, "10.0.0.1"), "");
 }
 
 #[test]
@@ -157,8 +172,8 @@ fn cas_namespaces_and_betas_are_checked_at_apply() {
         ..Default::default()
     }));
     assert_eq!(apply(&mut s, beta), (Response::Done, vec![k.clone()]));
-    assert_eq!(s.md5_for(&k, "10.0.0.9"), md5_hex("beta"));
-    assert_eq!(s.md5_for(&k, "10.0.0.8"), md5_hex("two"));
+    assert_eq!(md5_for(&s, &k, "10.0.0.9"), md5_hex("beta"));
+    assert_eq!(md5_for(&s, &k, "10.0.0.8"), md5_hex("two"));
     let stop = Command::of(Op::StopBeta(pb::StopBeta {
         key: Some(key("", "a")),
     }));
@@ -166,7 +181,7 @@ fn cas_namespaces_and_betas_are_checked_at_apply() {
         apply(&mut s, stop),
         (Response::Removed { existed: true }, vec![k.clone()])
     );
-    assert_eq!(s.md5_for(&k, "10.0.0.9"), md5_hex("two"));
+    assert_eq!(md5_for(&s, &k, "10.0.0.9"), md5_hex("two"));
     assert_eq!(
         apply(&mut s, Command::default()).0,
         Response::Rejected(ApplyError::UnknownCommand)
@@ -706,15 +721,15 @@ fn promoting_a_beta_publishes_it_and_ends_it_in_one_apply() {
     apply(&mut s, first);
     assert_eq!(
         apply(&mut s, promote("a", &md5_hex("beta"), None)).0,
-        Response::Rejected(ApplyError::BetaNotFound)
+        Response::Rejected(ApplyError::GrayNotFound(BETA_GRAY.into()))
     );
     apply(&mut s, beta("a", "beta"));
 
     // Refusals leave both the config and the beta as they were.
-    let before = (s.config(&k).cloned(), s.beta(&k).cloned());
+    let before = (s.config(&k).cloned(), s.gray(&k, BETA_GRAY).cloned());
     assert_eq!(
         apply(&mut s, promote("a", &md5_hex("another beta"), None)).0,
-        Response::Rejected(ApplyError::BetaReplaced)
+        Response::Rejected(ApplyError::GrayReplaced(BETA_GRAY.into()))
     );
     assert_eq!(
         apply(
@@ -724,7 +739,10 @@ fn promoting_a_beta_publishes_it_and_ends_it_in_one_apply() {
         .0,
         Response::Rejected(ApplyError::CasMismatch)
     );
-    assert_eq!((s.config(&k).cloned(), s.beta(&k).cloned()), before);
+    assert_eq!(
+        (s.config(&k).cloned(), s.gray(&k, BETA_GRAY).cloned()),
+        before
+    );
 
     assert_eq!(
         apply(
@@ -745,8 +763,8 @@ fn promoting_a_beta_publishes_it_and_ends_it_in_one_apply() {
         "the config's metadata is kept"
     );
     assert_eq!((c.src_user.as_str(), c.modify_time), ("bob", 30));
-    assert!(s.beta(&k).is_none());
-    assert_eq!(s.md5_for(&k, "10.0.0.9"), md5_hex("beta"));
+    assert!(s.gray(&k, BETA_GRAY).is_none());
+    assert_eq!(md5_for(&s, &k, "10.0.0.9"), md5_hex("beta"));
     // Recorded as an update, like any publish over a config.
     let last = s.history(&k).next_back().unwrap();
     assert_eq!((last.op, last.content.as_str()), (OpType::Update, "one"));

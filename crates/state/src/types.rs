@@ -18,21 +18,123 @@ pub struct Config {
     pub src_ip: String,
 }
 
-/// A gray (beta) release of a config to a list of client IPs.
+/// The name of the gray version a beta publish makes (Nacos'
+/// `BetaGrayRule.TYPE_BETA`).
+pub const BETA_GRAY: &str = "beta";
+
+/// The name of the gray version a publish with `tag` makes: `tag_{tag}`.
+pub fn tag_gray_name(tag: &str) -> String {
+    format!("tag_{tag}")
+}
+
+/// Which clients a gray version serves (Nacos' `BetaGrayRule` and
+/// `TagGrayRule`, format version 1.0.0).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Beta {
+pub enum GrayRule {
+    /// Clients whose IP is listed (Nacos' label `ClientIp`).
+    Beta { ips: Vec<String> },
+    /// Clients that send this tag (Nacos' label `Vipserver-Tag`).
+    Tag { tag: String },
+}
+
+/// The rule format version Nacos writes for both rule types.
+pub const GRAY_RULE_VERSION: &str = "1.0.0";
+/// A beta's priority (Nacos: `Integer.MAX_VALUE`).
+pub const BETA_PRIORITY: i32 = i32::MAX;
+/// A tag gray's priority (Nacos: `Integer.MAX_VALUE - 1`).
+pub const TAG_PRIORITY: i32 = i32::MAX - 1;
+
+/// What a client says about itself, for gray matching: its IP and, if it
+/// sent one, its tag.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClientLabels {
+    pub ip: String,
+    pub tag: Option<String>,
+}
+
+impl GrayRule {
+    /// The rule type as Nacos names it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            GrayRule::Beta { .. } => "beta",
+            GrayRule::Tag { .. } => "tag",
+        }
+    }
+
+    /// The rule's expression as Nacos stores it (`expr`): the IPs joined
+    /// with commas, or the tag.
+    pub fn expr(&self) -> String {
+        match self {
+            GrayRule::Beta { ips } => ips.join(","),
+            GrayRule::Tag { tag } => tag.clone(),
+        }
+    }
+
+    /// Parses Nacos' type and expression; `None` for an unknown type.
+    /// A beta's IPs are split on commas as Nacos does (`BetaGrayRule.parse`).
+    pub fn parse(kind: &str, expr: &str) -> Option<GrayRule> {
+        match kind {
+            "beta" => Some(GrayRule::Beta {
+                ips: expr.split(',').map(str::to_string).collect(),
+            }),
+            "tag" => Some(GrayRule::Tag {
+                tag: expr.to_string(),
+            }),
+            _ => None,
+        }
+    }
+
+    /// Whether a client with these labels is served by the rule.
+    pub fn matches(&self, labels: &ClientLabels) -> bool {
+        match self {
+            GrayRule::Beta { ips } => ips.contains(&labels.ip),
+            GrayRule::Tag { tag } => labels.tag.as_deref() == Some(tag.as_str()),
+        }
+    }
+}
+
+/// One gray version of a config (Nacos' `config_info_gray` row).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Gray {
+    /// `beta` or `tag_{tag}`.
+    pub name: String,
+    pub rule: GrayRule,
+    pub priority: i32,
     pub content: String,
     pub md5: String,
-    pub ips: Vec<String>,
+    pub config_type: String,
+    pub app_name: String,
     pub src_user: String,
     pub src_ip: String,
+    pub create_time: i64,
     pub modify_time: i64,
 }
 
-impl Beta {
-    /// Whether a client at `ip` gets the beta.
-    pub fn serves(&self, ip: &str) -> bool {
-        self.ips.iter().any(|candidate| candidate == ip)
+impl Gray {
+    /// Nacos' `grayRule` column: `{"type","version","expr","priority"}`
+    /// (Gson's field order of `ConfigGrayPersistInfo`).
+    pub fn rule_json(&self) -> String {
+        let text = |s: &str| serde_json::Value::from(s).to_string();
+        format!(
+            "{{\"type\":{},\"version\":{},\"expr\":{},\"priority\":{}}}",
+            text(self.rule.kind()),
+            text(GRAY_RULE_VERSION),
+            text(&self.rule.expr()),
+            self.priority
+        )
+    }
+
+    /// The client IPs of a beta rule (none for another rule).
+    pub fn beta_ips(&self) -> &[String] {
+        match &self.rule {
+            GrayRule::Beta { ips } => ips,
+            GrayRule::Tag { .. } => &[],
+        }
+    }
+
+    /// Whether a client with these labels is served by this gray.
+    pub fn serves(&self, labels: &ClientLabels) -> bool {
+        self.rule.matches(labels)
     }
 }
 
@@ -80,6 +182,9 @@ pub struct HistoryRow {
     pub op: OpType,
     pub created_time: i64,
     pub last_modified_time: i64,
+    /// The gray version this row is about, or "" for the formal config
+    /// (Nacos' `gray_name`; its `publish_type` is "gray" or "formal").
+    pub gray_name: String,
 }
 
 /// A custom namespace (the public one is implicit).

@@ -1,5 +1,7 @@
-//! Console routes for a config's beta (gray release by client IP): publish,
-//! stop, promote (one write: the beta becomes the config and ends).
+//! Console routes for a config's gray versions: the beta (gray release by
+//! client IP) publish, stop, promote (one write: the beta becomes the
+//! config and ends), and the same stop and promote for any gray by name
+//! (tags are published with Nacos' `tag=`).
 
 use std::net::IpAddr;
 
@@ -123,6 +125,52 @@ pub async fn promote_beta(call: Call, body: web::Bytes) -> Result<HttpResponse, 
         .promote_beta(&key, &form.beta_md5, form.cas_md5, &caller)
         .await?;
     Ok(ok_json(serde_json::json!({ "md5": form.beta_md5 })))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct GrayPromoteBody {
+    #[serde(default)]
+    namespace: String,
+    group: String,
+    data_id: String,
+    /// `beta` or `tag_{tag}`.
+    gray_name: String,
+    /// The gray version the user saw; refused if another replaced it.
+    gray_md5: String,
+    /// The config version the user saw (CAS).
+    #[serde(default)]
+    cas_md5: Option<String>,
+}
+
+/// Publishes a gray's content as the config and ends the gray, as one
+/// write (`PromoteGray`).
+pub async fn promote_gray(call: Call, body: web::Bytes) -> Result<HttpResponse, ConsoleError> {
+    let form: GrayPromoteBody = json_body(&body)?;
+    let key = checked_key(&form.namespace, &form.group, &form.data_id)?;
+    call.principal.require(&key.namespace, Access::ReadWrite)?;
+    let caller = call.caller();
+    call.app
+        .service
+        .promote_gray(&key, &form.gray_name, &form.gray_md5, form.cas_md5, &caller)
+        .await?;
+    Ok(ok_json(serde_json::json!({ "md5": form.gray_md5 })))
+}
+
+/// Ends the gray version `grayName`.
+pub async fn stop_gray(call: Call) -> Result<HttpResponse, ConsoleError> {
+    let key = call.config(Access::ReadWrite)?;
+    let name = call.params.str("grayName").to_string();
+    if name.is_empty() {
+        return Err(InvalidInput::Missing("grayName").into());
+    }
+    let caller = call.caller();
+    let existed = call
+        .app
+        .service
+        .stop_gray(&key.namespace, &key.group, &key.data_id, &name, &caller)
+        .await?;
+    Ok(ok_json(serde_json::json!({ "stopped": existed })))
 }
 
 #[cfg(test)]

@@ -23,7 +23,7 @@ use tacos_core::command::Expect;
 use tacos_core::md5_hex;
 use tacos_core::shown_namespace;
 use tacos_core::validate::{self, InvalidInput};
-use tacos_state::{canonical_namespace, Access, Config, ConfigKey, State};
+use tacos_state::{canonical_namespace, Access, Config, ConfigKey, State, BETA_GRAY};
 
 /// The config key named by the `namespace`, `group` and `dataId` query
 /// parameters.
@@ -72,7 +72,7 @@ impl ConfigRow {
             size: c.content.len(),
             modify_time: c.modify_time,
             modified_by: c.src_user.clone(),
-            beta: state.beta(key).is_some(),
+            beta: state.gray(key, BETA_GRAY).is_some(),
         }
     }
 }
@@ -149,18 +149,33 @@ pub async fn get(call: Call) -> Result<HttpResponse, ConsoleError> {
         create_time: c.create_time,
         modified_from: c.src_ip.clone(),
     });
-    let beta = state.beta(&key).map(|b| BetaView {
+    let beta = state.gray(&key, BETA_GRAY).map(|b| BetaView {
         content: b.content.clone(),
         md5: b.md5.clone(),
-        ips: b.ips.clone(),
+        ips: b.beta_ips().to_vec(),
         modify_time: b.modify_time,
         modified_by: b.src_user.clone(),
     });
-    if config.is_none() && beta.is_none() {
+    let grays: Vec<_> = state
+        .grays(&key)
+        .iter()
+        .map(|g| {
+            serde_json::json!({
+                "name": g.name,
+                "rule": g.rule_json(),
+                "priority": g.priority,
+                "content": g.content,
+                "md5": g.md5,
+                "modifyTime": g.modify_time,
+                "modifiedBy": g.src_user,
+            })
+        })
+        .collect();
+    if config.is_none() && grays.is_empty() {
         return Err(not_found(&key));
     }
     Ok(ok_json(
-        serde_json::json!({ "config": config, "beta": beta }),
+        serde_json::json!({ "config": config, "beta": beta, "grays": grays }),
     ))
 }
 

@@ -56,22 +56,27 @@ async fn local_listeners(
         .map_err(|e| ConsoleError::Internal(format!("the watch hub did not answer: {e}")))?;
     let state = app.service.state();
     let current = state.config(key).map_or("", |c| c.md5.as_str());
-    let beta = state.beta(key);
+    let grays = state.grays(key);
     Ok(found
         .into_iter()
         .map(|l| {
             let (protocol, client, in_sync) = match l.protocol {
                 ListenProtocol::Http => {
-                    let expected = state.md5_for(key, &l.client);
+                    let labels = tacos_app::gray::labels(&l.client, l.tag.as_deref());
+                    let expected = tacos_app::gray::md5_for(&state, key, &labels);
                     ("http", l.client.clone(), Some(l.md5 == expected))
                 }
                 ListenProtocol::Grpc => (
                     "grpc",
                     format!("connection {}", l.client),
-                    match beta {
-                        Some(b) if b.md5 == l.md5 => None,
-                        Some(_) if l.md5 != current => None,
-                        _ => Some(l.md5 == current),
+                    // A connection on a gray's md5, or off the config's
+                    // while grays exist, may be right: unknown.
+                    if grays.iter().any(|g| g.md5 == l.md5)
+                        || (!grays.is_empty() && l.md5 != current)
+                    {
+                        None
+                    } else {
+                        Some(l.md5 == current)
                     },
                 ),
             };
@@ -134,10 +139,13 @@ pub async fn listeners(call: Call) -> Result<HttpResponse, ConsoleError> {
     }
     rows.sort_by(|a, b| (a.node, &a.protocol, &a.client).cmp(&(b.node, &b.protocol, &b.client)));
     let state = call.app.service.state();
-    let beta = state.beta(&key);
+    let beta = state.gray(&key, tacos_state::BETA_GRAY);
     Ok(ok_json(serde_json::json!({
         "currentMd5": state.config(&key).map_or("", |c| c.md5.as_str()),
-        "beta": beta.map(|b| serde_json::json!({ "md5": b.md5, "ips": b.ips })),
+        "beta": beta.map(|b| serde_json::json!({ "md5": b.md5, "ips": b.beta_ips() })),
+        "grays": state.grays(&key).iter().map(|g| serde_json::json!({
+            "name": g.name, "md5": g.md5, "rule": g.rule_json(),
+        })).collect::<Vec<_>>(),
         "listeners": rows,
         "unreachable": unreachable,
     })))

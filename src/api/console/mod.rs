@@ -26,6 +26,7 @@
 //! | `POST /tacos/api/console/config/check` | login | syntax check |
 //! | `POST /tacos/api/console/config/preview` | login | syntax check and diff against the current version |
 //! | `POST`, `DELETE /tacos/api/console/config/beta`, `POST .../beta/promote` | login | beta publish, stop, promote |
+//! | `DELETE /tacos/api/console/config/gray`, `POST .../gray/promote` | login | any gray version (beta, tag) by name: stop, promote |
 //! | `GET /tacos/api/console/config/listeners` | login | who listens (on every node), with the md5 they hold |
 //! | `GET /tacos/api/console/history`, `/history/item`, `/history/diff`; `POST /history/rollback` | login | history rows, one row, a diff of two versions, a rollback |
 //! | `GET /tacos/api/console/export`, `POST /tacos/api/console/import` | login | Nacos zip export and import |
@@ -118,6 +119,16 @@ pub fn routes(r: &mut Routes) {
         Need::Login,
         beta::promote_beta,
     )
+    .delete(
+        "/tacos/api/console/config/gray",
+        Need::Login,
+        beta::stop_gray,
+    )
+    .post(
+        "/tacos/api/console/config/gray/promote",
+        Need::Login,
+        beta::promote_gray,
+    )
     .get(
         "/tacos/api/console/config/listeners",
         Need::Login,
@@ -193,9 +204,12 @@ impl ConsoleError {
                 ApplyError::CasMismatch
                 | ApplyError::ConfigExists { .. }
                 | ApplyError::ConfigGone { .. }
-                | ApplyError::BetaReplaced,
+                | ApplyError::GrayReplaced(_)
+                | ApplyError::GrayCasMismatch,
             )) => "conflict",
-            ConsoleError::Service(ServiceError::Rejected(ApplyError::BetaNotFound)) => "not-found",
+            ConsoleError::Service(ServiceError::Rejected(ApplyError::GrayNotFound(_))) => {
+                "not-found"
+            }
             ConsoleError::Service(ServiceError::Invalid(_)) => "invalid",
             ConsoleError::Service(ServiceError::Write(_)) => "unavailable",
             ConsoleError::Service(_) => "refused",
@@ -233,7 +247,8 @@ impl ResponseError for ConsoleError {
                     ApplyError::CasMismatch
                     | ApplyError::ConfigExists { .. }
                     | ApplyError::ConfigGone { .. }
-                    | ApplyError::BetaReplaced
+                    | ApplyError::GrayReplaced(_)
+                    | ApplyError::GrayCasMismatch
                     | ApplyError::NamespaceExists(_)
                     | ApplyError::NamespaceNotEmpty(..)
                     | ApplyError::UserExists(_)
@@ -242,7 +257,7 @@ impl ResponseError for ConsoleError {
                 ServiceError::Rejected(
                     ApplyError::NamespaceNotFound(_)
                     | ApplyError::UserNotFound(_)
-                    | ApplyError::BetaNotFound,
+                    | ApplyError::GrayNotFound(_),
                 ) => StatusCode::NOT_FOUND,
                 ServiceError::Rejected(_) => StatusCode::BAD_REQUEST,
                 ServiceError::Write(RouteError::Stopped(_)) | ServiceError::Internal(_) => {

@@ -52,14 +52,17 @@ pub async fn client_get(
     let state = app.service.state();
     let config = state.config(&key);
     let content_type = config.map_or("text", |c| c.config_type.as_str());
-    let ip = client_ip(&req);
-    if let Some(beta) = state.beta(&key).filter(|b| b.serves(&ip)) {
+    // Nacos 3's open API read matches by the client IP only (its
+    // `buildQueryChainRequest` sets no tag label), so only a beta can
+    // answer here.
+    let labels = tacos_app::gray::labels(&client_ip(&req), None);
+    if let Some(beta) = tacos_app::gray::matching_gray(&state, &key, &labels) {
         let found = ConfigQueryResponse::found(
             &beta.content,
             content_type,
             &beta.md5,
             beta.modify_time,
-            true,
+            beta.rule.kind() == "beta",
         );
         return ok(found);
     }
@@ -249,7 +252,7 @@ pub async fn beta(req: HttpRequest, app: web::Data<AppState>, Authed(principal):
     let key = config_key(&params)?;
     allow(&principal, &key.namespace, Access::Read)?;
     let state = app.service.state();
-    match state.beta(&key) {
+    match state.gray(&key, tacos_state::BETA_GRAY) {
         Some(beta) => ok(ConfigGrayInfo::of(
             &key,
             state.config(&key).map(|c| c.as_ref()),

@@ -9,10 +9,12 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use tacos_core::shown_namespace;
-use tacos_state::{Beta, Config, ConfigKey, HistoryRow};
+use tacos_state::{Config, ConfigKey, Gray, HistoryRow};
 
 /// Nacos' `publishType` of a history row that is not a gray release.
 const FORMAL: &str = "formal";
+/// Nacos' `publish_type` of a gray version's history row.
+const GRAY: &str = "gray";
 
 /// `ConfigBasicInfo`: a config in lists.
 #[derive(Debug, Serialize)]
@@ -79,37 +81,28 @@ impl ConfigDetailInfo {
     }
 }
 
-/// `ConfigGrayInfo` of a beta. Nacos fills it from its gray table, which
-/// keeps no creation time, description, IP or tags: those are 0 and null
-/// here too. Type and app are the config's; the id is the config's (Tacos
-/// keeps no separate beta id).
+/// `ConfigGrayInfo` of a gray version. Nacos fills it from its gray
+/// table, which keeps no description, IP or tags: those are null here too.
+/// Type and app are the gray's (the config's for a beta published before
+/// the gray model, which kept neither); the id is the config's (Tacos keeps
+/// no separate gray id).
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ConfigGrayInfo {
     #[serde(flatten)]
     pub detail: ConfigDetailInfo,
-    pub gray_name: &'static str,
+    pub gray_name: String,
     pub gray_rule: String,
 }
 
-/// How Nacos stores a beta's rule (`ConfigGrayPersistInfo`, in this order).
-#[derive(Serialize)]
-struct GrayRule<'a> {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    version: &'static str,
-    expr: &'a str,
-    priority: i32,
-}
-
 impl ConfigGrayInfo {
-    pub fn of(key: &ConfigKey, config: Option<&Config>, beta: &Beta) -> Self {
-        let ips = beta.ips.join(",");
-        let rule = GrayRule {
-            kind: "beta",
-            version: "1.0.0",
-            expr: &ips,
-            priority: i32::MAX,
+    pub fn of(key: &ConfigKey, config: Option<&Config>, gray: &Gray) -> Self {
+        let or_config = |own: &str, field: fn(&Config) -> &str, default: &str| {
+            if own.is_empty() {
+                config.map_or(default, field).to_string()
+            } else {
+                own.to_string()
+            }
         };
         ConfigGrayInfo {
             detail: ConfigDetailInfo {
@@ -118,21 +111,21 @@ impl ConfigGrayInfo {
                     namespace_id: shown_namespace(&key.namespace).to_string(),
                     group_name: key.group.clone(),
                     data_id: key.data_id.clone(),
-                    md5: Some(beta.md5.clone()),
-                    config_type: Some(config.map_or("text", |c| &c.config_type).to_string()),
-                    app_name: config.map_or("", |c| &c.app_name).to_string(),
-                    create_time: 0,
-                    modify_time: beta.modify_time,
+                    md5: Some(gray.md5.clone()),
+                    config_type: Some(or_config(&gray.config_type, |c| &c.config_type, "text")),
+                    app_name: or_config(&gray.app_name, |c| &c.app_name, ""),
+                    create_time: gray.create_time,
+                    modify_time: gray.modify_time,
                 },
-                content: beta.content.clone(),
+                content: gray.content.clone(),
                 desc: None,
                 encrypted_data_key: String::new(),
-                create_user: Some(beta.src_user.clone()),
+                create_user: Some(gray.src_user.clone()),
                 create_ip: None,
                 config_tags: None,
             },
-            gray_name: "beta",
-            gray_rule: serde_json::to_string(&rule).unwrap_or_default(),
+            gray_name: gray.name.clone(),
+            gray_rule: gray.rule_json(),
         }
     }
 }
@@ -167,14 +160,18 @@ impl ConfigHistoryBasicInfo {
             src_ip: row.src_ip.clone(),
             src_user: row.src_user.clone(),
             op_type: row.op.code(),
-            publish_type: FORMAL,
+            publish_type: if row.gray_name.is_empty() {
+                FORMAL
+            } else {
+                GRAY
+            },
         }
     }
 }
 
-/// `ConfigHistoryDetailInfo`: one history row with its content. Tacos keeps
-/// no gray history and no per-row metadata, so `grayName` and `extInfo`
-/// are null.
+/// `ConfigHistoryDetailInfo`: one history row with its content. `grayName`
+/// names the gray version of a gray row (null for the formal config);
+/// Tacos keeps no per-row metadata, so `extInfo` is null.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ConfigHistoryDetailInfo {
@@ -192,7 +189,7 @@ impl ConfigHistoryDetailInfo {
             basic: ConfigHistoryBasicInfo::of(row),
             content: row.content.clone(),
             encrypted_data_key: String::new(),
-            gray_name: None,
+            gray_name: (!row.gray_name.is_empty()).then(|| row.gray_name.clone()),
             ext_info: None,
         }
     }

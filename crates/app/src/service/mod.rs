@@ -1,6 +1,6 @@
 //! The config center's write use cases, one file each (the shape of
-//! mini-redis' commands): publish (a config, a beta, an import), remove,
-//! beta stop and promote, rollback, namespaces.
+//! mini-redis' commands): publish (a config, a gray version, an import),
+//! remove, gray stop and promote, rollback, namespaces.
 //!
 //! Each one validates the input with Nacos' rules, stamps what apply must
 //! not compute itself (time, md5, generated ids, the history limit), builds
@@ -17,13 +17,14 @@
 //! row) and the use case the config's `Origin` (its history row); those two
 //! names are the replicated log's, kept for the data already on disk.
 
-mod beta;
+mod gray;
 mod import;
 mod namespaces;
 mod publish;
 mod remove;
 mod rollback;
 
+pub use gray::{checked_tag, GrayTarget};
 pub use import::{clone_items, CloneTarget, ImportError, ImportOutcome};
 pub use publish::{comma_list, PublishRequest, MAX_IMPORT_BYTES};
 
@@ -93,6 +94,8 @@ impl Caller {
 pub struct Limits {
     pub max_content_size: usize,
     pub history_limit: u32,
+    /// Most gray versions per config (`--max-grays-per-config`).
+    pub max_grays: u32,
     pub audit_limit: u32,
     /// A publish into a namespace that does not exist creates it (off:
     /// refused; `--strict-namespaces`).
@@ -112,23 +115,6 @@ pub fn checked_key(namespace: &str, group: &str, data_id: &str) -> Result<Config
     validate::group(group)?;
     validate::namespace(namespace)?;
     Ok(ConfigKey::new(namespace, group, data_id))
-}
-
-/// A gray tag on a publish (`tag=` on Nacos' HTTP publishes, `tag` in the
-/// gRPC publish's additionMap) asks for a gray release by tag, which this
-/// server does not have yet: refused, never dropped, since dropping it would
-/// publish to every client what was meant for a few.
-pub fn refuse_gray_tag(tag: &str) -> Result<(), InvalidInput> {
-    if tag.trim().is_empty() {
-        return Ok(());
-    }
-    Err(InvalidInput::Other(
-        "tag",
-        format!(
-            "{tag:?}: gray release by tag is not supported by this server yet; \
-             nothing was written (a write without the tag would reach every client)"
-        ),
-    ))
 }
 
 /// Every write of the application goes through here: it stamps the audit

@@ -1,10 +1,12 @@
-//! Publish: a config, its beta, or many configs at once (an import).
+//! Publish: a config, one of its gray versions (beta, tag), or many
+//! configs at once (an import).
 
 use tacos_core::command as pb;
 use tacos_core::validate::{self, InvalidInput};
 use tacos_core::{md5_hex, Op};
 
-use super::{checked_key, origin, refuse_gray_tag, Caller, ConfigService, ServiceError};
+use super::gray::{checked_tag, GrayTarget};
+use super::{checked_key, origin, Caller, ConfigService, ServiceError};
 
 /// Most bytes one import may take encoded: it is one log entry, which must
 /// stay well inside a log record and a cluster frame.
@@ -38,21 +40,28 @@ pub struct PublishRequest {
     pub cas_md5: Option<String>,
     /// What the config must be before the write (checked in apply).
     pub expect: pb::Expect,
-    /// Publish as a beta to these IPs (when not empty).
+    /// Publish as the beta gray to these IPs (when not empty).
     pub beta_ips: Vec<String>,
-    /// A gray tag (Nacos' `tag`): refused while gray by tag is missing.
+    /// Publish as the gray `tag_{tag}` (Nacos' `tag`; when not blank and
+    /// there are no beta IPs, which win as in Nacos).
     pub tag: String,
 }
 
 impl ConfigService {
-    /// Checks a publish and stamps it; the beta IPs come back beside it.
+    /// Checks a publish and stamps it; the gray it is for (if any) comes
+    /// back beside it.
     fn checked_publish(
         &self,
         req: PublishRequest,
         caller: &Caller,
-    ) -> Result<(pb::PublishConfig, Vec<String>), InvalidInput> {
+    ) -> Result<(pb::PublishConfig, Option<GrayTarget>), InvalidInput> {
         let key = checked_key(&req.namespace, &req.group, &req.data_id)?;
-        refuse_gray_tag(&req.tag)?;
+        let tag = checked_tag(&req.tag)?;
+        let gray = if !req.beta_ips.is_empty() {
+            Some(GrayTarget::Beta(req.beta_ips))
+        } else {
+            tag.map(GrayTarget::Tag)
+        };
         validate::content(&req.content, self.limits.max_content_size)?;
         let publish = pb::PublishConfig {
             key: Some((&key).into()),
@@ -68,32 +77,26 @@ impl ConfigService {
             expect: req.expect.into(),
             create_namespace: self.limits.create_namespaces,
         };
-        Ok((publish, req.beta_ips))
+        Ok((publish, gray))
     }
 
-    /// Publishes a config (or its beta, when `beta_ips` is given).
+    /// Publishes a config, or its beta (`beta_ips` given) or tag gray
+    /// (`tag` given).
     pub async fn publish(&self, req: PublishRequest, caller: &Caller) -> Result<(), ServiceError> {
-        let (publish, beta_ips) = self.checked_publish(req, caller)?;
-        let op = if beta_ips.is_empty() {
-            Op::PublishConfig(publish)
-        } else {
-            Op::PublishBeta(pb::PublishBeta {
-                key: publish.key,
-                content: publish.content,
-                md5: publish.md5,
-                beta_ips,
-                origin: publish.origin,
-                config_type: publish.config_type,
-                app_name: publish.app_name,
-            })
-        };
-        self.writer.propose(op, caller).await.map(|_| ())
+        let (publish, gray) = self.checked_publish(req, caller)?;
+        match gray {
+            Some(target) => self.publish_gray(publish, target, caller).await,
+            None => {
+                let op = Op::PublishConfig(publish);
+                self.writer.propose(op, caller).await.map(|_| ())
+            }
+        }
     }
 
     /// Publishes several configs as one write: all of them, or (if one is
     /// refused, e.g. its CAS md5 no longer matches) none, with
     /// [`ApplyError::ImportRefused`] naming it. Every publish is checked
-    /// first; betas cannot be imported.
+    /// first; gray versions cannot be imported.
     pub async fn import(
         &self,
         requests: Vec<PublishRequest>,
@@ -104,11 +107,11 @@ impl ConfigService {
         }
         let mut publishes = Vec::with_capacity(requests.len());
         for request in requests {
-            let (publish, beta_ips) = self.checked_publish(request, caller)?;
-            if !beta_ips.is_empty() {
+            let (publish, gray) = self.checked_publish(request, caller)?;
+            if gray.is_some() {
                 return Err(InvalidInput::Other(
                     "import",
-                    "a beta cannot be imported; publish it on its own".into(),
+                    "a gray version (beta or tag) cannot be imported; publish it on its own".into(),
                 )
                 .into());
             }

@@ -3,13 +3,14 @@
 use tacos_core::command as pb;
 use tacos_core::{ConfigKey, Op};
 
+use super::gray::checked_tag;
 use super::{checked_key, origin, Caller, ConfigService, ServiceError};
+use tacos_state::tag_gray_name;
 
 impl ConfigService {
     /// Removes a config; removing an absent one is not an error. With a
-    /// gray `tag` Nacos removes that tag's gray version only; this server
-    /// has no gray by tag yet, so there is nothing to remove: `false`, and
-    /// the config stays (never removed for every client).
+    /// gray `tag` it removes that tag's gray version (`tag_{tag}`) only, as
+    /// Nacos does; the config stays.
     pub async fn remove(
         &self,
         namespace: &str,
@@ -19,8 +20,10 @@ impl ConfigService {
         caller: &Caller,
     ) -> Result<bool, ServiceError> {
         let key = checked_key(namespace, group, data_id)?;
-        if !tag.trim().is_empty() {
-            return Ok(false);
+        if let Some(tag) = checked_tag(tag)? {
+            return self
+                .stop_gray(namespace, group, data_id, &tag_gray_name(&tag), caller)
+                .await;
         }
         let op = Op::RemoveConfig(pb::RemoveConfig {
             key: Some((&key).into()),

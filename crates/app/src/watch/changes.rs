@@ -18,8 +18,13 @@ impl Handler<Changed> for WatchHub {
     fn handle(&mut self, msg: Changed, _: &mut Context<Self>) {
         let ids: Vec<u64> = match msg.0 {
             Changes::All => {
-                for sub in self.subscribers.values() {
-                    sub.keys.values().for_each(|k| sub.queue.mark(k));
+                let state = self.state.load();
+                for sub in self.subscribers.values_mut() {
+                    for (key, listen) in &sub.keys {
+                        let now = md5_for(&state, key, &sub.labels);
+                        sub.seen.insert(key.clone(), now.to_string());
+                        sub.queue.mark(listen);
+                    }
                 }
                 self.holds.keys().copied().collect()
             }

@@ -15,6 +15,8 @@ use super::*;
 pub struct Hold {
     pub keys: Vec<ListenKey>,
     pub client_ip: String,
+    /// The tag the client sent (`Vipserver-Tag`), for gray matching.
+    pub tag: Option<String>,
     pub reply: oneshot::Sender<Vec<ListenKey>>,
 }
 
@@ -33,10 +35,14 @@ impl Handler<Hold> for WatchHub {
     type Result = HoldOutcome;
 
     fn handle(&mut self, msg: Hold, _: &mut Context<Self>) -> HoldOutcome {
-        let changed = changed_keys(&self.state.load(), &msg.keys, &msg.client_ip);
+        let labels = ClientLabels {
+            ip: msg.client_ip.clone(),
+            tag: msg.tag.clone(),
+        };
+        let changed = changed_keys(&self.state.load(), &msg.keys, &labels);
         if !changed.is_empty() {
             let _ = msg.reply.send(changed);
-            self.remember_ended(&msg.client_ip, &msg.keys);
+            self.remember_ended(&msg.client_ip, &msg.tag, &msg.keys);
             return HoldOutcome::Answered;
         }
         if self.holds.len() >= self.max_holds {
@@ -55,6 +61,7 @@ impl Handler<Hold> for WatchHub {
             Held {
                 keys: msg.keys,
                 client_ip: msg.client_ip,
+                tag: msg.tag,
                 reply: msg.reply,
                 since: Instant::now(),
             },
@@ -71,6 +78,8 @@ impl Handler<Hold> for WatchHub {
 pub struct Polled {
     pub keys: Vec<ListenKey>,
     pub client_ip: String,
+    /// The tag the client sent (`Vipserver-Tag`).
+    pub tag: Option<String>,
 }
 
 impl Handler<Polled> for WatchHub {
@@ -78,7 +87,7 @@ impl Handler<Polled> for WatchHub {
 
     fn handle(&mut self, msg: Polled, _: &mut Context<Self>) {
         self.forget_polls_of(&msg.client_ip, &msg.keys);
-        self.remember_ended(&msg.client_ip, &msg.keys);
+        self.remember_ended(&msg.client_ip, &msg.tag, &msg.keys);
     }
 }
 

@@ -33,7 +33,9 @@ use actix::prelude::*;
 use tokio::sync::oneshot;
 
 use tacos_state::StateHandle;
-use tacos_state::{Changes, ConfigKey, State};
+use tacos_state::{Changes, ClientLabels, ConfigKey, State};
+
+use crate::gray::md5_for;
 
 pub use changes::Changed;
 pub use long_poll::{Cancel, Hold, HoldOutcome, Polled, ReleaseAll};
@@ -56,10 +58,11 @@ pub struct ListenKey {
     pub md5: String,
 }
 
-/// The keys of `keys` whose md5 differs from what a client at `ip` should hold.
-pub fn changed_keys(state: &State, keys: &[ListenKey], ip: &str) -> Vec<ListenKey> {
+/// The keys of `keys` whose md5 differs from what a client with `labels`
+/// should hold (its gray version's, else the config's: [`crate::gray`]).
+pub fn changed_keys(state: &State, keys: &[ListenKey], labels: &ClientLabels) -> Vec<ListenKey> {
     keys.iter()
-        .filter(|k| state.md5_for(&k.key, ip) != k.md5)
+        .filter(|k| md5_for(state, &k.key, labels) != k.md5)
         .cloned()
         .collect()
 }
@@ -67,6 +70,8 @@ pub fn changed_keys(state: &State, keys: &[ListenKey], ip: &str) -> Vec<ListenKe
 struct Held {
     keys: Vec<ListenKey>,
     client_ip: String,
+    /// The tag the poll sent (`Vipserver-Tag`), for gray matching.
+    tag: Option<String>,
     reply: oneshot::Sender<Vec<ListenKey>>,
     since: Instant,
 }
@@ -83,6 +88,7 @@ const MAX_RECENT_POLLS: usize = 100_000;
 /// A long poll that ended: the md5 the client held then.
 struct RecentPoll {
     client_ip: String,
+    tag: Option<String>,
     md5: String,
     ended: Instant,
 }
@@ -90,6 +96,14 @@ struct RecentPoll {
 /// A gRPC connection's listened keys (by canonical key, as last sent).
 struct Subscriber {
     keys: HashMap<ConfigKey, ListenKey>,
+    /// Per listened key, the md5 the connection was last known to hold or
+    /// be told of: a change is pushed only if the md5 it should hold now
+    /// (by its labels: a gray it matches, else the config) differs, so a
+    /// change to a gray reaches only the connections the gray serves, and
+    /// its stop or promotion the connections it served.
+    seen: HashMap<ConfigKey, String>,
+    /// The connection's labels (IP, tag) for gray matching.
+    labels: ClientLabels,
     queue: PushQueue,
     /// The client's address (`ip:port`), for the listeners view.
     client: String,
@@ -137,7 +151,7 @@ impl WatchHub {
     }
 
     /// Remembers that a poll of `keys` by `client_ip` ended now.
-    fn remember_ended(&mut self, client_ip: &str, keys: &[ListenKey]) {
+    fn remember_ended(&mut self, client_ip: &str, tag: &Option<String>, keys: &[ListenKey]) {
         let now = Instant::now();
         for k in keys {
             if self.recent_count >= MAX_RECENT_POLLS {
@@ -150,11 +164,13 @@ impl WatchHub {
             match polls.iter_mut().find(|p| p.client_ip == client_ip) {
                 Some(poll) => {
                     poll.md5.clone_from(&k.md5);
+                    poll.tag.clone_from(tag);
                     poll.ended = now;
                 }
                 None => {
                     polls.push(RecentPoll {
                         client_ip: client_ip.to_string(),
+                        tag: tag.clone(),
                         md5: k.md5.clone(),
                         ended: now,
                     });
@@ -197,14 +213,23 @@ impl WatchHub {
         }
     }
 
-    /// Queues a push of `keys` to every connection listening to them.
-    fn push(&self, keys: &[ConfigKey]) {
+    /// Queues a push of `keys` to every connection listening to them
+    /// whose version of the key changed.
+    fn push(&mut self, keys: &[ConfigKey]) {
+        let state = self.state.load();
         for key in keys {
             for conn in self.subscribers_by_key.get(key).into_iter().flatten() {
-                if let Some(sub) = self.subscribers.get(conn) {
-                    if let Some(listen) = sub.keys.get(key) {
-                        sub.queue.mark(listen);
-                    }
+                let Some(sub) = self.subscribers.get_mut(conn) else {
+                    continue;
+                };
+                let Some(listen) = sub.keys.get(key) else {
+                    continue;
+                };
+                let now = md5_for(&state, key, &sub.labels);
+                let seen = sub.seen.entry(key.clone()).or_default();
+                if *seen != now {
+                    now.clone_into(seen);
+                    sub.queue.mark(listen);
                 }
             }
         }
@@ -220,7 +245,7 @@ impl WatchHub {
                 }
             }
         }
-        self.remember_ended(&held.client_ip, &held.keys);
+        self.remember_ended(&held.client_ip, &held.tag, &held.keys);
         Some(held)
     }
 
@@ -232,7 +257,11 @@ impl WatchHub {
             let Some(held) = self.holds.get(&id) else {
                 continue;
             };
-            let changed = changed_keys(&state, &held.keys, &held.client_ip);
+            let labels = ClientLabels {
+                ip: held.client_ip.clone(),
+                tag: held.tag.clone(),
+            };
+            let changed = changed_keys(&state, &held.keys, &labels);
             if !changed.is_empty() {
                 if let Some(held) = self.remove(id) {
                     let _ = held.reply.send(changed);
@@ -286,6 +315,82 @@ mod tests {
         ConfigKey::new("", "G", data_id)
     }
 
+    fn apply(state: &StateHandle, op: Op) {
+        let mut next = State::clone(&state.load());
+        next.apply(&Command::of(op), &mut Vec::new());
+        state.store(Arc::new(next));
+    }
+
+    fn tag_gray(content: &str) -> Op {
+        Op::PublishGray(pb::PublishGray {
+            key: Some((&ConfigKey::new("", "G", "a")).into()),
+            name: "tag_canary".into(),
+            rule: Some(pb::GrayRule {
+                r#type: "tag".into(),
+                version: "1.0.0".into(),
+                expr: "canary".into(),
+                priority: i32::MAX - 1,
+            }),
+            content: content.into(),
+            md5: md5_hex(content),
+            max_grays: 10,
+            history_limit: 10,
+            ..Default::default()
+        })
+    }
+
+    #[actix::test]
+    async fn a_gray_change_is_pushed_only_to_the_connections_it_serves() {
+        let state: StateHandle = Arc::new(ArcSwap::from_pointee(State::default()));
+        let key = publish(&state, "a", "formal");
+        apply(&state, tag_gray("gray one"));
+        let hub = WatchHub::new(state.clone(), 10).start();
+        let (tagged, plain) = (PushQueue::default(), PushQueue::default());
+        for (conn, queue, md5, tag) in [
+            (1, &tagged, md5_hex("gray one"), Some("canary".to_string())),
+            (2, &plain, md5_hex("formal"), None),
+        ] {
+            hub.send(Subscribe {
+                conn,
+                keys: vec![listen("a", &md5)],
+                queue: queue.clone(),
+                client: String::new(),
+                labels: ClientLabels {
+                    ip: "10.0.0.1".into(),
+                    tag,
+                },
+            })
+            .await
+            .unwrap();
+        }
+        let changed = || Changed(Changes::Keys(vec![key.clone()]), Instant::now());
+        let pending = |q: &PushQueue| q.contains(&key);
+
+        // A new gray version: the tagged connection only.
+        apply(&state, tag_gray("gray two"));
+        hub.send(changed()).await.unwrap();
+        assert!(pending(&tagged) && !pending(&plain));
+        tagged.take().await;
+
+        // A formal change: the untagged connection only.
+        publish(&state, "a", "formal two");
+        hub.send(changed()).await.unwrap();
+        assert!(!pending(&tagged) && pending(&plain));
+        plain.take().await;
+
+        // The gray stops: its connection moves back to the formal version.
+        apply(
+            &state,
+            Op::StopGray(pb::StopGray {
+                key: Some((&key).into()),
+                name: "tag_canary".into(),
+                ..Default::default()
+            }),
+        );
+        hub.send(changed()).await.unwrap();
+        assert!(pending(&tagged) && !pending(&plain));
+    }
+
     #[actix::test]
     async fn a_listen_handled_after_its_connection_closed_registers_nothing() {
         let state: StateHandle = Arc::new(ArcSwap::from_pointee(State::default()));
@@ -302,6 +407,7 @@ mod tests {
             keys: vec![listen("a", "old")],
             queue: queue.clone(),
             client: "10.0.0.8:50123".into(),
+            labels: ClientLabels::default(),
         })
         .await
         .unwrap();
@@ -328,6 +434,7 @@ mod tests {
             .send(Hold {
                 keys: vec![listen("a", &md5_hex("one"))],
                 client_ip: "10.0.0.7".into(),
+                tag: None,
                 reply,
             })
             .await
@@ -340,6 +447,7 @@ mod tests {
             keys: vec![listen("a", "old")],
             queue: queue.clone(),
             client: "10.0.0.8:50123".into(),
+            labels: ClientLabels::default(),
         })
         .await
         .unwrap();
@@ -394,6 +502,7 @@ mod tests {
         hub.send(Hold {
             keys: vec![listen("a", &md5_hex("two"))],
             client_ip: "10.0.0.7".into(),
+            tag: None,
             reply,
         })
         .await
@@ -412,6 +521,7 @@ mod tests {
         hub.send(Polled {
             keys: vec![listen("a", "stale")],
             client_ip: "10.0.0.9".into(),
+            tag: None,
         })
         .await
         .unwrap();

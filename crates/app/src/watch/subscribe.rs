@@ -19,6 +19,9 @@ pub struct Subscribe {
     pub queue: PushQueue,
     /// The connection's peer address (`ip:port`), or "" if unknown.
     pub client: String,
+    /// The labels it is matched to gray versions by (its IP, and the tag
+    /// of this listen request or of its setup).
+    pub labels: ClientLabels,
 }
 
 impl Handler<Subscribe> for WatchHub {
@@ -37,10 +40,14 @@ impl Handler<Subscribe> for WatchHub {
             .entry(msg.conn)
             .or_insert_with(|| Subscriber {
                 keys: HashMap::new(),
+                seen: HashMap::new(),
+                labels: ClientLabels::default(),
                 queue: msg.queue,
                 client: msg.client,
             });
+        sub.labels = msg.labels;
         for k in msg.keys {
+            sub.seen.insert(k.key.clone(), k.md5.clone());
             self.subscribers_by_key
                 .entry(k.key.clone())
                 .or_default()
@@ -66,6 +73,7 @@ impl Handler<Unsubscribe> for WatchHub {
         if let Some(sub) = self.subscribers.get_mut(&msg.conn) {
             for key in &msg.keys {
                 sub.keys.remove(key);
+                sub.seen.remove(key);
             }
         }
         for key in &msg.keys {

@@ -275,13 +275,17 @@ mod tests {
             data_id: "listened".into(),
             group: "G".into(),
             tenant: "ns1".into(),
-            md5: String::new(),
+            // Not what the (empty) state holds, so a change reported for it
+            // is pushed (pushes go only to connections whose version of
+            // the key differs from what they hold).
+            md5: "stale".into(),
         };
         hub.send(Subscribe {
             conn: 1,
             keys: vec![listened],
             queue: queue.clone(),
             client: "10.0.0.1:4000".into(),
+            labels: Default::default(),
         })
         .await
         .unwrap();

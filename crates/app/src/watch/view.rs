@@ -70,6 +70,8 @@ pub struct ListenerInfo {
     pub client: String,
     /// The md5 the client said it holds (gRPC: in its last listen request).
     pub md5: String,
+    /// The tag an HTTP long poll sent (`Vipserver-Tag`), for gray matching.
+    pub tag: Option<String>,
     pub state: ListenState,
     /// Since the poll started (waiting), ended (between polls), or nothing
     /// (gRPC).
@@ -93,6 +95,7 @@ impl Handler<ListenersOf> for WatchHub {
                     protocol: ListenProtocol::Http,
                     client: held.client_ip.clone(),
                     md5: k.md5.clone(),
+                    tag: held.tag.clone(),
                     state: ListenState::Waiting,
                     age: now.duration_since(held.since),
                 });
@@ -103,6 +106,7 @@ impl Handler<ListenersOf> for WatchHub {
                 protocol: ListenProtocol::Http,
                 client: poll.client_ip.clone(),
                 md5: poll.md5.clone(),
+                tag: poll.tag.clone(),
                 state: ListenState::BetweenPolls,
                 age: now.duration_since(poll.ended),
             });
@@ -120,6 +124,7 @@ impl Handler<ListenersOf> for WatchHub {
                         sub.client.clone()
                     },
                     md5: listen.md5.clone(),
+                    tag: None,
                     state: ListenState::Subscribed {
                         push_pending: sub.queue.contains(key),
                     },
