@@ -287,6 +287,7 @@ async fn listeners(app: web::Data<AppState>) -> HttpResponse {
             "longPolls": counts.long_polls,
             "grpcConnections": counts.grpc_connections,
             "grpcKeys": counts.grpc_keys,
+            "grpcUnlistened": counts.grpc_unlistened,
         })),
         Err(e) => HttpResponse::InternalServerError()
             .json(serde_json::json!({ "error": format!("the watch hub stopped: {e}") })),

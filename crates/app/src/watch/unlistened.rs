@@ -86,6 +86,15 @@ impl Unlistened {
         }
     }
 
+    /// Provisional connections whose window has not run out.
+    pub(super) fn len(&self, now: Instant) -> usize {
+        self.by_namespace
+            .values()
+            .flat_map(|conns| conns.values())
+            .filter(|p| now < p.until)
+            .count()
+    }
+
     /// Remembers applied changes and queues them to the provisional
     /// connections of their namespaces.
     pub(super) fn changed(&mut self, keys: &[ConfigKey], now: Instant) {

@@ -14,12 +14,14 @@ use super::*;
 #[rtype(result = "ListenerCounts")]
 pub struct CountListeners;
 
-/// Held long polls, and gRPC connections and the keys they listen to.
+/// Held long polls, gRPC connections and the keys they listen to, and
+/// config connections that have not listened yet ([`super::unlistened`]).
 #[derive(Debug, Clone, Copy, MessageResponse)]
 pub struct ListenerCounts {
     pub long_polls: usize,
     pub grpc_connections: usize,
     pub grpc_keys: usize,
+    pub grpc_unlistened: usize,
 }
 
 impl Handler<CountListeners> for WatchHub {
@@ -30,6 +32,7 @@ impl Handler<CountListeners> for WatchHub {
             long_polls: self.holds.len(),
             grpc_connections: self.subscribers.len(),
             grpc_keys: self.subscribers.values().map(|s| s.keys.len()).sum(),
+            grpc_unlistened: self.unlistened.len(Instant::now()),
         }
     }
 }
