@@ -87,7 +87,7 @@ impl Unlistened {
     }
 
     /// Provisional connections whose window has not run out.
-    pub(super) fn len(&self, now: Instant) -> usize {
+    pub(super) fn live(&self, now: Instant) -> usize {
         self.by_namespace
             .values()
             .flat_map(|conns| conns.values())

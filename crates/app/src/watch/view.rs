@@ -32,7 +32,7 @@ impl Handler<CountListeners> for WatchHub {
             long_polls: self.holds.len(),
             grpc_connections: self.subscribers.len(),
             grpc_keys: self.subscribers.values().map(|s| s.keys.len()).sum(),
-            grpc_unlistened: self.unlistened.len(Instant::now()),
+            grpc_unlistened: self.unlistened.live(Instant::now()),
         }
     }
 }
