@@ -942,7 +942,7 @@ async fn every_kind_of_write_is_audited() {
         ("namespace.create", "dev"),
         ("namespace.update", "dev"),
         ("config.publish", "dev/DEFAULT_GROUP/app.yaml"),
-        ("config.beta.publish", "dev/DEFAULT_GROUP/app.yaml"),
+        ("config.gray.publish", "dev/DEFAULT_GROUP/app.yaml"),
         ("config.remove", "dev/DEFAULT_GROUP/app.yaml"),
         ("config.import", "public/DEFAULT_GROUP/one.txt"),
         ("config.import", "public/DEFAULT_GROUP/two.txt"),
@@ -961,7 +961,7 @@ async fn every_kind_of_write_is_audited() {
         // Open-API auth is off, so config writes are anonymous whatever
         // credentials ride along; a claimed src_user is recorded as such.
         let user = match action {
-            "config.beta.publish" => "anonymous:someone",
+            "config.gray.publish" => "anonymous:someone",
             "config.publish" | "config.remove" => "anonymous",
             _ => "nacos",
         };

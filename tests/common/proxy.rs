@@ -12,7 +12,8 @@
 //! open. A delay holds every chunk for a while before passing it on.
 //!
 //! A blackhole is a partition as a client sees it: connections stay open,
-//! new ones are accepted, and nothing passes in either direction; when it
+//! new ones are accepted, and nothing passes in either direction, not even
+//! a close (a peer that closes its side is not seen by the other); when it
 //! heals, the connections it swallowed are closed (their bytes are lost, as
 //! a TCP connection that timed out would be).
 
@@ -57,7 +58,14 @@ async fn pipe(
     let mut buf = vec![0u8; 64 * 1024];
     loop {
         let n = match from.read(&mut buf).await {
-            Ok(0) | Err(_) => break,
+            Ok(0) | Err(_) => {
+                // A close does not cross a partition either: the heal
+                // aborts this task.
+                if lock(&control).blackholed {
+                    std::future::pending::<()>().await;
+                }
+                break;
+            }
             Ok(n) => n,
         };
         let (delay, blackholed) = {
