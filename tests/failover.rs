@@ -462,6 +462,25 @@ impl Harness {
         }
     }
 
+    /// Change notifications the clients of each live node acknowledged
+    /// (`tacos_grpc_push_ack_seconds_count`; 0 for a node not running).
+    async fn push_acks(&self) -> Vec<u64> {
+        let mut acks = vec![0; self.cluster.len()];
+        for i in self.cluster.live() {
+            let Ok(reply) = self.cluster.get(i, "/metrics").await else {
+                continue;
+            };
+            acks[i] = reply
+                .body
+                .lines()
+                .filter_map(|l| l.strip_prefix("tacos_grpc_push_ack_seconds_count"))
+                .filter_map(|rest| rest.split_whitespace().last()?.parse::<f64>().ok())
+                .map(|v| v as u64)
+                .sum();
+        }
+        acks
+    }
+
     /// Whether node `i` holds a listen of the client's kind.
     async fn listens(&self, i: usize, sdk: Sdk) -> bool {
         let Ok(v) = self.cluster.get_json(i, "/tacos/v1/admin/listeners").await else {
@@ -595,6 +614,11 @@ impl Harness {
             when.name()
         );
         let acked = self.publish(key, &content, Some(victim)).await;
+        let acks_at_publish = if sdk.grpc() {
+            self.push_acks().await
+        } else {
+            Vec::new()
+        };
         let mut fired = client.fired(&content, sdk.notify_bound()).await;
         // A client that has not reached another node yet cannot hear the
         // change; the bound starts when it has.
@@ -619,6 +643,37 @@ impl Harness {
             Fault::PartitionConnected => {
                 self.proxies[victim].http.heal();
                 self.proxies[victim].grpc.heal();
+            }
+        }
+        // A gRPC client that acknowledged a notification of the key from a
+        // live node after the change was made was told; if it still did not
+        // fetch it, the miss is its own (the Rust SDK 0.8: see grpc.md).
+        if fired.is_none() && !unreached && client.broken.is_none() && sdk.grpc() {
+            let acks = self.push_acks().await;
+            if let Some(i) = (0..acks.len())
+                .find(|&i| i != victim && acks[i] > acks_at_publish.get(i).copied().unwrap_or(0))
+            {
+                client.broken = Some(format!(
+                    "it acknowledged a change notification from node {} after the change and never fetched it",
+                    i + 1
+                ));
+            }
+        }
+        if fired.is_none() && !unreached && client.broken.is_none() {
+            // An unexplained miss: what the nodes said about their clients.
+            for i in self.cluster.live() {
+                let log = self.cluster.log(i);
+                let lines: Vec<&str> = log
+                    .lines()
+                    .filter(|l| {
+                        l.contains("grpc") || l.contains("gRPC") || l.contains("notification")
+                    })
+                    .collect();
+                eprintln!(
+                    "  node {} log (gRPC lines, last 30):\n{}",
+                    i + 1,
+                    lines[lines.len().saturating_sub(30)..].join("\n")
+                );
             }
         }
         let outcome = match fired {
