@@ -17,13 +17,28 @@ use actix::Actor;
 use actix_web::{App, HttpServer};
 use anyhow::Context;
 
-use crate::api::AppState;
+use crate::api::{AppState, Port};
 use crate::settings::Settings;
 use tacos_app::service::{ConfigService, Limits};
 use tacos_app::watch::{Changed, ReleaseAll, WatchHub};
 use tacos_raft::ChangeSink;
 use tacos_raft::Node;
 use tacos_state::Changes;
+
+/// The app factory of one HTTP port: the guard, the request metrics, and
+/// the routes that port serves (a macro: the factory's type cannot be named).
+macro_rules! http_app {
+    ($app:expr, $max_body:expr, $port:expr) => {{
+        let app = $app;
+        let (max_body, port) = ($max_body, $port);
+        move || {
+            App::new()
+                .wrap(actix_web::middleware::from_fn(crate::api::guard::guard))
+                .wrap(actix_web::middleware::from_fn(crate::api::record_metrics))
+                .configure(crate::api::configure(app.clone(), max_body, port))
+        }
+    }};
+}
 
 /// Room for headers and form encoding on top of the largest content.
 const BODY_HEADROOM: usize = 1024 * 1024;
@@ -58,6 +73,15 @@ pub fn run(settings: Settings) -> anyhow::Result<()> {
     let grpc_addr = SocketAddr::new(settings.bind, settings.grpc_port().unwrap_or_default());
     let grpc_socket = bind_client_port(grpc_addr)
         .with_context(|| format!("cannot listen on {grpc_addr} (gRPC)"))?;
+    let console_addr = settings
+        .console_port
+        .map(|port| SocketAddr::new(settings.bind, port));
+    let console_socket = match console_addr {
+        Some(addr) => Some(
+            bind_client_port(addr).with_context(|| format!("cannot listen on {addr} (console)"))?,
+        ),
+        None => None,
+    };
     let cluster_addr = (settings.bind, settings.cluster_port().unwrap_or_default());
     let cluster_listener = raft_runtime
         .block_on(tokio::net::TcpListener::bind(cluster_addr))
@@ -91,7 +115,7 @@ pub fn run(settings: Settings) -> anyhow::Result<()> {
 
     // Ready: clients may connect from now on. The gRPC listener belongs to
     // the gRPC runtime; the HTTP one is handed to actix as a std listener.
-    let (http_listener, grpc_listener) = grpc_runtime.block_on(async {
+    let (http_listener, grpc_listener, console_listener) = grpc_runtime.block_on(async {
         let http = http_socket
             .listen(CLIENT_BACKLOG)
             .and_then(|l| l.into_std())
@@ -99,11 +123,21 @@ pub fn run(settings: Settings) -> anyhow::Result<()> {
         let grpc = grpc_socket
             .listen(CLIENT_BACKLOG)
             .with_context(|| format!("cannot listen on {grpc_addr} (gRPC)"))?;
-        anyhow::Ok((http, grpc))
+        let console = match (console_socket, console_addr) {
+            (Some(socket), Some(addr)) => Some(
+                socket
+                    .listen(CLIENT_BACKLOG)
+                    .and_then(|l| l.into_std())
+                    .with_context(|| format!("cannot listen on {addr} (console)"))?,
+            ),
+            _ => None,
+        };
+        anyhow::Ok((http, grpc, console))
     })?;
     let listeners = Listeners {
         http: http_listener,
         grpc: grpc_listener,
+        console: console_listener,
         grpc_runtime: grpc_runtime.handle().clone(),
     };
     let served = serve(&settings, node.clone(), changes_rx, listeners);
@@ -134,6 +168,8 @@ fn bind_client_port(addr: SocketAddr) -> std::io::Result<tokio::net::TcpSocket> 
 struct Listeners {
     http: std::net::TcpListener,
     grpc: tokio::net::TcpListener,
+    /// The console's own port (`--console-port`), if set.
+    console: Option<std::net::TcpListener>,
     grpc_runtime: tokio::runtime::Handle,
 }
 
@@ -223,13 +259,13 @@ fn serve(
             auth,
             policy: crate::api::guard::Policy::of(&crate::api::guard::declared()),
         });
-        let mut server = HttpServer::new(move || {
-            App::new()
-                .wrap(actix_web::middleware::from_fn(crate::api::guard::guard))
-                .wrap(actix_web::middleware::from_fn(crate::api::record_metrics))
-                .configure(crate::api::configure(app.clone(), max_body))
-        })
-        .shutdown_timeout(10);
+        let http_port = if listeners.console.is_some() {
+            Port::Client
+        } else {
+            Port::All
+        };
+        let mut server =
+            HttpServer::new(http_app!(app.clone(), max_body, http_port)).shutdown_timeout(10);
         if let Some(workers) = settings.http_workers {
             server = server.workers(workers);
         }
@@ -239,6 +275,25 @@ fn serve(
             .disable_signals()
             .run();
         let handle = server.handle();
+        // The console's own port: one worker is plenty for people.
+        let console = match listeners.console {
+            Some(listener) => {
+                let console_port = listener.local_addr().map(|a| a.port()).unwrap_or_default();
+                let server = HttpServer::new(http_app!(app.clone(), max_body, Port::Console))
+                    .shutdown_timeout(10)
+                    .workers(1)
+                    .listen(listener)
+                    .with_context(|| {
+                        format!("cannot listen on {}:{console_port} (console)", addr.0)
+                    })?
+                    .disable_signals()
+                    .run();
+                tracing::info!("serving the web console on {}:{console_port}", addr.0);
+                Some(server)
+            }
+            None => None,
+        };
+        let console_handle = console.as_ref().map(|s| s.handle());
         let drain_time = std::time::Duration::from_secs(settings.drain_seconds);
         actix_web::rt::spawn(async move {
             wait_for_signal().await;
@@ -249,10 +304,20 @@ fn serve(
             // elsewhere instead of waiting out their timeout.
             let released = hub.send(ReleaseAll).await.unwrap_or(0);
             tracing::info!(released, "shutting down");
+            if let Some(console) = console_handle {
+                console.stop(true).await;
+            }
             handle.stop(true).await;
         });
         tracing::info!("serving HTTP on {}:{}", addr.0, addr.1);
-        server.await.context("HTTP server")
+        match console {
+            Some(console) => {
+                let (served, console_served) = futures::future::join(server, console).await;
+                served.context("HTTP server")?;
+                console_served.context("console server")
+            }
+            None => server.await.context("HTTP server"),
+        }
     })
 }
 

@@ -74,6 +74,15 @@ pub struct Settings {
     #[arg(long, global = true, env = "TACOS_CLUSTER_PORT")]
     pub cluster_port: Option<u16>,
 
+    /// Serve the web console (its pages and its JSON API) on this port of
+    /// its own, as Nacos 3 and r-nacos do, so it can stay off the network
+    /// the applications use: the HTTP port then no longer serves it. The
+    /// console port also serves the login, user, role, permission, admin
+    /// and health routes the console calls, and not the Nacos config API.
+    /// Off by default (the console is on the HTTP port).
+    #[arg(long, global = true, env = "TACOS_CONSOLE_PORT")]
+    pub console_port: Option<u16>,
+
     /// Host name or IP that other nodes and clients use to reach this node.
     /// Default: the --bind address (required when binding 0.0.0.0 or ::).
     #[arg(long, global = true, env = "TACOS_ADVERTISE")]
@@ -317,6 +326,19 @@ impl Settings {
                     self.cluster_port().unwrap_or_default()
                 ),
             );
+        }
+        if let Some(console) = self.console_port {
+            if ports.contains(&Some(console)) {
+                return invalid(
+                    "console-port",
+                    format!(
+                        "must differ from the HTTP ({}), gRPC ({}) and cluster ({}) ports",
+                        self.http_port,
+                        self.grpc_port().unwrap_or_default(),
+                        self.cluster_port().unwrap_or_default()
+                    ),
+                );
+            }
         }
         if self.grpc_workers == Some(0) {
             return invalid("grpc-workers", "must be 1 or more".into());

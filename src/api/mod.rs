@@ -107,22 +107,46 @@ pub async fn read_barrier(
 /// Declares every route with what it needs (registering it too when the
 /// [`guard::Routes`] has a service config).
 pub fn declare(routes: &mut guard::Routes) {
+    declare_part(routes, Port::All);
+}
+
+/// Which routes a listening port serves (see `--console-port`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Port {
+    /// Everything (no console port).
+    All,
+    /// The HTTP port beside a console port: all but the console.
+    Client,
+    /// The console port: the console, and what its pages call (login,
+    /// users, roles, permissions, admin, health), not the Nacos config API.
+    Console,
+}
+
+fn declare_part(routes: &mut guard::Routes, port: Port) {
     health::routes(routes);
     auth::routes(routes);
     roles::routes(routes);
     admin::routes(routes);
-    core::routes(routes);
-    nacos_v1::routes(routes);
-    nacos_v2::routes(routes);
-    v3::routes(routes);
-    console::routes(routes);
+    if port != Port::Console {
+        core::routes(routes);
+        nacos_v1::routes(routes);
+        nacos_v2::routes(routes);
+        v3::routes(routes);
+    }
+    if port != Port::Client {
+        console::routes(routes);
+    }
 }
 
-/// Registers every route. `max_body` bounds request bodies.
-pub fn configure(app: Arc<AppState>, max_body: usize) -> impl FnOnce(&mut web::ServiceConfig) {
+/// Registers the routes `port` serves. `max_body` bounds request bodies.
+pub fn configure(
+    app: Arc<AppState>,
+    max_body: usize,
+    port: Port,
+) -> impl FnOnce(&mut web::ServiceConfig) {
     move |cfg| {
         cfg.app_data(web::Data::from(app))
             .app_data(web::PayloadConfig::new(max_body));
-        declare(&mut guard::Routes::new(cfg));
+        declare_part(&mut guard::Routes::new(cfg), port);
     }
 }

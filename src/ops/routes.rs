@@ -108,7 +108,10 @@ pub fn markdown(routes: &[RouteSpec]) -> String {
          namespace); `login`: any user; `admin`: an admin. One path may serve several\n\
          Nacos operations (`?export=true`, `?beta=true`, `?delType=ids`, ...): the\n\
          linked pages say which, what they answer and where Tacos differs from Nacos\n\
-         on purpose. The gRPC API is in [grpc.md](grpc.md).\n",
+         on purpose. The gRPC API is in [grpc.md](grpc.md). With `--console-port`,\n\
+         the web console's routes are served on that port only, beside the auth,\n\
+         admin and health routes (which both ports serve), and the Nacos routes on\n\
+         the HTTP port only.\n",
     );
     for (g, (title, _, docs)) in GENERATIONS.iter().enumerate() {
         let mut mine: Vec<&RouteSpec> = routes
