@@ -264,6 +264,7 @@ pub async fn import_zip(
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct CloneBeanV1 {
+    #[serde(default, deserialize_with = "config_id")]
     cfg_id: Option<u64>,
     #[serde(default)]
     data_id: Option<String>,
@@ -275,11 +276,32 @@ struct CloneBeanV1 {
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct CloneInfoV3 {
+    #[serde(default, deserialize_with = "config_id")]
     config_id: Option<u64>,
     #[serde(default)]
     target_group_name: Option<String>,
     #[serde(default)]
     target_data_id: Option<String>,
+}
+
+/// A config id as a number or as the string the list routes answer (ids are
+/// strings there, as in Nacos): Nacos' Jackson takes both for a `Long`.
+fn config_id<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Id {
+        Number(u64),
+        Text(String),
+    }
+    match Option::<Id>::deserialize(d)? {
+        None => Ok(None),
+        Some(Id::Number(n)) => Ok(Some(n)),
+        Some(Id::Text(t)) => t
+            .trim()
+            .parse()
+            .map(Some)
+            .map_err(|_| serde::de::Error::custom(format!("config id {t:?} is not a number"))),
+    }
 }
 
 /// The clone targets of a JSON body (v1: `[{cfgId, dataId, group}]`, v3:
@@ -381,6 +403,10 @@ mod tests {
         assert_eq!(v1.len(), 1);
         assert_eq!((v1[0].id, v1[0].data_id.as_str()), (3, "b"));
         let v3 = clone_targets(br#"[{"configId": 4, "targetGroupName": "G"}]"#, false).unwrap();
+        // Ids as the list routes answer them (strings) are taken too.
+        let text = clone_targets(br#"[{"configId": "4", "targetGroupName": "G"}]"#, false).unwrap();
+        assert_eq!(text[0].id, 4);
+        assert!(clone_targets(br#"[{"configId": "four"}]"#, false).is_err());
         assert_eq!((v3[0].id, v3[0].group.as_str()), (4, "G"));
         assert!(clone_targets(b"{}", true).is_err());
     }
