@@ -19,6 +19,8 @@
 //! | `tacos_log_fsync_seconds` | histogram | one `fdatasync` of the Raft log |
 //! | `tacos_logins_total` | counter | `outcome` (ok, wrong_credentials, disabled, rate_limited, error) |
 //! | `tacos_configs` | gauge | |
+//! | `tacos_grays` | gauge | `kind` (beta, tag): gray versions held ([gray.md](../docs/gray.md)) |
+//! | `tacos_gray_reads_total` | counter | `kind`: reads a gray version answered (HTTP and gRPC) |
 //! | `tacos_listeners` | gauge | `kind` (long_poll, grpc_connection, grpc_key) |
 //! | `tacos_raft_term`, `tacos_raft_leader`, `tacos_raft_is_leader`, `tacos_raft_last_log_index`, `tacos_raft_committed_index`, `tacos_raft_applied_index`, `tacos_raft_snapshot_index` | gauge | |
 //! | `tacos_raft_follower_lag` | gauge | `node` (on the leader: entries behind the last log) |
@@ -61,6 +63,15 @@ pub fn render(node: &Node, listeners: Option<ListenerCounts>, data_dir: &Path) -
     };
     let state = node.state();
     metrics::gauge!("tacos_configs").set(state.config_count() as f64);
+    let (mut beta, mut tag) = (0usize, 0usize);
+    for gray in state.all_grays().flat_map(|(_, grays)| grays) {
+        match gray.rule {
+            tacos_state::GrayRule::Beta { .. } => beta += 1,
+            tacos_state::GrayRule::Tag { .. } => tag += 1,
+        }
+    }
+    metrics::gauge!("tacos_grays", "kind" => "beta").set(beta as f64);
+    metrics::gauge!("tacos_grays", "kind" => "tag").set(tag as f64);
     if let Some(l) = listeners {
         metrics::gauge!("tacos_listeners", "kind" => "long_poll").set(l.long_polls as f64);
         metrics::gauge!("tacos_listeners", "kind" => "grpc_connection")

@@ -162,6 +162,28 @@ async fn metrics_expose_the_documented_series_and_move_with_traffic() {
     assert_eq!(value(&after, "tacos_raft_is_leader"), 1.0);
     assert!(value(&after, "tacos_log_bytes") > 0.0);
     assert!(value(&after, "tacos_process_resident_memory_bytes") > 1e6);
+    // a tag gray: held, and counted when it answers a read
+    let form = [
+        ("dataId", "m"),
+        ("group", "G"),
+        ("content", "canary"),
+        ("tag", "canary"),
+    ];
+    let published = api
+        .try_publish_with(&form, &[])
+        .await
+        .expect("gray publish");
+    assert_true(published, "gray publish").await;
+    let read = api
+        .get_path("/nacos/v1/cs/configs?dataId=m&group=G&tag=canary")
+        .await
+        .expect("gray read");
+    assert_eq!((read.status, read.body.as_str()), (200, "canary"));
+    let grays = scrape(&server).await;
+    assert_eq!(value(&grays, r#"tacos_grays{kind="tag"}"#), 1.0);
+    assert_eq!(value(&grays, r#"tacos_grays{kind="beta"}"#), 0.0);
+    assert_eq!(value(&grays, r#"tacos_gray_reads_total{kind="tag"}"#), 1.0);
+
     // routes are labelled by pattern, so a request for an unknown path does
     // not add a series per path
     let _ = api.get_path("/no/such/path/123").await;

@@ -85,8 +85,24 @@ pub fn matching_gray<'a>(
 
 /// What a read by a client with `labels` answers. `explicit_tag`: the
 /// request named its tag itself (not through a header or connection
-/// label), so without a matching gray there is nothing to answer.
+/// label), so without a matching gray there is nothing to answer. A gray
+/// answer counts in `tacos_gray_reads_total{kind}` (reads only: listens
+/// compare md5s through [`md5_for`]).
 pub fn served<'a>(
+    state: &'a State,
+    key: &ConfigKey,
+    labels: &ClientLabels,
+    explicit_tag: bool,
+) -> Option<Served<'a>> {
+    let served = pick(state, key, labels, explicit_tag);
+    if let Some(Served::Gray(gray)) = &served {
+        metrics::counter!("tacos_gray_reads_total", "kind" => gray.rule.kind()).increment(1);
+    }
+    served
+}
+
+/// The version a client with `labels` sees (see [`served`]).
+fn pick<'a>(
     state: &'a State,
     key: &ConfigKey,
     labels: &ClientLabels,
@@ -104,5 +120,5 @@ pub fn served<'a>(
 /// The md5 a listener with `labels` should hold for `key` ("" if there is
 /// nothing for it).
 pub fn md5_for<'a>(state: &'a State, key: &ConfigKey, labels: &ClientLabels) -> &'a str {
-    served(state, key, labels, false).map_or("", |s| s.md5())
+    pick(state, key, labels, false).map_or("", |s| s.md5())
 }
