@@ -246,7 +246,19 @@ impl BetaInfo {
     }
 }
 
-/// A history row.
+/// Nacos' `publishType` of a history row: `formal`, or `gray` for a row of
+/// a gray version (Nacos 2.5+; v1, v2 and v3 rows all carry it).
+pub fn publish_type(row: &HistoryRow) -> &'static str {
+    if row.gray_name.is_empty() {
+        "formal"
+    } else {
+        "gray"
+    }
+}
+
+/// A history row (Nacos' `ConfigHistoryInfo`). `grayName` names the gray
+/// version of a gray row (null for the formal config); Tacos keeps no
+/// per-row metadata, so `extInfo` is null.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HistoryItem {
@@ -261,6 +273,9 @@ pub struct HistoryItem {
     pub src_ip: String,
     pub src_user: String,
     pub op_type: &'static str,
+    pub publish_type: &'static str,
+    pub gray_name: Option<String>,
+    pub ext_info: Option<String>,
     pub created_time: String,
     pub last_modified_time: String,
 }
@@ -283,6 +298,9 @@ impl HistoryItem {
             src_ip: row.src_ip.clone(),
             src_user: row.src_user.clone(),
             op_type: row.op.code(),
+            publish_type: publish_type(row),
+            gray_name: (!row.gray_name.is_empty()).then(|| row.gray_name.clone()),
+            ext_info: None,
             created_time: iso_time(row.created_time),
             last_modified_time: iso_time(row.last_modified_time),
         }

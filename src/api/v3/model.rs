@@ -11,11 +11,6 @@ use serde::Serialize;
 use tacos_core::shown_namespace;
 use tacos_state::{Config, ConfigKey, Gray, HistoryRow};
 
-/// Nacos' `publishType` of a history row that is not a gray release.
-const FORMAL: &str = "formal";
-/// Nacos' `publish_type` of a gray version's history row.
-const GRAY: &str = "gray";
-
 /// `ConfigBasicInfo`: a config in lists.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -160,11 +155,7 @@ impl ConfigHistoryBasicInfo {
             src_ip: row.src_ip.clone(),
             src_user: row.src_user.clone(),
             op_type: row.op.code(),
-            publish_type: if row.gray_name.is_empty() {
-                FORMAL
-            } else {
-                GRAY
-            },
+            publish_type: crate::api::render::publish_type(row),
         }
     }
 }
