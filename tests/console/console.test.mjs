@@ -271,6 +271,52 @@ try {
     assert.equal(promoted.config.content, betaContent);
   });
 
+  await stepDo('gray by tag: publish for a tag (only tagged reads see it), stop it; publish again and promote it', async () => {
+    const tagContent = betaContent.replace('"shop"', '"shop-canary"');
+    const read = async (tag) => {
+      const query = new URLSearchParams({ dataId: DATA_ID, group: 'DEFAULT_GROUP', tenant: NS, ...(tag ? { tag } : {}) });
+      const response = await fetch(`${base}/nacos/v1/cs/configs?${query}`, { headers: { Authorization: AUTH } });
+      return response.text();
+    };
+    await goto(`#/config?ns=${NS}&group=DEFAULT_GROUP&dataId=${DATA_ID}`);
+    const panel = page.getByTestId('tag-panel');
+    await panel.waitFor();
+    await panel.getByTestId('gray-tag').fill('bad tag!');
+    await panel.getByTestId('publish-tag-gray').click();
+    await panel.locator('.message.error', { hasText: 'No tag gray was published' }).waitFor();
+    assert.equal((await getConfig(DATA_ID)).body.grays.length, 0, 'a refused tag writes nothing');
+    await page.getByTestId('content').fill(tagContent);
+    await panel.getByTestId('gray-tag').fill('canary');
+    await panel.getByTestId('publish-tag-gray').click();
+    await page.getByTestId('tag-gray-canary').waitFor();
+    assert.equal(await read('canary'), tagContent, 'a tagged read sees the gray');
+    assert.equal(await read(null), betaContent, 'everyone else keeps the current version');
+    await page.getByTestId('tag-panel').evaluate((el) => el.scrollIntoView({ block: 'start' }));
+    await shot('gray-tag');
+    await page.getByRole('button', { name: 'Stop tag canary' }).click();
+    await page.locator('[data-action=confirm]').click();
+    await page.getByTestId('tag-panel').locator('text=No tag gray is out').waitFor();
+    assert.equal((await getConfig(DATA_ID)).body.grays.length, 0);
+
+    // Again, and promote it; then put the current version back for the
+    // steps that follow.
+    await page.getByTestId('content').fill(tagContent);
+    await page.getByTestId('tag-panel').getByTestId('gray-tag').fill('canary');
+    await page.getByTestId('tag-panel').getByTestId('publish-tag-gray').click();
+    await page.getByRole('button', { name: 'Promote tag canary to everyone' }).click();
+    await page.locator('[data-action=confirm]').click();
+    await page.getByTestId('tag-panel').locator('text=No tag gray is out').waitFor();
+    const promoted = (await getConfig(DATA_ID)).body;
+    assert.equal(promoted.grays.length, 0);
+    assert.equal(promoted.config.content, tagContent);
+    const restored = await fetch(`${base}/nacos/v1/cs/configs`, {
+      method: 'POST',
+      headers: { Authorization: AUTH, 'Content-Type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ dataId: DATA_ID, group: 'DEFAULT_GROUP', tenant: NS, content: betaContent }).toString(),
+    });
+    assert.equal(await restored.text(), 'true');
+  });
+
   await stepDo('listeners: a held long poll shows, in sync', async () => {
     const abort = new AbortController();
     const listening = `${DATA_ID}\u0002DEFAULT_GROUP\u0002${md5(betaContent)}\u0002${NS}\u0001`;

@@ -1,7 +1,7 @@
 //! Console routes for a config's gray versions: the beta (gray release by
 //! client IP) publish, stop, promote (one write: the beta becomes the
-//! config and ends), and the same stop and promote for any gray by name
-//! (tags are published with Nacos' `tag=`).
+//! config and ends), a tag gray's publish, and stop and promote for any
+//! gray by name.
 
 use std::net::IpAddr;
 
@@ -53,14 +53,67 @@ fn beta_ips(text: &str) -> Result<Vec<String>, InvalidInput> {
 
 pub async fn publish_beta(call: Call, body: web::Bytes) -> Result<HttpResponse, ConsoleError> {
     let form: BetaBody = json_body(&body)?;
+    let ips = beta_ips(&form.beta_ips)?;
+    let gray = Gray {
+        namespace: form.namespace,
+        group: form.group,
+        data_id: form.data_id,
+        content: form.content,
+        beta_ips: ips,
+        tag: String::new(),
+    };
+    publish_gray_version(call, gray).await
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct TagGrayBody {
+    #[serde(default)]
+    namespace: String,
+    group: String,
+    data_id: String,
+    content: String,
+    tag: String,
+}
+
+/// Publishes (or replaces) the gray `tag_{tag}`: clients that send the tag
+/// see its content (see docs/gray.md).
+pub async fn publish_tag_gray(call: Call, body: web::Bytes) -> Result<HttpResponse, ConsoleError> {
+    let form: TagGrayBody = json_body(&body)?;
+    if form.tag.trim().is_empty() {
+        return Err(InvalidInput::Missing("tag").into());
+    }
+    let gray = Gray {
+        namespace: form.namespace,
+        group: form.group,
+        data_id: form.data_id,
+        content: form.content,
+        beta_ips: Vec::new(),
+        tag: form.tag,
+    };
+    publish_gray_version(call, gray).await
+}
+
+/// A gray version to publish: by client IPs (the beta) or by tag.
+struct Gray {
+    namespace: String,
+    group: String,
+    data_id: String,
+    content: String,
+    beta_ips: Vec<String>,
+    tag: String,
+}
+
+/// Publishes a gray version of an existing config, with the config's type
+/// and app, after the same syntax check as the config's own publish.
+async fn publish_gray_version(call: Call, form: Gray) -> Result<HttpResponse, ConsoleError> {
     validate::namespace(&form.namespace)?;
     call.principal.require(&form.namespace, Access::ReadWrite)?;
     let key = checked_key(&form.namespace, &form.group, &form.data_id)?;
-    let ips = beta_ips(&form.beta_ips)?;
     let state = call.app.service.state();
     let Some(config) = state.config(&key).cloned() else {
         return Err(ConsoleError::NotFound(format!(
-            "config {}/{} does not exist: publish it before a beta",
+            "config {}/{} does not exist: publish it before a gray version",
             key.group, key.data_id
         )));
     };
@@ -80,7 +133,8 @@ pub async fn publish_beta(call: Call, body: web::Bytes) -> Result<HttpResponse, 
         content: form.content,
         config_type: config.config_type.clone(),
         app_name: config.app_name.clone(),
-        beta_ips: ips,
+        beta_ips: form.beta_ips,
+        tag: form.tag,
         ..Default::default()
     };
     let caller = call.caller();

@@ -26,6 +26,7 @@
 //! | `POST /tacos/api/console/config/check` | login | syntax check |
 //! | `POST /tacos/api/console/config/preview` | login | syntax check and diff against the current version |
 //! | `POST`, `DELETE /tacos/api/console/config/beta`, `POST .../beta/promote` | login | beta publish, stop, promote |
+//! | `POST /tacos/api/console/config/gray` | login | publish a tag gray (`tag`, content; the config must exist) |
 //! | `DELETE /tacos/api/console/config/gray`, `POST .../gray/promote` | login | any gray version (beta, tag) by name: stop, promote |
 //! | `GET /tacos/api/console/config/listeners` | login | who listens (on every node), with the md5 they hold |
 //! | `GET /tacos/api/console/history`, `/history/item`, `/history/diff`; `POST /history/rollback` | login | history rows, one row, a diff of two versions, a rollback |
@@ -118,6 +119,11 @@ pub fn routes(r: &mut Routes) {
         "/tacos/api/console/config/beta/promote",
         Need::Login,
         beta::promote_beta,
+    )
+    .post(
+        "/tacos/api/console/config/gray",
+        Need::Login,
+        beta::publish_tag_gray,
     )
     .delete(
         "/tacos/api/console/config/gray",

@@ -45,10 +45,12 @@ export async function render(main, params, ctx) {
   const canWrite = (ctx.namespaces.find((n) => n.id === ns) || {}).access === 'rw';
   let loaded = null;
   let beta = null;
+  let tagGrays = [];
   if (!isNew) {
     const reply = await api.get(`${CONSOLE}/config`, { namespace: ns, group: params.group, dataId: params.dataId });
     loaded = reply.config;
     beta = reply.beta;
+    tagGrays = (reply.grays || []).filter((g) => g.name.startsWith('tag_'));
   }
   const base = loaded || { dataId: params.dataId || '', group: params.group || 'DEFAULT_GROUP', type: 'text', content: '', desc: '', appName: '', tags: '' };
   const baseMd5 = loaded ? loaded.md5 : '';
@@ -191,7 +193,89 @@ export async function render(main, params, ctx) {
       h('a', { href: '#/configs', text: 'Back to configs' }))
       : message('warn', 'You may read this namespace but not change it.'));
   main.append(head, form);
-  if (!isNew && loaded) main.append(betaPanel(ns, loaded, beta, canWrite, content, ctx));
+  if (!isNew && loaded) {
+    main.append(betaPanel(ns, loaded, beta, canWrite, content, ctx));
+    main.append(tagPanel(ns, loaded, tagGrays, canWrite, content, ctx));
+  }
+}
+
+/** The tag grays of a config: clients that send the tag (Nacos'
+ * `Vipserver-Tag`) see their content; see docs/gray.md. */
+function tagPanel(ns, config, grays, canWrite, editor, ctx) {
+  const slot = h('div');
+  const panel = h('div', { class: 'panel', attrs: { 'data-testid': 'tag-panel' } }, h('h2', { text: 'Gray by tag' }));
+  const reload = () => ctx.go(configLink('config', config, ns));
+  const key = { namespace: ns, group: config.group, dataId: config.dataId };
+  if (!grays.length) {
+    panel.append(h('p', { class: 'muted', text: 'No tag gray is out. A tag gray serves other content to the clients that send its tag; the rest keep the current version.' }));
+  }
+  for (const gray of grays) {
+    const tag = gray.name.slice('tag_'.length);
+    const changes = h('div');
+    const item = h('div', { attrs: { 'data-testid': `tag-gray-${tag}` } },
+      h('p', {}, badge(`tag ${tag}`, 'warn'), ` · md5 ${gray.md5} · since ${fmtTime(gray.modifyTime)} by ${gray.modifiedBy}`),
+      h('pre', { class: 'content', text: gray.content }),
+      h('h3', { text: `What the tag ${tag} changes` }),
+      changes);
+    api.post(`${CONSOLE}/config/preview`, { ...key, type: config.type, content: gray.content })
+      .then((preview) => changes.append(renderDiff(preview.diff, { leftLabel: 'current', rightLabel: `tag ${tag}` })))
+      .catch((e) => show(changes, 'error', errorText(e)));
+    if (canWrite) {
+      item.append(h('div', { class: 'actions' },
+        h('button', {
+          class: 'primary',
+          text: `Promote tag ${tag} to everyone`,
+          onClick: async () => {
+            if (!await confirmDialog('Promote the tag gray', `Publish the content of tag ${tag} to every client and end this gray?`, 'Promote')) return;
+            try {
+              await api.post(`${CONSOLE}/config/gray/promote`, { ...key, grayName: gray.name, grayMd5: gray.md5, casMd5: config.md5 });
+              toast(`Tag ${tag} is now the current version.`);
+              reload();
+            } catch (e) {
+              show(slot, 'error', errorText(e));
+            }
+          },
+        }),
+        h('button', {
+          class: 'danger',
+          text: `Stop tag ${tag}`,
+          onClick: async () => {
+            if (!await confirmDialog('Stop the tag gray', `Clients with tag ${tag} go back to the current version.`, 'Stop', 'danger solid')) return;
+            try {
+              await api.del(`${CONSOLE}/config/gray`, { ...key, grayName: gray.name });
+              toast(`Tag ${tag} stopped.`);
+              reload();
+            } catch (e) {
+              show(slot, 'error', errorText(e));
+            }
+          },
+        })));
+    }
+    panel.append(item);
+  }
+  if (canWrite) {
+    const tag = h('input', { placeholder: 'canary', attrs: { 'aria-label': 'Tag', 'data-testid': 'gray-tag' } });
+    panel.append(
+      h('h3', { text: 'Publish or replace a tag gray' }),
+      h('div', { class: 'row' },
+        field('Tag', tag, 'the tag the clients send'),
+        h('button', {
+          text: 'Publish the editor content for this tag',
+          attrs: { 'data-testid': 'publish-tag-gray' },
+          onClick: async () => {
+            show(slot, null, null);
+            try {
+              await api.post(`${CONSOLE}/config/gray`, { ...key, content: editor.value, tag: tag.value });
+              toast(`Tag gray ${tag.value} published.`);
+              reload();
+            } catch (e) {
+              show(slot, 'error', `No tag gray was published: ${errorText(e)}`);
+            }
+          },
+        })));
+  }
+  panel.append(slot);
+  return panel;
 }
 
 /** The beta (gray release) of a config. */
