@@ -45,14 +45,14 @@ pub fn routes(r: &mut Routes) {
     // Nacos 2's NamespaceControllerV2: the v3 namespace handlers with
     // Nacos 2's answers.
     const NAMESPACE: &str = "/nacos/v2/console/namespace";
-    r.get(NAMESPACE, Need::Login, namespaces::v2_one)
-        .post(NAMESPACE, Need::Admin, namespaces::v2_create)
-        .put(NAMESPACE, Need::Admin, namespaces::v2_update)
-        .delete(NAMESPACE, Need::Admin, namespaces::v2_delete)
+    r.get(NAMESPACE, Need::Login, namespaces::one)
+        .post(NAMESPACE, Need::Admin, namespaces::create)
+        .put(NAMESPACE, Need::Admin, namespaces::update)
+        .delete(NAMESPACE, Need::Admin, namespaces::delete)
         .get(
             "/nacos/v2/console/namespace/list",
             Need::Login,
-            namespaces::v2_list,
+            namespaces::list,
         );
 }
 

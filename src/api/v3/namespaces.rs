@@ -1,8 +1,8 @@
 //! Namespaces (`/nacos/v3/admin/core/namespace...`): list, one, exists,
 //! and (admins) create, rename, delete; and Nacos 2's
 //! `NamespaceControllerV2` (`/nacos/v2/console/namespace`, `/list`), the
-//! same controller in the same envelope, registered by `nacos_v2` (the
-//! `v2_*` handlers).
+//! same controller in the same envelope, registered by `nacos_v2` with the
+//! same handlers (the path says which generation answers).
 //!
 //! Reads show the namespaces the caller may read (as every Tacos list
 //! does), public first: Nacos 3 names it `public` and gives custom
@@ -36,6 +36,17 @@ enum Generation {
     V3,
 }
 
+impl Generation {
+    /// The generation of the route the request came in on.
+    fn of(req: &HttpRequest) -> Self {
+        if req.path().starts_with("/nacos/v2/") {
+            Generation::V2
+        } else {
+            Generation::V3
+        }
+    }
+}
+
 fn visible(app: &AppState, principal: &Principal, generation: Generation) -> Vec<Namespace> {
     let shown = match generation {
         Generation::V2 => Namespace::of_v2,
@@ -47,42 +58,20 @@ fn visible(app: &AppState, principal: &Principal, generation: Generation) -> Vec
         .collect()
 }
 
-pub async fn list(app: web::Data<AppState>, Authed(principal): Authed) -> Answer {
-    ok(visible(&app, &principal, Generation::V3))
-}
-
-/// `GET /nacos/v2/console/namespace/list`.
-pub async fn v2_list(app: web::Data<AppState>, Authed(principal): Authed) -> Answer {
-    ok(visible(&app, &principal, Generation::V2))
+pub async fn list(req: HttpRequest, app: web::Data<AppState>, Authed(principal): Authed) -> Answer {
+    ok(visible(&app, &principal, Generation::of(&req)))
 }
 
 /// `GET ?namespaceId=`: one namespace; 404 (code 22001) when it does not
-/// exist or the caller may not read it.
+/// exist or the caller may not read it. On v2 the public namespace is
+/// named as it was asked for (`""`, blank or `public`, as Nacos 2 echoes
+/// it).
 pub async fn one(req: HttpRequest, app: web::Data<AppState>, Authed(principal): Authed) -> Answer {
-    one_of(&req, &app, &principal, Generation::V3)
-}
-
-/// `GET /nacos/v2/console/namespace?namespaceId=`: as Nacos 3's, but the
-/// public namespace is named as it was asked for (`""`, blank or `public`,
-/// as Nacos 2 echoes it).
-pub async fn v2_one(
-    req: HttpRequest,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> Answer {
-    one_of(&req, &app, &principal, Generation::V2)
-}
-
-fn one_of(
-    req: &HttpRequest,
-    app: &AppState,
-    principal: &Principal,
-    generation: Generation,
-) -> Answer {
-    let params = Params::parse(req, &[]);
+    let generation = Generation::of(&req);
+    let params = Params::parse(&req, &[]);
     let id = required_string(&params, "namespaceId")?;
     let wanted = canonical_namespace(id.trim());
-    let mut found = visible(app, principal, generation)
+    let mut found = visible(&app, &principal, generation)
         .into_iter()
         .find(|n| canonical_namespace(&n.namespace) == wanted)
         .ok_or_else(|| not_exist(id))?;
@@ -177,29 +166,10 @@ pub async fn create(
     app: web::Data<AppState>,
     Authed(principal): Authed,
 ) -> Answer {
-    create_in(&req, &body, &app, &principal, Generation::V3).await
-}
-
-/// `POST /nacos/v2/console/namespace`.
-pub async fn v2_create(
-    req: HttpRequest,
-    body: web::Bytes,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> Answer {
-    create_in(&req, &body, &app, &principal, Generation::V2).await
-}
-
-async fn create_in(
-    req: &HttpRequest,
-    body: &[u8],
-    app: &AppState,
-    principal: &Principal,
-    generation: Generation,
-) -> Answer {
-    let params = Params::parse(req, body);
+    let generation = Generation::of(&req);
+    let params = Params::parse(&req, &body);
     let (id, name) = form(&params)?;
-    let caller = principal.caller("", client_ip(req));
+    let caller = principal.caller("", client_ip(&req));
     match app
         .service
         .create_namespace(id, name, params.str("namespaceDesc"), &caller)
@@ -219,29 +189,10 @@ pub async fn update(
     app: web::Data<AppState>,
     Authed(principal): Authed,
 ) -> Answer {
-    update_in(&req, &body, &app, &principal, Generation::V3).await
-}
-
-/// `PUT /nacos/v2/console/namespace`.
-pub async fn v2_update(
-    req: HttpRequest,
-    body: web::Bytes,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> Answer {
-    update_in(&req, &body, &app, &principal, Generation::V2).await
-}
-
-async fn update_in(
-    req: &HttpRequest,
-    body: &[u8],
-    app: &AppState,
-    principal: &Principal,
-    generation: Generation,
-) -> Answer {
-    let params = Params::parse(req, body);
+    let generation = Generation::of(&req);
+    let params = Params::parse(&req, &body);
     let (id, name) = form(&params)?;
-    let caller = principal.caller("", client_ip(req));
+    let caller = principal.caller("", client_ip(&req));
     match app
         .service
         .update_namespace(id, name, params.str("namespaceDesc"), &caller)
@@ -261,29 +212,10 @@ pub async fn delete(
     app: web::Data<AppState>,
     Authed(principal): Authed,
 ) -> Answer {
-    delete_in(&req, &body, &app, &principal, Generation::V3).await
-}
-
-/// `DELETE /nacos/v2/console/namespace?namespaceId=`.
-pub async fn v2_delete(
-    req: HttpRequest,
-    body: web::Bytes,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> Answer {
-    delete_in(&req, &body, &app, &principal, Generation::V2).await
-}
-
-async fn delete_in(
-    req: &HttpRequest,
-    body: &[u8],
-    app: &AppState,
-    principal: &Principal,
-    generation: Generation,
-) -> Answer {
-    let params = Params::parse(req, body);
+    let generation = Generation::of(&req);
+    let params = Params::parse(&req, &body);
     let id = required_string(&params, "namespaceId")?;
-    let caller = principal.caller("", client_ip(req));
+    let caller = principal.caller("", client_ip(&req));
     match app.service.remove_namespace(id, &caller).await {
         Ok(()) => ok(true),
         Err(e) => Err(refused(&e, id, "", generation).into()),
