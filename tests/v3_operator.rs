@@ -20,25 +20,33 @@ struct V3 {
 }
 
 impl V3 {
-    async fn call(&self, method: reqwest::Method, path: &str, params: &[(&str, &str)]) -> Value {
-        let url = format!("{}{path}", self.base);
-        let request = if method == reqwest::Method::GET || method == reqwest::Method::DELETE {
-            self.http.request(method, url).query(params)
-        } else {
-            self.http.request(method, url).form(params)
-        };
-        let reply = request
+    /// A request to `path` carrying the login's token.
+    fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        self.http
+            .request(method, format!("{}{path}", self.base))
             .header("accessToken", &self.token)
-            .send()
-            .await
-            .expect("request");
+    }
+
+    /// Sends `request` and returns the `data` of its envelope, which must
+    /// say 200 and code 0.
+    async fn data(request: reqwest::RequestBuilder, what: &str) -> Value {
+        let reply = request.send().await.expect("request");
         let status = reply.status();
         let body = reply.text().await.unwrap_or_default();
-        assert_eq!(status, 200, "{path}: {body}");
+        assert_eq!(status, 200, "{what}: {body}");
         let v: Value =
-            serde_json::from_str(&body).unwrap_or_else(|e| panic!("{path}: {e}: {body}"));
-        assert_eq!(v["code"], 0, "{path}: {body}");
+            serde_json::from_str(&body).unwrap_or_else(|e| panic!("{what}: {e}: {body}"));
+        assert_eq!(v["code"], 0, "{what}: {body}");
         v["data"].clone()
+    }
+
+    async fn call(&self, method: reqwest::Method, path: &str, params: &[(&str, &str)]) -> Value {
+        let request = if method == reqwest::Method::GET || method == reqwest::Method::DELETE {
+            self.request(method, path).query(params)
+        } else {
+            self.request(method, path).form(params)
+        };
+        V3::data(request, path).await
     }
 
     async fn get(&self, path: &str, params: &[(&str, &str)]) -> Value {
@@ -177,10 +185,8 @@ async fn a_nacos_3_operator_flow_with_v3_calls_only() {
 
     // Export, delete everything, import the export.
     let exported = v3
-        .http
-        .get(format!("{}/nacos/v3/admin/cs/config/export", v3.base))
+        .request(reqwest::Method::GET, "/nacos/v3/admin/cs/config/export")
         .query(&[("namespaceId", NS)])
-        .header("accessToken", &v3.token)
         .send()
         .await
         .unwrap();
@@ -206,24 +212,16 @@ async fn a_nacos_3_operator_flow_with_v3_calls_only() {
     .into_bytes();
     body.extend_from_slice(&zip);
     body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
-    let imported: Value = v3
-        .http
-        .post(format!("{}/nacos/v3/admin/cs/config/import", v3.base))
+    let import = v3
+        .request(reqwest::Method::POST, "/nacos/v3/admin/cs/config/import")
         .query(&[("namespaceId", NS), ("policy", "ABORT")])
-        .header("accessToken", &v3.token)
         .header(
             "Content-Type",
             format!("multipart/form-data; boundary={boundary}"),
         )
-        .body(body)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    assert_eq!(imported["code"], 0, "{imported}");
-    assert_eq!(imported["data"]["succCount"], 2, "{imported}");
+        .body(body);
+    let imported = V3::data(import, "import").await;
+    assert_eq!(imported["succCount"], 2, "{imported}");
     assert_eq!(
         v3.client_read(NS, "db.properties").await.as_deref(),
         Some("pool=10")
@@ -253,20 +251,12 @@ async fn a_nacos_3_operator_flow_with_v3_calls_only() {
         })
         .collect();
     assert_eq!(items.len(), 2, "{list}");
-    let cloned: Value = v3
-        .http
-        .post(format!("{}/nacos/v3/admin/cs/config/clone", v3.base))
+    let clone = v3
+        .request(reqwest::Method::POST, "/nacos/v3/admin/cs/config/clone")
         .query(&[("namespaceId", COPY), ("policy", "ABORT")])
-        .header("accessToken", &v3.token)
-        .json(&items)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    assert_eq!(cloned["code"], 0, "{cloned}");
-    assert_eq!(cloned["data"]["succCount"], 2, "{cloned}");
+        .json(&items);
+    let cloned = V3::data(clone, "clone").await;
+    assert_eq!(cloned["succCount"], 2, "{cloned}");
     assert_eq!(
         v3.client_read(COPY, "db.properties").await.as_deref(),
         Some("pool=10")
