@@ -132,8 +132,8 @@ pub async fn publish(
 }
 
 /// `DELETE`: removes the config (`true` when absent too). With a `tag`
-/// Nacos removes that tag's gray release only; Tacos has none, so that is
-/// `true` and nothing changes (the rule is the use case's).
+/// only that tag's gray version goes, as in Nacos (the rule is the use
+/// case's).
 pub async fn delete(
     req: HttpRequest,
     body: web::Bytes,
