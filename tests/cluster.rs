@@ -1175,3 +1175,71 @@ async fn a_restarted_member_answers_only_once_caught_up() {
     assert_eq!(kind, "ConfigQueryResponse", "{body}");
     assert_eq!(body["content"], serde_json::json!(latest), "{body}");
 }
+
+/// The members' states as `node` shows them on Nacos' v2 node list:
+/// address → state.
+async fn member_states(cluster: &Cluster, node: usize) -> BTreeMap<String, String> {
+    let list = cluster
+        .get_json(node, "/nacos/v2/core/cluster/node/list")
+        .await
+        .expect("node list");
+    list["data"]
+        .as_array()
+        .expect("a member array")
+        .iter()
+        .map(|m| {
+            (
+                m["address"].as_str().unwrap_or_default().to_string(),
+                m["state"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// Nacos' member views on a real cluster: every node lists all three
+/// members UP with one leader among them, its own `node/self`; a killed
+/// member shows DOWN on the others (their `/health` probe fails) while the
+/// two left stay UP, and UP again once it is back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn member_states_follow_the_nodes() {
+    let mut cluster = Cluster::start(3, &[]).await;
+    cluster.wait_converged().await;
+    let all_up: BTreeMap<String, String> = (0..3)
+        .map(|i| (cluster.http_addr(i), "UP".to_string()))
+        .collect();
+    for i in 0..3 {
+        assert_eq!(member_states(&cluster, i).await, all_up, "node {i}");
+        let list = cluster
+            .get_json(i, "/nacos/v3/admin/core/cluster/node/list")
+            .await
+            .expect("v3 node list");
+        let leaders = list["data"]
+            .as_array()
+            .expect("members")
+            .iter()
+            .filter(|m| m["extendInfo"]["raftRole"] == "leader")
+            .count();
+        assert_eq!(leaders, 1, "node {i}: {list}");
+        let me = cluster
+            .get_json(i, "/nacos/v2/core/cluster/node/self")
+            .await
+            .expect("node/self");
+        assert_eq!(me["data"]["address"], cluster.http_addr(i), "{me}");
+        assert_eq!(me["data"]["extendInfo"]["nodeId"], cluster.id(i), "{me}");
+    }
+
+    let leader = cluster.wait_for_leader(LEADER_TIMEOUT).await;
+    let victim = followers(&cluster, leader)[0];
+    cluster.kill9(victim);
+    let mut expected = all_up.clone();
+    expected.insert(cluster.http_addr(victim), "DOWN".to_string());
+    for i in (0..3).filter(|i| *i != victim) {
+        assert_eq!(member_states(&cluster, i).await, expected, "node {i}");
+    }
+
+    cluster.start_node(victim).await;
+    cluster.wait_converged().await;
+    for i in 0..3 {
+        assert_eq!(member_states(&cluster, i).await, all_up, "node {i}");
+    }
+}

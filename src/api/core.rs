@@ -9,17 +9,21 @@
 //! | `GET /nacos/v1/core/cluster/nodes` | admin | `keyword` (address prefix) → `RestResult<[Member]>` |
 //! | `GET /nacos/v2/core/cluster/node/list` | admin | `address` (prefix), `state` → `Result<[Member]>` |
 //! | `GET /nacos/v3/admin/core/cluster/node/list` | admin | as v2, in Nacos 3's envelope |
+//! | `GET /nacos/v1/core/cluster/self`, `/nacos/v2/core/cluster/node/self`, `/nacos/v3/admin/core/cluster/node/self` | admin | this node's `Member` |
+//! | `GET /nacos/v1/core/cluster/health`, `/nacos/v2/core/cluster/node/self/health` | admin | this node's state (`UP`, `SUSPICIOUS`) |
+//! | `GET /nacos/v1/core/cluster/simple/nodes` | admin | the members' addresses |
+//! | Nacos' member writes (`PUT .../node/list`, `PUT .../lookup`, `POST /nacos/v1/core/cluster/switch/lookup`, `/report`, `/server/leave`, `DELETE /nacos/v2/core/cluster/nodes`) | admin | refused, 501: Tacos' members are its Raft membership (docs/cluster.md) |
 
 use std::collections::BTreeMap;
 
-use actix_web::http::StatusCode;
+use actix_web::http::{Method, StatusCode};
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Serialize;
 
 use super::guard::{Need, Routes};
 use super::listeners::LISTENERS_TIMEOUT;
 use super::params::Params;
-use super::render::{v2_error, v2_ok};
+use super::render::{v1_error, v2_error, v2_ok};
 use super::AppState;
 use tacos_app::cluster::{self, Health, Member, NodeState};
 use tacos_raft::NodeId;
@@ -32,7 +36,60 @@ pub fn routes(r: &mut Routes) {
             "/nacos/v3/admin/core/cluster/node/list",
             Need::Admin,
             node_list,
+        )
+        .get("/nacos/v1/core/cluster/self", Need::Admin, v1_self)
+        .get("/nacos/v2/core/cluster/node/self", Need::Admin, self_node)
+        .get(
+            "/nacos/v3/admin/core/cluster/node/self",
+            Need::Admin,
+            self_node,
+        )
+        .get("/nacos/v1/core/cluster/health", Need::Admin, v1_self_health)
+        .get(
+            "/nacos/v2/core/cluster/node/self/health",
+            Need::Admin,
+            self_health,
+        )
+        .get(
+            "/nacos/v1/core/cluster/simple/nodes",
+            Need::Admin,
+            v1_simple_nodes,
         );
+    // Nacos' own member management (its members file, address server,
+    // member reports) has no counterpart: Tacos' members are its Raft
+    // membership, changed one at a time through the leader. Refused with a
+    // pointer rather than a bare 404, so an operator's tool says why.
+    for (method, path) in [
+        (Method::PUT, "/nacos/v2/core/cluster/node/list"),
+        (Method::PUT, "/nacos/v2/core/cluster/lookup"),
+        (Method::DELETE, "/nacos/v2/core/cluster/nodes"),
+        (Method::PUT, "/nacos/v3/admin/core/cluster/node/list"),
+        (Method::PUT, "/nacos/v3/admin/core/cluster/lookup"),
+        (Method::POST, "/nacos/v1/core/cluster/switch/lookup"),
+        (Method::POST, "/nacos/v1/core/cluster/report"),
+        (Method::POST, "/nacos/v1/core/cluster/server/leave"),
+    ] {
+        r.add(method, path, Need::Admin, member_write_refused);
+    }
+}
+
+/// What the refused member writes answer.
+pub const MEMBER_WRITES_REFUSED: &str = "Tacos does not take Nacos' member lists or lookup modes: \
+its members are its Raft membership, changed through POST /tacos/v1/admin/cluster/learners, \
+POST /tacos/v1/admin/cluster/voters and DELETE /tacos/v1/admin/cluster/members (docs/cluster.md)";
+
+/// Nacos' member writes: 501 with [`MEMBER_WRITES_REFUSED`], in the
+/// generation's envelope (v1 plain text).
+async fn member_write_refused(req: HttpRequest) -> HttpResponse {
+    if req.path().starts_with("/nacos/v1/") {
+        return v1_error(StatusCode::NOT_IMPLEMENTED, MEMBER_WRITES_REFUSED);
+    }
+    v2_error(
+        StatusCode::NOT_IMPLEMENTED,
+        SERVER_ERROR_CODE,
+        "server error",
+        MEMBER_WRITES_REFUSED,
+    )
 }
 
 /// Nacos' server state (`NacosServerStateService`: the module states,
@@ -191,13 +248,83 @@ async fn member_views(app: &AppState, keep: impl Fn(&Member) -> bool) -> Vec<Mem
     .collect()
 }
 
+/// This node's member view; `None` (answered 503) before it has joined.
+fn this_member(app: &AppState) -> Option<MemberView> {
+    let metrics = app.node.metrics();
+    let group = cluster::group_view(&metrics);
+    cluster::this_member(&metrics, app.node.id).map(|m| MemberView::of(&m, &group))
+}
+
+const NOT_A_MEMBER: &str = "this node is not in the cluster's membership yet";
+
+/// Nacos' `ErrorCode.SERVER_ERROR`. Nacos has no code for "not
+/// supported"; the refused member writes use this one (with status 501),
+/// so a client that reads only `code` sees a failure.
+const SERVER_ERROR_CODE: u32 = 30000;
+
+/// `GET /nacos/v1/core/cluster/self`: `RestResult<Member>`.
+async fn v1_self(app: web::Data<AppState>) -> HttpResponse {
+    match this_member(&app) {
+        Some(me) => v1_ok(me),
+        None => v1_error(StatusCode::SERVICE_UNAVAILABLE, NOT_A_MEMBER),
+    }
+}
+
+/// `GET /nacos/v2/core/cluster/node/self`, `/nacos/v3/admin/core/cluster/node/self`.
+async fn self_node(app: web::Data<AppState>) -> HttpResponse {
+    match this_member(&app) {
+        Some(me) => v2_ok(me),
+        None => v2_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            SERVER_ERROR_CODE,
+            "server error",
+            NOT_A_MEMBER,
+        ),
+    }
+}
+
+/// This node's state as Nacos names it: `UP` while it knows a leader,
+/// `SUSPICIOUS` while it does not.
+fn self_state(app: &AppState) -> &'static str {
+    if app.node.metrics().current_leader.is_some() {
+        NodeState::Up.name()
+    } else {
+        NodeState::Suspicious.name()
+    }
+}
+
+/// `GET /nacos/v1/core/cluster/health`: `RestResult<String>`.
+async fn v1_self_health(app: web::Data<AppState>) -> HttpResponse {
+    v1_ok(self_state(&app))
+}
+
+/// `GET /nacos/v2/core/cluster/node/self/health`.
+async fn self_health(app: web::Data<AppState>) -> HttpResponse {
+    v2_ok(self_state(&app))
+}
+
+/// `GET /nacos/v1/core/cluster/simple/nodes`: the members' addresses.
+async fn v1_simple_nodes(app: web::Data<AppState>) -> HttpResponse {
+    let metrics = app.node.metrics();
+    let addresses: Vec<String> = cluster::members(&metrics, app.node.id, |_| Health::Unreachable)
+        .into_iter()
+        .map(|m| m.http_addr)
+        .collect();
+    v1_ok(addresses)
+}
+
+/// Nacos' `RestResult` success: `{code: 200, message: null, data}`.
+fn v1_ok(data: impl Serialize) -> HttpResponse {
+    HttpResponse::Ok().json(serde_json::json!({"code": 200, "message": null, "data": data}))
+}
+
 /// `GET /nacos/v1/core/cluster/nodes?keyword=`: `RestResult` of the
 /// members whose address starts with `keyword` (blank: all), by address.
 async fn v1_nodes(req: HttpRequest, app: web::Data<AppState>) -> HttpResponse {
     let params = Params::parse(&req, &[]);
     let keyword = params.str("keyword").to_string();
     let members = member_views(&app, |m| cluster::matches(m, &keyword, None)).await;
-    HttpResponse::Ok().json(serde_json::json!({"code": 200, "message": null, "data": members}))
+    v1_ok(members)
 }
 
 /// `GET /nacos/v2/core/cluster/node/list` and

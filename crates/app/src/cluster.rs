@@ -186,6 +186,14 @@ pub fn members(
     members
 }
 
+/// This node as a member ([`members`] without probing anyone), if the
+/// applied membership holds it yet (a node that has not joined does not).
+pub fn this_member(metrics: &RaftMetrics, me: NodeId) -> Option<Member> {
+    members(metrics, me, |_| Health::Unreachable)
+        .into_iter()
+        .find(|m| m.this_node)
+}
+
 /// This node's view of the group.
 pub fn group_view(metrics: &RaftMetrics) -> GroupView {
     let membership = metrics.membership_config.membership();
