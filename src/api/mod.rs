@@ -9,6 +9,7 @@
 
 mod admin;
 mod auth;
+mod call;
 mod console;
 mod core;
 pub mod guard;

@@ -47,21 +47,15 @@ mod listeners;
 mod namespaces;
 mod syntax;
 
-use std::future::{ready, Ready};
-
-use actix_web::dev::Payload;
 use actix_web::http::StatusCode;
-use actix_web::{web, FromRequest, HttpMessage, HttpRequest, HttpResponse, ResponseError};
+use actix_web::{HttpResponse, ResponseError};
 use serde::de::DeserializeOwned;
 use serde_json::json;
 
+use super::call::Call;
 use super::guard::{Need, Routes};
-use super::params::{client_ip, Params};
-use super::AppState;
 use syntax::SyntaxError;
 use tacos_app::auth::AuthError;
-use tacos_app::auth::Principal;
-use tacos_app::service::Caller;
 use tacos_app::service::ServiceError;
 use tacos_app::transfer::TransferError;
 use tacos_core::validate::InvalidInput;
@@ -319,38 +313,7 @@ fn ok_json(value: impl serde::Serialize) -> HttpResponse {
         .json(value)
 }
 
-/// What every console handler starts from, as one extractor: the node's
-/// services, who asks (the guard established it: a route without one gets
-/// 403), the query parameters and the request.
-pub struct Call {
-    pub app: web::Data<AppState>,
-    pub principal: Principal,
-    pub params: Params,
-    pub req: HttpRequest,
-}
-
-impl FromRequest for Call {
-    type Error = actix_web::Error;
-    type Future = Ready<Result<Self, Self::Error>>;
-
-    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        let app = req.app_data::<web::Data<AppState>>().cloned();
-        let principal = req.extensions().get::<Principal>().cloned();
-        ready(match (app, principal) {
-            (Some(app), Some(principal)) => Ok(Call {
-                app,
-                principal,
-                params: Params::parse(req, &[]),
-                req: req.clone(),
-            }),
-            (None, _) => Err(actix_web::error::ErrorInternalServerError(
-                "the console has no app state",
-            )),
-            (_, None) => Err(actix_web::error::ErrorForbidden("not authenticated")),
-        })
-    }
-}
-
+/// What console handlers ask of a [`Call`].
 impl Call {
     /// The config the route names by its `namespace`, `group` and `dataId`
     /// parameters, once the caller may do `access` in its namespace.
@@ -358,11 +321,6 @@ impl Call {
         let key = configs::key_param(&self.params)?;
         self.principal.require(&key.namespace, access)?;
         Ok(key)
-    }
-
-    /// Who a write is recorded as: the logged-in user, from the client IP.
-    pub fn caller(&self) -> Caller {
-        self.principal.caller("", client_ip(&self.req))
     }
 }
 

@@ -11,15 +11,16 @@
 //! (a user that exists, an admin to delete, a role write Tacos refuses) 400
 //! in plain text `caused: ...;`, as Nacos' global handler writes it.
 
+use crate::api::call::{Call, FormCall};
 use actix_web::http::StatusCode;
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::{web, HttpResponse};
 use serde::Serialize;
 
 use super::{
     fail, missing_param, not_a_number, ok, required_string, Answer, Refusal, Refused,
     PARAMETER_VALIDATE_ERROR,
 };
-use crate::api::guard::{refusal, Authed};
+use crate::api::guard::refusal;
 use crate::api::params::{client_ip, name_filter, Params};
 use crate::api::render::{v1_error, Page};
 use crate::api::AppState;
@@ -101,13 +102,13 @@ fn done(result: Result<(), ServiceError>, message: &str) -> Answer {
 
 /// `POST /nacos/v3/auth/user`: `username`, `password` → `create user ok!`;
 /// an existing user 400 `user 'x' already exist!`.
-pub async fn create_user(
-    req: HttpRequest,
-    body: web::Bytes,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> Answer {
-    let params = Params::parse(&req, &body);
+pub async fn create_user(call: FormCall) -> Answer {
+    let FormCall(Call {
+        app,
+        principal,
+        params,
+        req,
+    }) = call;
     let username = required_string(&params, "username")?;
     let password = required_string(&params, "password")?;
     if app.service.state().user(username).is_some() {
@@ -143,13 +144,13 @@ pub async fn create_admin(app: web::Data<AppState>) -> HttpResponse {
 
 /// `DELETE /nacos/v3/auth/user?username=` → `delete user ok!`; an admin
 /// cannot be deleted (400 `cannot delete admin: x`, as Nacos 3).
-pub async fn delete_user(
-    req: HttpRequest,
-    body: web::Bytes,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> Answer {
-    let params = Params::parse(&req, &body);
+pub async fn delete_user(call: FormCall) -> Answer {
+    let FormCall(Call {
+        app,
+        principal,
+        params,
+        req,
+    }) = call;
     let username = required_string(&params, "username")?;
     if app.service.state().user(username).is_some_and(|u| u.admin) {
         return Err(illegal(format!("cannot delete admin: {username}")));
@@ -164,13 +165,13 @@ pub async fn delete_user(
 /// `PUT /nacos/v3/auth/user`: `username`, `newPassword` → `update user
 /// ok!`; users change their own, admins anyone's (else 403); a user that
 /// does not exist 400 `user x not exist!`.
-pub async fn update_user(
-    req: HttpRequest,
-    body: web::Bytes,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> Answer {
-    let params = Params::parse(&req, &body);
+pub async fn update_user(call: FormCall) -> Answer {
+    let FormCall(Call {
+        app,
+        principal,
+        params,
+        req,
+    }) = call;
     let username = required_string(&params, "username")?;
     let new_password = required_string(&params, "newPassword")?;
     if !principal.is_admin() && principal.name() != username {
@@ -200,8 +201,8 @@ struct UserItem {
 
 /// `GET /nacos/v3/auth/user/list`: `pageNo`, `pageSize` (required),
 /// `username`, `search` (`accurate` default, `blur`) → `Page<User>`.
-pub async fn list_users(req: HttpRequest, app: web::Data<AppState>) -> Answer {
-    let params = Params::parse(&req, &[]);
+pub async fn list_users(call: Call) -> Answer {
+    let Call { app, params, .. } = call;
     let paging = required_page(&params)?;
     let name = name_filter(&params, "username", false);
     let found: Vec<UserItem> = app
@@ -217,8 +218,8 @@ pub async fn list_users(req: HttpRequest, app: web::Data<AppState>) -> Answer {
 }
 
 /// `GET /nacos/v3/auth/user/search?username=`: names containing it.
-pub async fn search_users(req: HttpRequest, app: web::Data<AppState>) -> Answer {
-    let params = Params::parse(&req, &[]);
+pub async fn search_users(call: Call) -> Answer {
+    let Call { app, params, .. } = call;
     let part = required_string(&params, "username")?;
     let state = app.service.state();
     let names: Vec<&str> = state
@@ -233,13 +234,13 @@ pub async fn search_users(req: HttpRequest, app: web::Data<AppState>) -> Answer 
 
 /// `POST /nacos/v3/auth/role`: `role`, `username` → `add role ok!` (binds
 /// the user, creating the role).
-pub async fn bind_role(
-    req: HttpRequest,
-    body: web::Bytes,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> Answer {
-    let params = Params::parse(&req, &body);
+pub async fn bind_role(call: FormCall) -> Answer {
+    let FormCall(Call {
+        app,
+        principal,
+        params,
+        req,
+    }) = call;
     let role = required_string(&params, "role")?;
     let username = required_string(&params, "username")?;
     let caller = principal.caller("", client_ip(&req));
@@ -251,13 +252,13 @@ pub async fn bind_role(
 
 /// `DELETE /nacos/v3/auth/role`: `role`, `username` (blank: the whole
 /// role) → `delete role of user x ok!`.
-pub async fn unbind_role(
-    req: HttpRequest,
-    body: web::Bytes,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> Answer {
-    let params = Params::parse(&req, &body);
+pub async fn unbind_role(call: FormCall) -> Answer {
+    let FormCall(Call {
+        app,
+        principal,
+        params,
+        req,
+    }) = call;
     let role = required_string(&params, "role")?;
     let username = params.str("username");
     let user = Some(username).filter(|u| !u.trim().is_empty());
@@ -270,8 +271,8 @@ pub async fn unbind_role(
 
 /// `GET /nacos/v3/auth/role/list`: `pageNo`, `pageSize` (required),
 /// `username`, `role`, `search` → `Page<RoleInfo {role, username}>`.
-pub async fn list_roles(req: HttpRequest, app: web::Data<AppState>) -> Answer {
-    let params = Params::parse(&req, &[]);
+pub async fn list_roles(call: Call) -> Answer {
+    let Call { app, params, .. } = call;
     let paging = required_page(&params)?;
     let (role, user) = (
         name_filter(&params, "role", false),
@@ -285,8 +286,8 @@ pub async fn list_roles(req: HttpRequest, app: web::Data<AppState>) -> Answer {
 }
 
 /// `GET /nacos/v3/auth/role/search?role=`: role names containing it.
-pub async fn search_roles(req: HttpRequest, app: web::Data<AppState>) -> Answer {
-    let params = Params::parse(&req, &[]);
+pub async fn search_roles(call: Call) -> Answer {
+    let Call { app, params, .. } = call;
     let part = required_string(&params, "role")?;
     ok(role_names(&app.service.state(), part))
 }
@@ -306,13 +307,13 @@ fn permission_of(params: &Params) -> Refused<(&str, String, tacos_state::Access)
 
 /// `POST /nacos/v3/auth/permission`: `role`, `resource`
 /// (`NAMESPACE:*:*`), `action` (`r`, `w`, `rw`) → `add permission ok!`.
-pub async fn grant(
-    req: HttpRequest,
-    body: web::Bytes,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> Answer {
-    let params = Params::parse(&req, &body);
+pub async fn grant(call: FormCall) -> Answer {
+    let FormCall(Call {
+        app,
+        principal,
+        params,
+        req,
+    }) = call;
     let (role, namespace, access) = permission_of(&params)?;
     let caller = principal.caller("", client_ip(&req));
     done(
@@ -325,13 +326,13 @@ pub async fn grant(
 
 /// `DELETE /nacos/v3/auth/permission`: the (role, resource, action) row
 /// goes; a permission held with another action stays (as Nacos).
-pub async fn revoke(
-    req: HttpRequest,
-    body: web::Bytes,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> Answer {
-    let params = Params::parse(&req, &body);
+pub async fn revoke(call: FormCall) -> Answer {
+    let FormCall(Call {
+        app,
+        principal,
+        params,
+        req,
+    }) = call;
     let (role, namespace, access) = permission_of(&params)?;
     let held = app
         .service
@@ -352,8 +353,8 @@ pub async fn revoke(
 
 /// `GET /nacos/v3/auth/permission`: whether the role already holds the
 /// resource with this action or with `rw` (Nacos' `isDuplicatePermission`).
-pub async fn is_duplicate(req: HttpRequest, app: web::Data<AppState>) -> Answer {
-    let params = Params::parse(&req, &[]);
+pub async fn is_duplicate(call: Call) -> Answer {
+    let Call { app, params, .. } = call;
     let (role, namespace, access) = permission_of(&params)?;
     let held = app
         .service
@@ -365,8 +366,8 @@ pub async fn is_duplicate(req: HttpRequest, app: web::Data<AppState>) -> Answer 
 
 /// `GET /nacos/v3/auth/permission/list`: `pageNo`, `pageSize` (required),
 /// `role`, `search` → `Page<PermissionInfo {role, resource, action}>`.
-pub async fn list_permissions(req: HttpRequest, app: web::Data<AppState>) -> Answer {
-    let params = Params::parse(&req, &[]);
+pub async fn list_permissions(call: Call) -> Answer {
+    let Call { app, params, .. } = call;
     let paging = required_page(&params)?;
     let role = name_filter(&params, "role", false);
     let found: Vec<PermissionRow> = permission_rows(&app.service.state())

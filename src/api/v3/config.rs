@@ -2,6 +2,7 @@
 //! routes (`/nacos/v3/admin/cs/config...`: one, publish, delete, list,
 //! batch delete, beta, listeners).
 
+use crate::api::call::{Call, FormCall};
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Deserialize;
@@ -33,12 +34,13 @@ use tacos_state::{canonical_namespace, Access};
 /// beta when its IP is in the beta list). Not found is not an HTTP error
 /// in Nacos 3 (200, code 20004); its bad input is plain text (the route is
 /// outside Nacos' v2/v3 error envelope): `caused: ...;`.
-pub async fn client_get(
-    req: HttpRequest,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> Answer {
-    let params = Params::parse(&req, &[]);
+pub async fn client_get(call: Call) -> Answer {
+    let Call {
+        app,
+        principal,
+        params,
+        req,
+    } = call;
     param_filter(&params)?;
     let plain = |message: String| v1_error(StatusCode::BAD_REQUEST, message);
     let group = filled(&params, "groupName")
@@ -80,8 +82,13 @@ pub async fn client_get(
 
 // ---- admin: one config ----------------------------------------------------------
 
-pub async fn get(req: HttpRequest, app: web::Data<AppState>, Authed(principal): Authed) -> Answer {
-    let params = Params::parse(&req, &[]);
+pub async fn get(call: Call) -> Answer {
+    let Call {
+        app,
+        principal,
+        params,
+        req,
+    } = call;
     let key = config_key(&params)?;
     allow(&principal, &key.namespace, Access::Read)?;
     crate::api::read_barrier(&app, &req, &params).await?;
@@ -100,13 +107,13 @@ fn not_found(detail: &str) -> HttpResponse {
 /// (`casMd5`, `betaIps`), as Nacos 3 reads them. A `tag` (Nacos' tag gray
 /// release, which Tacos does not have) is refused rather than published
 /// for everyone.
-pub async fn publish(
-    req: HttpRequest,
-    body: web::Bytes,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> Answer {
-    let params = Params::parse(&req, &body);
+pub async fn publish(call: FormCall) -> Answer {
+    let FormCall(Call {
+        app,
+        principal,
+        params,
+        req,
+    }) = call;
     let key = config_key(&params)?;
     let content = filled(&params, "content").ok_or_else(|| missing_field("content"))?;
     allow(&principal, &key.namespace, Access::ReadWrite)?;
@@ -134,13 +141,13 @@ pub async fn publish(
 /// `DELETE`: removes the config (`true` when absent too). With a `tag`
 /// only that tag's gray version goes, as in Nacos (the rule is the use
 /// case's).
-pub async fn delete(
-    req: HttpRequest,
-    body: web::Bytes,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> Answer {
-    let params = Params::parse(&req, &body);
+pub async fn delete(call: FormCall) -> Answer {
+    let FormCall(Call {
+        app,
+        principal,
+        params,
+        req,
+    }) = call;
     let key = config_key(&params)?;
     allow(&principal, &key.namespace, Access::ReadWrite)?;
     let caller = principal.caller("", client_ip(&req));
@@ -166,8 +173,13 @@ pub async fn delete(
 /// the rule every Tacos list shares) or anything else for accurate names;
 /// `dataId`, `groupName`, `appName`, `type`, `configTags` (all required),
 /// `configDetail` (content substring); paging.
-pub async fn list(req: HttpRequest, app: web::Data<AppState>, Authed(principal): Authed) -> Answer {
-    let params = Params::parse(&req, &[]);
+pub async fn list(call: Call) -> Answer {
+    let Call {
+        app,
+        principal,
+        params,
+        ..
+    } = call;
     let blur = params.get("search").is_none_or(|s| s == "blur");
     // Nacos' filter for this route skips blur searches (wildcards), and
     // otherwise checks the v1 names (`tenant`, `dataId`, `group`).
@@ -247,8 +259,13 @@ pub async fn delete_batch(
 // ---- admin: beta ----------------------------------------------------------------
 
 /// `GET /beta`: the beta as Nacos 3's `ConfigGrayInfo`; 404 when none.
-pub async fn beta(req: HttpRequest, app: web::Data<AppState>, Authed(principal): Authed) -> Answer {
-    let params = Params::parse(&req, &[]);
+pub async fn beta(call: Call) -> Answer {
+    let Call {
+        app,
+        principal,
+        params,
+        ..
+    } = call;
     let key = config_key(&params)?;
     allow(&principal, &key.namespace, Access::Read)?;
     let state = app.service.state();
@@ -263,13 +280,13 @@ pub async fn beta(req: HttpRequest, app: web::Data<AppState>, Authed(principal):
 }
 
 /// `DELETE /beta`: stops the beta (`true` when there was none too).
-pub async fn stop_beta(
-    req: HttpRequest,
-    body: web::Bytes,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> Answer {
-    let params = Params::parse(&req, &body);
+pub async fn stop_beta(call: FormCall) -> Answer {
+    let FormCall(Call {
+        app,
+        principal,
+        params,
+        req,
+    }) = call;
     let key = config_key(&params)?;
     allow(&principal, &key.namespace, Access::ReadWrite)?;
     let caller = principal.caller("", client_ip(&req));
@@ -323,12 +340,13 @@ fn transfer_answer(
 /// `GET /export`: Nacos 3's zip (`.metadata.yml`) of the configs of
 /// `namespaceId` matching `dataId`, `groupName` (`*` wildcards, else
 /// exact), `appName`, and `ids` when given (an empty zip when none).
-pub async fn export(
-    req: HttpRequest,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> Answer {
-    let params = Params::parse(&req, &[]);
+pub async fn export(call: Call) -> Answer {
+    let Call {
+        app,
+        principal,
+        params,
+        req,
+    } = call;
     param_filter(&params)?;
     let raw = all_values(&req, &[], "ids").unwrap_or_default();
     let mut ids = Vec::with_capacity(raw.len());
@@ -347,13 +365,13 @@ pub async fn export(
 
 /// `POST /import`: a zip (multipart `file`) into `namespaceId` with
 /// `policy`, as one write (Nacos 3's answer: `saveResult`).
-pub async fn import(
-    req: HttpRequest,
-    body: web::Bytes,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> Answer {
-    let params = Params::parse(&req, &body);
+pub async fn import(call: Call, body: web::Bytes) -> Answer {
+    let Call {
+        app,
+        principal,
+        params,
+        req,
+    } = call;
     let form = multipart(&req, &body)
         .transpose()
         .map_err(|e| invalid(&e))?
@@ -377,13 +395,13 @@ pub async fn import(
 /// `POST /clone?namespaceId=`: the configs of a JSON body `[{configId,
 /// targetGroupName, targetDataId}]` copied into `namespaceId` (required)
 /// with `policy`, as one write.
-pub async fn clone(
-    req: HttpRequest,
-    body: web::Bytes,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> Answer {
-    let params = Params::parse(&req, &[]);
+pub async fn clone(call: Call, body: web::Bytes) -> Answer {
+    let Call {
+        app,
+        principal,
+        params,
+        req,
+    } = call;
     let namespace = required_string(&params, "namespaceId")?;
     let policy = same_config_policy(params.get("policy"))?;
     let targets = transfer::clone_targets(&body, false)
@@ -419,12 +437,13 @@ fn aggregation(params: &Params) -> Result<bool, Refusal> {
 /// other member's answer to the same route (asked with the caller's
 /// credentials; a member that does not answer is left out, as in Nacos).
 /// Nacos asks for the write right here, and so does Tacos.
-pub async fn listeners(
-    req: HttpRequest,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> Answer {
-    let params = Params::parse(&req, &[]);
+pub async fn listeners(call: Call) -> Answer {
+    let Call {
+        app,
+        principal,
+        params,
+        req,
+    } = call;
     let key = config_key(&params)?;
     let aggregation = aggregation(&params)?;
     allow(&principal, &key.namespace, Access::ReadWrite)?;
@@ -447,12 +466,13 @@ pub async fn listeners(
 /// public namespace's keys and those of `namespaceId`, or every key with
 /// `all=true`; in namespaces the caller may read; on every member unless
 /// `aggregation=false`.
-pub async fn listened_by_ip(
-    req: HttpRequest,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> Answer {
-    let params = Params::parse(&req, &[]);
+pub async fn listened_by_ip(call: Call) -> Answer {
+    let Call {
+        app,
+        principal,
+        params,
+        req,
+    } = call;
     let ip = params
         .get("ip")
         .ok_or_else(|| missing_param("ip", "String", false))?;

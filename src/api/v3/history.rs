@@ -6,15 +6,15 @@
 //! names the config beside a row id: a row of another config is refused
 //! (403, code 10001), not shown.
 
+use crate::api::call::Call;
 use actix_web::http::StatusCode;
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::HttpResponse;
 
 use super::model::{ConfigBasicInfo, ConfigHistoryBasicInfo, ConfigHistoryDetailInfo};
 use super::{
     allow, config_key, fail, invalid, ok, page, param_filter, required_id, required_string, Answer,
     ACCESS_DENIED, RESOURCE_NOT_FOUND,
 };
-use crate::api::guard::Authed;
 use crate::api::params::Params;
 use crate::api::render::Page;
 use crate::api::AppState;
@@ -23,8 +23,13 @@ use tacos_core::validate;
 use tacos_state::{canonical_namespace, Access};
 
 /// `GET /list`: the config's rows, newest first (`pageSize` cut to 500).
-pub async fn list(req: HttpRequest, app: web::Data<AppState>, Authed(principal): Authed) -> Answer {
-    let params = Params::parse(&req, &[]);
+pub async fn list(call: Call) -> Answer {
+    let Call {
+        app,
+        principal,
+        params,
+        ..
+    } = call;
     let key = config_key(&params)?;
     let paging = page(&params)?;
     allow(&principal, &key.namespace, Access::Read)?;
@@ -42,8 +47,13 @@ pub async fn list(req: HttpRequest, app: web::Data<AppState>, Authed(principal):
 }
 
 /// `GET ?nid=`: one row of the named config.
-pub async fn one(req: HttpRequest, app: web::Data<AppState>, Authed(principal): Authed) -> Answer {
-    let params = Params::parse(&req, &[]);
+pub async fn one(call: Call) -> Answer {
+    let Call {
+        app,
+        principal,
+        params,
+        ..
+    } = call;
     param_filter(&params)?;
     let nid = required_id(&params, "nid")?;
     row(
@@ -58,12 +68,13 @@ pub async fn one(req: HttpRequest, app: web::Data<AppState>, Authed(principal): 
 /// `GET /previous?id=`: `id` is the config's id (as in Nacos, whose
 /// history rows carry it); the answer is the config's newest row, which
 /// holds the version before the current one.
-pub async fn previous(
-    req: HttpRequest,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> Answer {
-    let params = Params::parse(&req, &[]);
+pub async fn previous(call: Call) -> Answer {
+    let Call {
+        app,
+        principal,
+        params,
+        ..
+    } = call;
     param_filter(&params)?;
     let id = required_id(&params, "id")?;
     row(
@@ -103,12 +114,13 @@ fn refused_other_config() -> HttpResponse {
 }
 
 /// `GET /configs?namespaceId=`: the configs of a namespace.
-pub async fn configs(
-    req: HttpRequest,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> Answer {
-    let params = Params::parse(&req, &[]);
+pub async fn configs(call: Call) -> Answer {
+    let Call {
+        app,
+        principal,
+        params,
+        ..
+    } = call;
     param_filter(&params)?;
     let namespace = required_string(&params, "namespaceId")?.trim();
     validate::namespace(namespace).map_err(|e| invalid(&e))?;

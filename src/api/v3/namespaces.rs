@@ -9,6 +9,7 @@
 //! namespaces type 1; Nacos 2 names it `""` and gives them type 2. A taken
 //! id is refused with code 22002 by Nacos 3, 22000 by Nacos 2.
 
+use crate::api::call::{Call, FormCall};
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 
@@ -66,9 +67,14 @@ pub async fn list(req: HttpRequest, app: web::Data<AppState>, Authed(principal):
 /// exist or the caller may not read it. On v2 the public namespace is
 /// named as it was asked for (`""`, blank or `public`, as Nacos 2 echoes
 /// it).
-pub async fn one(req: HttpRequest, app: web::Data<AppState>, Authed(principal): Authed) -> Answer {
+pub async fn one(call: Call) -> Answer {
+    let Call {
+        app,
+        principal,
+        params,
+        req,
+    } = call;
     let generation = Generation::of(&req);
-    let params = Params::parse(&req, &[]);
     let id = required_string(&params, "namespaceId")?;
     let wanted = canonical_namespace(id.trim());
     let mut found = visible(&app, &principal, generation)
@@ -91,12 +97,13 @@ fn not_exist(id: &str) -> HttpResponse {
 
 /// `GET /check?namespaceId=`: how many custom namespaces have this id (0
 /// or 1; `public` is not a custom namespace: 0, as in Nacos).
-pub async fn check(
-    req: HttpRequest,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> Answer {
-    let params = Params::parse(&req, &[]);
+pub async fn check(call: Call) -> Answer {
+    let Call {
+        app,
+        principal,
+        params,
+        ..
+    } = call;
     let id = required_string(&params, "namespaceId")?;
     let count = visible(&app, &principal, Generation::V3)
         .iter()
@@ -160,14 +167,14 @@ fn refused(error: &ServiceError, id: &str, name: &str, generation: Generation) -
 
 /// `POST`: `namespaceId` (blank: a generated id), `namespaceName`,
 /// `namespaceDesc` → `true`.
-pub async fn create(
-    req: HttpRequest,
-    body: web::Bytes,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> Answer {
+pub async fn create(call: FormCall) -> Answer {
+    let FormCall(Call {
+        app,
+        principal,
+        params,
+        req,
+    }) = call;
     let generation = Generation::of(&req);
-    let params = Params::parse(&req, &body);
     let (id, name) = form(&params)?;
     let caller = principal.caller("", client_ip(&req));
     match app
@@ -183,14 +190,14 @@ pub async fn create(
 /// `PUT`: `namespaceId`, `namespaceName`, `namespaceDesc` → `true`; 404
 /// (code 22001) for a namespace that does not exist, public included
 /// (Nacos answers `true` and changes nothing).
-pub async fn update(
-    req: HttpRequest,
-    body: web::Bytes,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> Answer {
+pub async fn update(call: FormCall) -> Answer {
+    let FormCall(Call {
+        app,
+        principal,
+        params,
+        req,
+    }) = call;
     let generation = Generation::of(&req);
-    let params = Params::parse(&req, &body);
     let (id, name) = form(&params)?;
     let caller = principal.caller("", client_ip(&req));
     match app
@@ -206,14 +213,14 @@ pub async fn update(
 /// `DELETE ?namespaceId=` → `true`; refused while it holds configs (code
 /// 20005; Nacos would leave them without a namespace), 404 (code 22001)
 /// when it does not exist, public included.
-pub async fn delete(
-    req: HttpRequest,
-    body: web::Bytes,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> Answer {
+pub async fn delete(call: FormCall) -> Answer {
+    let FormCall(Call {
+        app,
+        principal,
+        params,
+        req,
+    }) = call;
     let generation = Generation::of(&req);
-    let params = Params::parse(&req, &body);
     let id = required_string(&params, "namespaceId")?;
     let caller = principal.caller("", client_ip(&req));
     match app.service.remove_namespace(id, &caller).await {
