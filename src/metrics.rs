@@ -94,6 +94,13 @@ pub fn render(node: &Node, listeners: Option<ListenerCounts>, data_dir: &Path) -
             metrics::gauge!("tacos_raft_follower_lag", "node" => id.to_string()).set(lag as f64);
         }
     }
+    if let Some(lag) = node.learner_lag() {
+        // -1: not measured yet.
+        let entries = lag.entries.map_or(-1.0, |e| e as f64);
+        metrics::gauge!("tacos_learner_lag_entries").set(entries);
+        let age = lag.age.map_or(-1.0, |a| a.as_secs_f64());
+        metrics::gauge!("tacos_learner_lag_check_age_seconds").set(age);
+    }
     metrics::gauge!("tacos_log_bytes").set(dir_bytes(&data_dir.join("log")) as f64);
     metrics::gauge!("tacos_snapshot_bytes").set(dir_bytes(&data_dir.join("snapshots")) as f64);
     if let Some((rss, cpu)) = process_usage() {

@@ -106,6 +106,7 @@ pub fn run(settings: Settings) -> anyhow::Result<()> {
             node.id,
             settings.cluster_addr()
         );
+        node.watch_freshness();
         if let Some(join) = settings.join.clone() {
             let joining = node.clone();
             tokio::spawn(async move { joining.join(&join).await });

@@ -100,6 +100,38 @@ pub struct Settings {
     )]
     pub join: Option<String>,
 
+    /// With --join: join as a learner, and stay one. A learner receives the
+    /// log and serves reads, long polls, gRPC queries and listens from its
+    /// own state (writes are forwarded to the leader), but is not part of
+    /// the commit quorum: add learners to serve more clients (or a remote
+    /// data center) without slowing commits. See docs/cluster.md.
+    #[arg(long, global = true, env = "TACOS_LEARNER", requires = "join")]
+    pub learner: bool,
+
+    /// A learner answers reads with 503 while it is more than this many log
+    /// entries behind the leader's read index (it checks every second), so
+    /// its clients move to another node; a request can ask for a stale
+    /// read instead (HTTP `consistency=stale`).
+    #[arg(
+        long,
+        global = true,
+        env = "TACOS_LEARNER_MAX_LAG",
+        default_value_t = 1000,
+        value_name = "ENTRIES"
+    )]
+    pub learner_max_lag: u64,
+
+    /// A learner that has not reached the leader for this many seconds does
+    /// not know how far behind it is, and answers reads with 503 as if
+    /// too far behind (see --learner-max-lag).
+    #[arg(
+        long,
+        global = true,
+        env = "TACOS_LEARNER_STALE_SECONDS",
+        default_value_t = 10
+    )]
+    pub learner_stale_seconds: u64,
+
     /// Initialize a new cluster with this node as its only voter, when the
     /// data dir is empty. Node 1 does this by default unless --join is given;
     /// any other new node waits to be added.
@@ -426,6 +458,9 @@ impl Settings {
         if self.max_long_polls == 0 {
             return invalid("max-long-polls", "must be 1 or more".into());
         }
+        if self.learner_stale_seconds == 0 || self.learner_stale_seconds > 3600 {
+            return invalid("learner-stale-seconds", "must be between 1 and 3600".into());
+        }
         if self.drain_seconds > 600 {
             return invalid("drain-seconds", "must be between 0 and 600".into());
         }
@@ -488,6 +523,11 @@ impl Settings {
             local_addr: (!self.bind.is_unspecified()).then_some(self.bind),
             cluster_token: self.cluster_token.clone(),
             joining: self.join.is_some(),
+            learner: self.learner,
+            freshness: tacos_raft::freshness::Limits {
+                max_lag: self.learner_max_lag,
+                stale_after: std::time::Duration::from_secs(self.learner_stale_seconds),
+            },
             init: self.init,
             segment_size: self.segment_size,
             snapshot_entries: self.snapshot_entries,

@@ -54,7 +54,23 @@ struct RaftStatus {
     replication: Option<BTreeMap<NodeId, Option<u64>>>,
     /// On the leader: how far behind each member's match index is.
     lag: Option<BTreeMap<NodeId, u64>>,
+    /// On a learner: how far behind the leader it last measured itself,
+    /// and whether it serves reads ([`tacos_raft::freshness`]).
+    learner: Option<LearnerView>,
     members: Members,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct LearnerView {
+    /// Entries behind the leader's read index at the last check (null
+    /// before the first).
+    lag_entries: Option<u64>,
+    /// Milliseconds since the last successful check (null before the first).
+    checked_ms_ago: Option<u128>,
+    /// Whether it serves reads now, and why not.
+    serving: bool,
+    behind: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -116,6 +132,15 @@ async fn raft_status(app: web::Data<AppState>) -> HttpResponse {
         purged: metrics.purged.map(|l| l.index),
         replication,
         lag,
+        learner: app.node.learner_lag().map(|lag| {
+            let behind = app.service.readable().err();
+            LearnerView {
+                lag_entries: lag.entries,
+                checked_ms_ago: lag.age.map(|a| a.as_millis()),
+                serving: behind.is_none(),
+                behind: behind.map(|b| b.to_string()),
+            }
+        }),
         members: members_of(&app),
     })
 }

@@ -2,7 +2,7 @@
 //!
 //! | route | what |
 //! |---|---|
-//! | `GET /health`, `/nacos/v1/console/health/readiness` | 200 while this node knows a leader, else 503/500 |
+//! | `GET /health`, `/nacos/v1/console/health/readiness` | 200 while this node knows a leader (and, on a learner, serves reads: not too far behind), else 503/500 |
 //! | `GET /nacos/v1/console/health/liveness` | 200 while the process serves |
 //! | `GET /metrics` | Prometheus text format (see [`crate::metrics`]) |
 
@@ -27,10 +27,12 @@ fn has_leader(app: &AppState) -> bool {
 }
 
 async fn health(app: web::Data<AppState>) -> HttpResponse {
-    if has_leader(&app) {
-        HttpResponse::Ok().body("UP")
-    } else {
-        HttpResponse::ServiceUnavailable().body("DOWN: no leader")
+    if !has_leader(&app) {
+        return HttpResponse::ServiceUnavailable().body("DOWN: no leader");
+    }
+    match app.service.readable() {
+        Ok(()) => HttpResponse::Ok().body("UP"),
+        Err(behind) => HttpResponse::ServiceUnavailable().body(format!("DOWN: {behind}")),
     }
 }
 
@@ -39,10 +41,12 @@ async fn liveness() -> HttpResponse {
 }
 
 async fn readiness(app: web::Data<AppState>) -> HttpResponse {
-    if has_leader(&app) {
-        HttpResponse::Ok().body("OK")
-    } else {
-        HttpResponse::InternalServerError().body("raft has no leader")
+    if !has_leader(&app) {
+        return HttpResponse::InternalServerError().body("raft has no leader");
+    }
+    match app.service.readable() {
+        Ok(()) => HttpResponse::Ok().body("OK"),
+        Err(behind) => HttpResponse::InternalServerError().body(behind.to_string()),
     }
 }
 

@@ -80,7 +80,9 @@ pub async fn record_metrics(
 /// The read-consistency choice of a request: `consistency=linearizable` (a
 /// parameter) or the `X-Tacos-Consistency: linearizable` header makes the
 /// read wait for the leader's read index; `local` (the default, as in Nacos)
-/// reads this node's memory at once.
+/// reads this node's memory at once, unless it is a learner too far behind
+/// (503: [`tacos_raft::freshness`]); `stale` reads this node's memory
+/// whatever its lag.
 pub async fn read_barrier(
     app: &AppState,
     req: &actix_web::HttpRequest,
@@ -91,7 +93,10 @@ pub async fn read_barrier(
         None => params::header(req, "X-Tacos-Consistency").unwrap_or_default(),
     };
     match mode.as_str() {
-        "local" | "" => Ok(()),
+        "local" | "" => app.service.readable().map_err(|behind| {
+            render::v1_error(actix_web::http::StatusCode::SERVICE_UNAVAILABLE, behind)
+        }),
+        "stale" => Ok(()),
         "linearizable" => app.node.linearizable_barrier().await.map_err(|e| {
             render::v1_error(
                 actix_web::http::StatusCode::SERVICE_UNAVAILABLE,
@@ -100,7 +105,7 @@ pub async fn read_barrier(
         }),
         other => Err(render::v1_error(
             actix_web::http::StatusCode::BAD_REQUEST,
-            format!("consistency must be local or linearizable, not {other:?}"),
+            format!("consistency must be local, linearizable or stale, not {other:?}"),
         )),
     }
 }

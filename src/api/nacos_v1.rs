@@ -477,6 +477,10 @@ async fn listener(
         Ok(keys) => keys,
         Err(e) => return bad_request(e),
     };
+    // A learner too far behind: 503, and the client polls another node.
+    if let Err(behind) = app.service.readable() {
+        return v1_error(StatusCode::SERVICE_UNAVAILABLE, behind);
+    }
     for key in &keys {
         if let Err(denied) = allow(&principal, &key.key.namespace, Access::Read) {
             return *denied;

@@ -51,6 +51,10 @@ pub fn query(
         Ok(key) => key,
         Err(e) => return failed(code::INVALID_PARAM, &e.to_string()),
     };
+    // A learner too far behind: a failure (code 500), never "not found".
+    if let Err(behind) = app.service.readable() {
+        return failed(code::SERVER_ERROR, &behind.to_string());
+    }
     if let Err(e) = principal.require(&key.namespace, Access::Read) {
         return failed(code::NO_RIGHT, &e.to_string());
     }
@@ -219,6 +223,9 @@ pub async fn batch_listen(
             app.max_listen_keys
         );
         return payload::fail(KIND, &rid, code::INVALID_PARAM, &message);
+    }
+    if let Err(behind) = app.service.readable() {
+        return payload::fail(KIND, &rid, code::SERVER_ERROR, &behind.to_string());
     }
     let mut keys = Vec::with_capacity(contexts.len());
     for c in contexts {

@@ -2,6 +2,7 @@
 //! the node that ties them together.
 
 pub mod cluster_server;
+pub mod freshness;
 pub mod log_storage;
 pub mod network;
 pub mod node;

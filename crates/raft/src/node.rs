@@ -18,6 +18,7 @@ use anyhow::Context;
 use openraft::error::{CheckIsLeaderError, ClientWriteError, RaftError};
 use openraft::{ChangeMembers, Config, ServerState, SnapshotPolicy};
 
+use super::freshness::{self, Behind, Freshness, Lag};
 use super::log_storage::RaftLog;
 use super::network::Peers;
 use super::proposer::Proposer;
@@ -63,6 +64,11 @@ pub struct NodeOptions {
     pub cluster_token: Option<String>,
     /// The node will join a cluster through a member (never initialize one).
     pub joining: bool,
+    /// It joins as a learner (receives the log, serves reads, never votes)
+    /// and stays one.
+    pub learner: bool,
+    /// How far behind a learner may serve reads ([`freshness`]).
+    pub freshness: freshness::Limits,
     /// Initialize a new one-voter cluster on an empty data dir (node 1 does
     /// unless it joins).
     pub init: bool,
@@ -87,6 +93,10 @@ pub struct Node {
     stopping: Arc<AtomicBool>,
     /// Audit rows kept (stamped into the notes this node records).
     audit_limit: u32,
+    /// Joins as a learner rather than a voter.
+    join_as_learner: bool,
+    /// A learner's measure of how far behind it is.
+    freshness: Arc<Freshness>,
 }
 
 /// Triggers a snapshot whenever `threshold` bytes of entries were appended
@@ -193,6 +203,8 @@ impl Node {
             committed_at_open: recovery.committed,
             stopping: Arc::new(AtomicBool::new(false)),
             audit_limit: options.audit_limit,
+            join_as_learner: options.learner,
+            freshness: Arc::new(Freshness::new(options.freshness)),
         })
     }
 
@@ -268,25 +280,41 @@ impl Node {
     }
 
     /// Asks the cluster at `addr` (any member) to take this node in, and
-    /// retries with backoff until this node is a voter. Returns at once when
-    /// it already is one.
+    /// retries with backoff until this node is a voter (a learner, with
+    /// `--learner`). Returns at once when it already is one.
     pub async fn join(&self, addr: &str) {
         let mut backoff = Duration::from_millis(200);
+        let (id, me) = (self.id, self.me.clone());
         loop {
             if self.is_voter() {
                 tracing::info!("this node is a voter");
                 return;
             }
-            let forward = Forward {
-                hops: 0,
-                request: Request::Join {
-                    id: self.id,
-                    node: self.me.clone(),
-                },
+            if self.join_as_learner && self.is_learner() {
+                tracing::info!("this node is a learner");
+                return;
+            }
+            let request = if self.join_as_learner {
+                Request::AddLearner {
+                    id,
+                    node: me.clone(),
+                }
+            } else {
+                Request::Join {
+                    id,
+                    node: me.clone(),
+                }
             };
+            let forward = Forward { hops: 0, request };
             match self.peers.forward(addr, &forward, JOIN_TIMEOUT).await {
                 Ok(ForwardReply::Membership { voters, .. }) if voters.contains(&self.id) => {
                     tracing::info!(via = addr, ?voters, "joined the cluster");
+                    return;
+                }
+                Ok(ForwardReply::Membership { learners, .. })
+                    if self.join_as_learner && learners.contains(&self.id) =>
+                {
+                    tracing::info!(via = addr, "joined the cluster as a learner");
                     return;
                 }
                 Ok(ForwardReply::Failed(e)) => tracing::warn!(via = addr, "join refused: {e}"),
@@ -296,6 +324,64 @@ impl Node {
             tokio::time::sleep(backoff).await;
             backoff = (backoff * 2).min(Duration::from_secs(5));
         }
+    }
+
+    /// Whether this node is a member that does not vote.
+    pub fn is_learner(&self) -> bool {
+        let metrics = self.metrics();
+        let learner = metrics
+            .membership_config
+            .membership()
+            .learner_ids()
+            .any(|id| id == self.id);
+        learner
+    }
+
+    /// Whether reads may be served here now: always on a voter; on a
+    /// learner only while it is fresh enough ([`freshness`]).
+    pub fn check_fresh(&self) -> Result<(), Behind> {
+        if !self.is_learner() {
+            return Ok(());
+        }
+        let applied = self.metrics().last_applied.map_or(0, |l| l.index);
+        self.freshness.check(applied, Instant::now())
+    }
+
+    /// A learner's lag as last measured (`None` on a voter).
+    pub fn learner_lag(&self) -> Option<Lag> {
+        if !self.is_learner() {
+            return None;
+        }
+        let applied = self.metrics().last_applied.map_or(0, |l| l.index);
+        Some(self.freshness.lag(applied, Instant::now()))
+    }
+
+    /// While this node is a learner, asks the leader's read index every
+    /// [`freshness::CHECK_PERIOD`] (see [`freshness`]). Runs until Raft
+    /// stops.
+    pub fn watch_freshness(self: &Arc<Self>) {
+        let node = Arc::clone(self);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(freshness::CHECK_PERIOD);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                if node.stopping.load(Ordering::Relaxed) || node.metrics().running_state.is_err() {
+                    return;
+                }
+                if !node.is_learner() {
+                    continue;
+                }
+                node.freshness.start(Instant::now());
+                let asked = tokio::time::timeout(
+                    freshness::CHECK_PERIOD * 2,
+                    node.route(Request::ReadIndex, 0),
+                );
+                if let Ok(ForwardReply::ReadIndex { index }) = asked.await {
+                    node.freshness.record(index, Instant::now());
+                }
+            }
+        });
     }
 
     fn is_voter(&self) -> bool {

@@ -30,6 +30,8 @@ pub use publish::{comma_list, PublishRequest, MAX_IMPORT_BYTES};
 
 use std::sync::Arc;
 
+use tacos_raft::freshness::Behind;
+
 use tacos_core::command as pb;
 use tacos_core::validate::{self, InvalidInput};
 use tacos_core::{now_ms, Command, Op};
@@ -153,6 +155,11 @@ impl Writer {
     pub fn state(&self) -> Arc<State> {
         self.node.state()
     }
+
+    /// Whether reads may be served here now (see [`ConfigService::readable`]).
+    pub fn readable(&self) -> Result<(), Behind> {
+        self.node.check_fresh()
+    }
 }
 
 pub(crate) fn origin(caller: &Caller) -> pb::Origin {
@@ -179,5 +186,12 @@ impl ConfigService {
     /// The current state (lock-free).
     pub fn state(&self) -> Arc<State> {
         self.writer.state()
+    }
+
+    /// Whether this node may serve reads, long polls and listens now: a
+    /// learner too far behind the leader may not
+    /// ([`tacos_raft::freshness`]); every other node may.
+    pub fn readable(&self) -> Result<(), Behind> {
+        self.writer.readable()
     }
 }

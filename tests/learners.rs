@@ -1,0 +1,285 @@
+//! Learners (read replicas) as real processes: nodes started with
+//! `--join ADDR --learner` receive the log, serve reads and long polls from
+//! their own state, forward writes, catch up by snapshot after a restart,
+//! and stop serving reads while they cannot tell how far behind the leader
+//! they are (`tacos_raft::freshness`). See docs/cluster.md, "Learners".
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use common::cluster::{Cluster, GROUP, LEADER_TIMEOUT, LISTENER};
+use common::{java_encode, md5_hex, NacosApi, Reply};
+use serde_json::Value;
+
+const MEMBERS: &str = "/tacos/v1/admin/cluster/members";
+
+/// Adds `n` learners joining through the voters in turn, starts them and
+/// waits until the membership holds them (as learners) and they converged.
+async fn add_learners(
+    cluster: &mut Cluster,
+    voters: usize,
+    n: usize,
+    extra: &[&str],
+) -> Vec<usize> {
+    let mut args = vec!["--learner"];
+    args.extend_from_slice(extra);
+    let learners: Vec<usize> = (0..n)
+        .map(|k| cluster.add_node(Some(k % voters), &args))
+        .collect();
+    cluster.start_nodes(&learners).await;
+    let ids: Vec<u64> = learners.iter().map(|&i| cluster.id(i)).collect();
+    cluster
+        .poll_until("the learners in the membership", LEADER_TIMEOUT, || async {
+            let members = cluster.get_json(0, MEMBERS).await?;
+            let listed = |role: &str| -> Vec<u64> {
+                members[role]
+                    .as_array()
+                    .map(|a| a.iter().filter_map(|m| m["id"].as_u64()).collect())
+                    .unwrap_or_default()
+            };
+            if listed("learners") == ids && listed("voters").len() == voters {
+                Ok(())
+            } else {
+                Err(format!("members: {members}"))
+            }
+        })
+        .await;
+    cluster.wait_converged().await;
+    learners
+}
+
+/// A raw GET of a config on node `i` with extra query pairs.
+async fn get_config(cluster: &Cluster, i: usize, data_id: &str, extra: &[(&str, &str)]) -> Reply {
+    let mut query = vec![("dataId", data_id), ("group", GROUP), ("tenant", "")];
+    query.extend_from_slice(extra);
+    let query = serde_urlencoded::to_string(&query).expect("encoding a query");
+    cluster
+        .get(i, &format!("{}?{query}", NacosApi::CONFIGS))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Starts a v1 long poll on node `i` for `data_id` holding `content`.
+fn long_poll(
+    cluster: &Cluster,
+    i: usize,
+    data_id: &str,
+    content: &str,
+) -> tokio::task::JoinHandle<Reply> {
+    let probe = format!("{data_id}\u{2}{GROUP}\u{2}{}\u{1}", md5_hex(content));
+    let api = cluster.api(i);
+    tokio::spawn(async move {
+        let value = java_encode(&probe);
+        let response = api
+            .client()
+            .post(api.url(LISTENER))
+            .header("Long-Pulling-Timeout", "30000")
+            .form(&[("Listening-Configs", value.as_str())])
+            .timeout(Duration::from_secs(45))
+            .send()
+            .await
+            .expect("POST listener");
+        Reply::read(response)
+            .await
+            .expect("reading the listener answer")
+    })
+}
+
+/// 3 voters and 4 learners: a write on any node (learners forward theirs)
+/// is read on every node; a long poll held on every node is woken by a
+/// write on a learner; a learner killed while the cluster moves on past its
+/// log (the leader purges it) is caught up by a snapshot when it comes back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn learners_serve_reads_and_listeners_and_catch_up() {
+    let mut cluster = Cluster::start(
+        3,
+        &["--snapshot-log-bytes", "4096", "--snapshot-entries", "200"],
+    )
+    .await;
+    let learners = add_learners(&mut cluster, 3, 4, &[]).await;
+    let all: Vec<usize> = (0..cluster.len()).collect();
+
+    // Writes on every node, read everywhere.
+    let mut written = BTreeMap::new();
+    for &i in &all {
+        let key = format!("from-node-{}", cluster.id(i));
+        let content = format!("written on node {}", cluster.id(i));
+        cluster.publish(i, &key, &content).await;
+        assert_eq!(
+            cluster.read(i, &key).await.as_deref(),
+            Some(content.as_str()),
+            "node {} reads its own write",
+            cluster.id(i)
+        );
+        written.insert(key, content);
+    }
+    cluster.wait_converged().await;
+    for &j in &all {
+        for (key, content) in &written {
+            assert_eq!(
+                cluster.read(j, key).await.as_deref(),
+                Some(content.as_str()),
+                "{key} on node {}",
+                cluster.id(j)
+            );
+        }
+        let view = cluster.raft_view(j).await;
+        let is_learner = learners.contains(&j);
+        assert_eq!(
+            view["learner"]["serving"].as_bool(),
+            is_learner.then_some(true),
+            "node {}: {view}",
+            cluster.id(j)
+        );
+    }
+
+    // A long poll on every node; a write on a learner wakes them all.
+    cluster.publish(0, "watched", "v1").await;
+    cluster.wait_converged().await;
+    let polls: Vec<_> = all
+        .iter()
+        .map(|&i| long_poll(&cluster, i, "watched", "v1"))
+        .collect();
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert!(
+        polls.iter().all(|p| !p.is_finished()),
+        "a long poll was answered before any change"
+    );
+    cluster.publish(learners[0], "watched", "v2").await;
+    let expected = format!("{}\n", java_encode(&format!("watched\u{2}{GROUP}\u{1}")));
+    for (i, poll) in all.iter().zip(polls) {
+        let answer = tokio::time::timeout(Duration::from_secs(10), poll)
+            .await
+            .unwrap_or_else(|_| panic!("node {}'s long poll was not woken", cluster.id(*i)))
+            .expect("long poll task");
+        assert_eq!(
+            (answer.status, answer.body.as_str()),
+            (200, expected.as_str()),
+            "node {}",
+            cluster.id(*i)
+        );
+    }
+
+    // A learner killed; the cluster moves past its log; it catches up by a
+    // snapshot.
+    let victim = learners[1];
+    let victim_last = cluster.raft_view(victim).await["lastLogIndex"]
+        .as_u64()
+        .expect("lastLogIndex");
+    cluster.kill9(victim);
+    let writers = [0, 1, 2, learners[0]];
+    let mut n = 0;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        for _ in 0..100 {
+            let key = format!("bulk-{n:05}");
+            let content = format!("bulk {n}");
+            cluster
+                .publish(writers[n % writers.len()], &key, &content)
+                .await;
+            written.insert(key, content);
+            n += 1;
+        }
+        let leader = cluster.wait_for_leader(LEADER_TIMEOUT).await;
+        let view = cluster.raft_view(leader).await;
+        if view["purged"].as_u64().is_some_and(|p| p > victim_last) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the leader did not purge its log past {victim_last} after {n} writes: {view}"
+        );
+    }
+    cluster.start_node(victim).await;
+    cluster.wait_converged().await;
+    let log = cluster.log(victim);
+    assert!(
+        log.contains("installed snapshot"),
+        "the restarted learner did not install a snapshot:\n{}",
+        common::cluster::tail(&log, 40)
+    );
+    for key in ["from-node-1", "from-node-7", "bulk-00000"] {
+        assert_eq!(
+            cluster.read(victim, key).await.as_ref(),
+            written.get(key),
+            "{key} on the learner that caught up"
+        );
+    }
+    let last = format!("bulk-{:05}", n - 1);
+    assert_eq!(
+        cluster.read(victim, &last).await.as_ref(),
+        written.get(&last)
+    );
+}
+
+/// A learner that cannot reach any voter does not know how far behind it
+/// is: after `--learner-stale-seconds` its reads, long polls and `/health`
+/// answer 503 (a stale read, asked for, still answers), and it serves again
+/// once the voters are back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_learner_cut_off_from_the_voters_stops_serving_reads() {
+    let mut cluster = Cluster::start(3, &[]).await;
+    let learner = add_learners(&mut cluster, 3, 1, &["--learner-stale-seconds", "2"]).await[0];
+    cluster.publish(0, "kept", "before the cut").await;
+    cluster.wait_converged().await;
+    assert_eq!(get_config(&cluster, learner, "kept", &[]).await.status, 200);
+
+    for voter in 0..3 {
+        cluster.kill9(voter);
+    }
+    let refused = cluster
+        .poll_until(
+            "the learner refusing reads",
+            Duration::from_secs(20),
+            || async {
+                let reply = get_config(&cluster, learner, "kept", &[]).await;
+                if reply.status == 503 {
+                    Ok(reply)
+                } else {
+                    Err(format!("{reply:?}"))
+                }
+            },
+        )
+        .await;
+    assert!(
+        refused.body.contains("has not reached the leader"),
+        "{refused:?}"
+    );
+    let stale = get_config(&cluster, learner, "kept", &[("consistency", "stale")]).await;
+    assert_eq!(
+        (stale.status, stale.body.as_str()),
+        (200, "before the cut"),
+        "a stale read asked for"
+    );
+    let health = cluster.get(learner, "/health").await.expect("/health");
+    assert_eq!(health.status, 503, "{health:?}");
+    let poll = long_poll(&cluster, learner, "kept", "before the cut")
+        .await
+        .expect("long poll task");
+    assert_eq!(poll.status, 503, "{poll:?}");
+    let view: Value = cluster.raft_view(learner).await;
+    assert_eq!(view["learner"]["serving"], false, "{view}");
+
+    cluster.start_nodes(&[0, 1, 2]).await;
+    cluster
+        .poll_until(
+            "the learner serving again",
+            Duration::from_secs(30),
+            || async {
+                let reply = get_config(&cluster, learner, "kept", &[]).await;
+                if reply.status == 200 {
+                    Ok(())
+                } else {
+                    Err(format!("{reply:?}"))
+                }
+            },
+        )
+        .await;
+    cluster.publish(learner, "kept", "after the cut").await;
+    assert_eq!(
+        cluster.read(learner, "kept").await.as_deref(),
+        Some("after the cut")
+    );
+}
