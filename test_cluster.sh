@@ -7,6 +7,11 @@
 #                sources, then start every node (or only node N) that is not
 #                already running, wait until the cluster is healthy with three
 #                voters, and print the status table
+#   start --learners L
+#                as start, with L learners (read replicas, nodes 4..3+L,
+#                started with --join and --learner); L is recorded in
+#                cluster_example/learners and kept by later commands (a
+#                larger L adds learners; to have fewer, clean first)
 #   stop [N]     SIGTERM every node (or node N), SIGKILL after 15 s
 #   kill [N]     SIGKILL every node (or node N), e.g. to drill a leader crash
 #   restart [N]  stop, then start (every node, or only node N)
@@ -14,7 +19,7 @@
 #                last log index, committed, applied
 #   clean        stop every node, then delete cluster_example/
 #
-# Node N (1..3) listens for HTTP on BASE+N-1, for Nacos gRPC on BASE+N-1+1000
+# Node N (1..3, and 4.. for learners) listens for HTTP on BASE+N-1, for Nacos gRPC on BASE+N-1+1000
 # (where the official SDKs look for it) and for cluster traffic on
 # BASE+N-1+2001, where BASE is $TACOS_BASE_PORT (default 8848): HTTP
 # 8848/8849/8850, gRPC 9848/9849/9850 and cluster 10849/10850/10851 (the
@@ -48,6 +53,8 @@ BIN=target/release/tacos
 ROOT="$PWD/cluster_example"
 BASE_FILE="$ROOT/base_port"
 BASE_PORT=${TACOS_BASE_PORT:-8848}
+LEARNERS_FILE="$ROOT/learners"
+MAX_LEARNERS=8
 NODES=(1 2 3)
 START_TIMEOUT=60 # seconds for the cluster to become healthy
 STOP_TIMEOUT=15  # seconds between SIGTERM and SIGKILL
@@ -226,6 +233,7 @@ start_node() {
     --http-port "$(http_port "$n")" --grpc-port "$(grpc_port "$n")"
     --cluster-port "$(cluster_port "$n")")
   [ "$n" = 1 ] || args+=(--join "$(join_addr "$n")")
+  [ "$n" -le 3 ] || args+=(--learner)
   echo "=== $(date '+%F %T') starting node $n: tacos ${args[*]}" >>"$log"
   # The inner shell writes its own PID (exec keeps it for tacos), so the pid
   # file is right whether or not setsid had to fork.
@@ -315,6 +323,7 @@ cmd_start() {
     build_if_stale
     mkdir -p "$ROOT"
     [ -f "$BASE_FILE" ] || echo "$BASE_PORT" >"$BASE_FILE"
+    echo "$((${#NODES[@]} - 3))" >"$LEARNERS_FILE"
     for n in "${todo[@]}"; do
       start_node "$n"
     done
@@ -406,9 +415,21 @@ command -v python3 >/dev/null 2>&1 || die "python3 is required"
 command -v curl >/dev/null 2>&1 || die "curl is required"
 cmd=$1
 shift
+learners=0
+[ -f "$LEARNERS_FILE" ] && learners=$(cat "$LEARNERS_FILE")
+if [ "$cmd" = start ] && [ "${1:-}" = --learners ]; then
+  [ $# -eq 2 ] || usage
+  [[ "$2" =~ ^[0-9]+$ ]] && [ "$2" -le "$MAX_LEARNERS" ] ||
+    die "--learners takes a count from 0 to $MAX_LEARNERS (got '$2')"
+  [ "$2" -ge "$learners" ] ||
+    die "cluster_example/ has $learners learners; to have fewer, run '$0 clean' first"
+  learners=$2
+  set --
+fi
+for ((k = 1; k <= learners; k++)); do NODES+=($((3 + k))); done
 [ $# -le 1 ] || usage
-if [ $# -eq 1 ] && ! [[ "$1" =~ ^[1-3]$ ]]; then
-  echo "error: node must be 1, 2 or 3 (got '$1')" >&2
+if [ $# -eq 1 ] && ! [[ "$1" =~ ^[0-9]+$ && "$1" -ge 1 && "$1" -le ${#NODES[@]} ]]; then
+  echo "error: node must be 1 to ${#NODES[@]} (got '$1')" >&2
   usage
 fi
 if ! [[ "$BASE_PORT" =~ ^[0-9]+$ ]] || [ "$BASE_PORT" -lt 1 ] || [ "$BASE_PORT" -gt 64532 ]; then
