@@ -3,14 +3,16 @@
 #
 # Each round starts a fresh 1-node Tacos and runs the publish scenario against it, then a
 # fresh 3-node cluster (on this same machine) and runs the same scenario against the leader
-# and then against a follower (whose writes are forwarded to the leader). Rounds alternate
+# and then against a follower (whose writes are forwarded to the leader); with LEARNERS=N,
+# also a fresh 3-node cluster with N learners attached (--learner), against its leader: the
+# commit throughput learners cost (they receive every entry but no commit waits for them). Rounds alternate
 # the two setups so drift on a noisy machine hits both. Everything stays on loopback, each
 # run is bounded by TIME, and the script stops only the processes it started and removes
 # only its own data dirs.
 #
 # Usage (from the repo root, after `cargo build --release --workspace`):
 #   loadtest/cluster_bench.sh
-# Settings (environment): ROUNDS=2 USERS=64 TIME=20s SCENARIO=http_config_set
+# Settings (environment): ROUNDS=2 USERS=64 TIME=20s SCENARIO=http_config_set LEARNERS=0
 #   BASE_PORT=28848 (node i gets HTTP BASE_PORT+i, cluster BASE_PORT+100+i)
 #   OUT=/tmp/cluster-bench-<time>  TACOS_BIN=target/release/tacos  BIN_DIR=target/release
 set -euo pipefail
@@ -25,6 +27,7 @@ ROUNDS=${ROUNDS:-2}
 USERS=${USERS:-64}
 TIME=${TIME:-20s}
 SCENARIO=${SCENARIO:-http_config_set}
+LEARNERS=${LEARNERS:-0}
 BASE_PORT=${BASE_PORT:-28848}
 OUT=${OUT:-/tmp/cluster-bench-$(date +%Y%m%d-%H%M%S)}
 CLK_TCK=$(getconf CLK_TCK)
@@ -70,6 +73,21 @@ start_node() {
         --http-port $((BASE_PORT + id)) --cluster-port $((BASE_PORT + 100 + id)) "$@" \
         >"$dir/tacos.log" 2>&1 &
     PIDS+=($!)
+}
+
+# wait_learners PORT N: until the node on PORT sees N learners.
+wait_learners() {
+    for _ in $(seq 300); do
+        if curl -sf -m 2 -u "nacos:$ADMIN_PASSWORD" "http://127.0.0.1:$1/tacos/v1/admin/raft" | python3 -c "
+import json, sys
+m = json.load(sys.stdin)
+sys.exit(0 if len(m['members']['learners']) == $2 else 1)" 2>/dev/null; then
+            return 0
+        fi
+        sleep 0.2
+    done
+    echo "cluster on port $1 did not reach $2 learners; logs in $DATA" >&2
+    exit 1
 }
 
 # wait_voters PORT N: until the node on PORT sees N voters and a leader.
@@ -124,6 +142,21 @@ for round in $(seq "$ROUNDS"); do
     run "r$round-3node-leader" "$leader"
     run "r$round-3node-follower" "$follower"
     stop_all
+
+    if [ "$LEARNERS" -gt 0 ]; then
+        dir="$DATA/r$round-learners"
+        start_node 1 "$dir/n1"
+        wait_voters $((BASE_PORT + 1)) 1
+        start_node 2 "$dir/n2" --join "127.0.0.1:$((BASE_PORT + 101))"
+        start_node 3 "$dir/n3" --join "127.0.0.1:$((BASE_PORT + 101))"
+        wait_voters $((BASE_PORT + 1)) 3
+        for id in $(seq 4 $((3 + LEARNERS))); do
+            start_node "$id" "$dir/n$id" --join "127.0.0.1:$((BASE_PORT + 101))" --learner
+        done
+        wait_learners $((BASE_PORT + 1)) "$LEARNERS"
+        run "r$round-3node+${LEARNERS}learners-leader" "$(leader_port $((BASE_PORT + 1)))"
+        stop_all
+    fi
 done
 
 {
