@@ -57,7 +57,7 @@ fn put(index: u64, key: &str, value: &str) -> Entry {
 fn content(state: &State, data_id: &str) -> Option<String> {
     state
         .config(&ConfigKey::new("", "DEFAULT_GROUP", data_id))
-        .map(|c| c.content.clone())
+        .map(|c| c.content.to_string())
 }
 
 #[tokio::test]

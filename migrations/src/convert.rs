@@ -729,7 +729,7 @@ fn check(
             return bad(format!("config {key} has a duplicate id {}", config.id));
         }
         let want = md5_hex(&pending.source.content);
-        if config.md5 != want || md5_hex(&config.content) != want {
+        if *config.md5 != want || md5_hex(&config.content) != want {
             mismatched.push(key.to_string());
         }
         let rows: Vec<_> = state.history(key).collect();
@@ -748,7 +748,7 @@ fn check(
                     row.id
                 ));
             }
-            if row.md5 != md5_hex(&source_row.content) || state.history_row(row.id).is_none() {
+            if *row.md5 != md5_hex(&source_row.content) || state.history_row(row.id).is_none() {
                 return bad(format!("config {key}: history row {} differs", row.id));
             }
             last_id = row.id;
@@ -915,7 +915,7 @@ mod tests {
 
         let key = ConfigKey::new("", "DEFAULT_GROUP", "a.yaml");
         let c = converted.state.config(&key).unwrap();
-        assert_eq!(c.md5, md5_hex("v: 3"));
+        assert_eq!(*c.md5, md5_hex("v: 3"));
         assert_eq!(c.config_type, "text");
         assert_eq!((c.create_time, c.modify_time), (100, 300));
         let rows: Vec<_> = converted.state.history(&key).collect();
@@ -926,7 +926,7 @@ mod tests {
                     r.id,
                     r.last_id,
                     r.op.code(),
-                    r.content.as_str(),
+                    r.content.as_ref(),
                     r.created_time,
                 )
             })
@@ -939,7 +939,7 @@ mod tests {
                 (41, 40, "U", "v: 3", 300)
             ]
         );
-        assert!(rows.iter().all(|r| r.md5 == md5_hex(&r.content)));
+        assert!(rows.iter().all(|r| *r.md5 == md5_hex(&r.content)));
 
         // A config without history: created at its last change, noted.
         let ghost = converted
@@ -1070,7 +1070,7 @@ mod tests {
             converted
                 .state
                 .history(&ConfigKey::new("", "G", k))
-                .map(|r| (r.id, r.last_id, r.content.clone()))
+                .map(|r| (r.id, r.last_id, r.content.to_string()))
                 .collect()
         };
         // Old (id, config, row) order: a/3, b/3, b/5, a/8.
@@ -1169,7 +1169,7 @@ mod tests {
             .state
             .config(&ConfigKey::new("", "G", "p"))
             .unwrap();
-        assert_eq!(kept.content, "one");
+        assert_eq!(&*kept.content, "one");
         assert_eq!(converted.report.skipped.len(), 1);
     }
 

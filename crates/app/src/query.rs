@@ -400,10 +400,7 @@ mod tests {
         // Previous: by config id, the newest row (the update, holding v1).
         let (id_a, id_b) = (state.config(&a).unwrap().id, state.config(&b).unwrap().id);
         let latest = config_history_row(&state, &a, ConfigHistoryLookup::LatestOfConfig(id_a));
-        assert_eq!(
-            latest.map(|r| (r.id, r.content.as_str())),
-            Ok((rows[1], "v1"))
-        );
+        assert_eq!(latest.map(|r| (r.id, &*r.content)), Ok((rows[1], "v1")));
         assert_eq!(
             row(&a, ConfigHistoryLookup::LatestOfConfig(id_b)),
             Err(ConfigRowError::OtherConfig)

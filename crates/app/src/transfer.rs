@@ -153,7 +153,7 @@ pub fn export_items(
         .map(|(k, c)| Item {
             group: k.group.clone(),
             data_id: k.data_id.clone(),
-            content: c.content.clone(),
+            content: c.content.to_string(),
             config_type: c.config_type.clone(),
             desc: c.desc.clone(),
             app_name: c.app_name.clone(),

@@ -40,7 +40,7 @@ pub(super) struct Repeating<'a> {
 }
 
 /// `value` as a shared string: `previous` when equal, else a new one.
-fn share(previous: Option<&Arc<str>>, value: &str) -> Arc<str> {
+pub(crate) fn share(previous: Option<&Arc<str>>, value: &str) -> Arc<str> {
     match previous {
         Some(previous) if **previous == *value => previous.clone(),
         _ => Arc::from(value),

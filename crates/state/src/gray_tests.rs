@@ -91,8 +91,8 @@ fn served(s: &State, data_id: &str, labels: &ClientLabels) -> String {
     s.grays(&k)
         .iter()
         .find(|g| g.serves(labels))
-        .map(|g| g.content.clone())
-        .or_else(|| s.config(&k).map(|c| c.content.clone()))
+        .map(|g| g.content.to_string())
+        .or_else(|| s.config(&k).map(|c| c.content.to_string()))
         .unwrap_or_default()
 }
 
@@ -194,7 +194,7 @@ fn gray_writes_record_history_rows_with_the_gray_name() {
     let k = ConfigKey::from(&key("a"));
     let rows: Vec<_> = s
         .history(&k)
-        .map(|r| (r.op.code(), r.content.as_str(), r.gray_name.as_str()))
+        .map(|r| (r.op.code(), r.content.as_ref(), r.gray_name.as_str()))
         .collect();
     assert_eq!(
         rows,
@@ -271,7 +271,7 @@ fn promoting_a_gray_is_one_apply_or_nothing() {
     assert!(changed.contains(&k));
     let c = s.config(&k).unwrap();
     assert_eq!(
-        (c.content.as_str(), c.config_type.as_str()),
+        (c.content.as_ref(), c.config_type.as_str()),
         ("tagged", "yaml")
     );
     assert!(s.grays(&k).is_empty());
@@ -279,7 +279,7 @@ fn promoting_a_gray_is_one_apply_or_nothing() {
         .history(&k)
         .rev()
         .take(2)
-        .map(|r| (r.op.code(), r.content.as_str(), r.gray_name.as_str()))
+        .map(|r| (r.op.code(), r.content.as_ref(), r.gray_name.as_str()))
         .collect();
     // The formal update (replaced content), then the gray's removal.
     assert_eq!(rows, [("D", "tagged", "tag_canary"), ("U", "formal", "")]);
@@ -377,7 +377,7 @@ fn betas_of_old_snapshots_and_logs_load_as_the_beta_gray() {
         history_limit: 10,
     }));
     assert_eq!(apply(&mut promoted, old_promote), Response::Done);
-    assert_eq!(promoted.config(&k).unwrap().content, "beta");
+    assert_eq!(&*promoted.config(&k).unwrap().content, "beta");
     assert!(promoted.grays(&k).is_empty());
     let old_stop = Command::of(Op::StopBeta(pb::StopBeta {
         key: Some(key("a")),

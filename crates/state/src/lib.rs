@@ -250,7 +250,7 @@ impl State {
             _ => {}
         }
         if let (Some(cas), Some(old)) = (&p.cas_md5, &old) {
-            if *cas != old.md5 {
+            if **cas != *old.md5 {
                 return Err(ApplyError::CasMismatch);
             }
         }
@@ -263,16 +263,17 @@ impl State {
         };
         let config = Config {
             id,
-            content: p.content.clone(),
-            md5: p.md5.clone(),
+            content: p.content.as_str().into(),
+            md5: p.md5.as_str().into(),
             config_type: p.config_type.clone(),
             desc: p.desc.clone(),
             app_name: p.app_name.clone(),
             tags: p.tags.clone(),
             create_time,
             modify_time: origin.time_ms,
-            src_user: origin.src_user.clone(),
-            src_ip: origin.src_ip.clone(),
+            // Runs of writes by one user from one place: one string each.
+            src_user: audit::share(old.as_ref().map(|o| &o.src_user), &origin.src_user),
+            src_ip: audit::share(old.as_ref().map(|o| &o.src_ip), &origin.src_ip),
         };
         // Nacos keeps the new content for an insert and the replaced
         // content for an update.
@@ -285,6 +286,7 @@ impl State {
             recorded.md5.clone(),
             recorded.app_name.clone(),
         );
+        let (src_user, src_ip) = (config.src_user.clone(), config.src_ip.clone());
         if new_namespace {
             // Every check passed: the first publish into a tenant creates it.
             let namespace = Namespace {
@@ -303,8 +305,10 @@ impl State {
             md5,
             app_name,
             gray_name: String::new(),
+            src_user,
+            src_ip,
         };
-        self.record_history(&key, row, &origin, p.history_limit);
+        self.record_history(&key, row, origin.time_ms, p.history_limit);
         changed.push(key);
         Ok(Response::Done)
     }
@@ -350,19 +354,23 @@ impl State {
             md5: old.md5.clone(),
             app_name: old.app_name.clone(),
             gray_name: String::new(),
+            src_user: origin.src_user.as_str().into(),
+            src_ip: origin.src_ip.as_str().into(),
         };
-        self.record_history(&key, row, &origin, r.history_limit);
+        self.record_history(&key, row, origin.time_ms, r.history_limit);
         changed.push(key);
         Ok(Response::Removed { existed: true })
     }
 
-    fn record_history(&mut self, key: &ConfigKey, new: NewRow, origin: &pb::Origin, limit: u32) {
+    fn record_history(&mut self, key: &ConfigKey, new: NewRow, time_ms: i64, limit: u32) {
         let NewRow {
             op,
             content,
             md5,
             app_name,
             gray_name,
+            src_user,
+            src_ip,
         } = new;
         self.next_history_id += 1;
         let id = self.next_history_id;
@@ -374,11 +382,11 @@ impl State {
             content,
             md5,
             app_name,
-            src_user: origin.src_user.clone(),
-            src_ip: origin.src_ip.clone(),
+            src_user,
+            src_ip,
             op,
-            created_time: origin.time_ms,
-            last_modified_time: origin.time_ms,
+            created_time: time_ms,
+            last_modified_time: time_ms,
             gray_name,
         };
         rows.push_back(Arc::new(row));
@@ -437,12 +445,12 @@ impl State {
                 ips: b.beta_ips.clone(),
             },
             priority: BETA_PRIORITY,
-            content: b.content.clone(),
-            md5: b.md5.clone(),
+            content: b.content.as_str().into(),
+            md5: b.md5.as_str().into(),
             config_type: String::new(),
             app_name: String::new(),
-            src_user: origin.src_user,
-            src_ip: origin.src_ip,
+            src_user: origin.src_user.as_str().into(),
+            src_ip: origin.src_ip.as_str().into(),
             create_time: origin.time_ms,
             modify_time: origin.time_ms,
         };
@@ -477,7 +485,7 @@ impl State {
             .gray(&key, BETA_GRAY)
             .cloned()
             .ok_or_else(|| ApplyError::GrayNotFound(BETA_GRAY.to_string()))?;
-        if beta.md5 != p.beta_md5 {
+        if *beta.md5 != *p.beta_md5 {
             return Err(ApplyError::GrayReplaced(BETA_GRAY.to_string()));
         }
         let mut publish = self.republish(&key, &beta.content, &beta.md5, "");
@@ -511,7 +519,7 @@ impl State {
             return Err(ApplyError::GrayOverMaxCount(p.max_grays));
         }
         if let (Some(cas), Some(old)) = (&p.cas_md5, &old) {
-            if *cas != old.md5 {
+            if **cas != *old.md5 {
                 return Err(ApplyError::GrayCasMismatch);
             }
         }
@@ -520,12 +528,12 @@ impl State {
             name: p.name.clone(),
             rule: parsed,
             priority: rule.priority,
-            content: p.content.clone(),
-            md5: p.md5.clone(),
+            content: p.content.as_str().into(),
+            md5: p.md5.as_str().into(),
             config_type: p.config_type.clone(),
             app_name: p.app_name.clone(),
-            src_user: origin.src_user.clone(),
-            src_ip: origin.src_ip.clone(),
+            src_user: origin.src_user.as_str().into(),
+            src_ip: origin.src_ip.as_str().into(),
             create_time: old.as_ref().map_or(origin.time_ms, |g| g.create_time),
             modify_time: origin.time_ms,
         };
@@ -536,6 +544,8 @@ impl State {
                 md5: old.md5.clone(),
                 app_name: old.app_name.clone(),
                 gray_name: p.name.clone(),
+                src_user: gray.src_user.clone(),
+                src_ip: gray.src_ip.clone(),
             },
             None => NewRow {
                 op: OpType::Insert,
@@ -543,10 +553,12 @@ impl State {
                 md5: gray.md5.clone(),
                 app_name: gray.app_name.clone(),
                 gray_name: p.name.clone(),
+                src_user: gray.src_user.clone(),
+                src_ip: gray.src_ip.clone(),
             },
         };
         self.put_gray(&key, gray);
-        self.record_history(&key, row, &origin, p.history_limit);
+        self.record_history(&key, row, origin.time_ms, p.history_limit);
         changed.push(key);
         Ok(Response::Done)
     }
@@ -568,8 +580,10 @@ impl State {
             md5: old.md5.clone(),
             app_name: old.app_name.clone(),
             gray_name: s.name.clone(),
+            src_user: origin.src_user.as_str().into(),
+            src_ip: origin.src_ip.as_str().into(),
         };
-        self.record_history(&key, row, &origin, s.history_limit);
+        self.record_history(&key, row, origin.time_ms, s.history_limit);
         changed.push(key);
         Ok(Response::Removed { existed: true })
     }
@@ -588,7 +602,7 @@ impl State {
             .gray(&key, &p.name)
             .cloned()
             .ok_or_else(|| ApplyError::GrayNotFound(p.name.clone()))?;
-        if gray.md5 != p.gray_md5 {
+        if *gray.md5 != *p.gray_md5 {
             return Err(ApplyError::GrayReplaced(p.name.clone()));
         }
         let mut publish = self.republish(&key, &gray.content, &gray.md5, &gray.app_name);
@@ -665,10 +679,12 @@ impl State {
 /// A history row about to be recorded.
 struct NewRow {
     op: OpType,
-    content: String,
-    md5: String,
+    content: Arc<str>,
+    md5: Arc<str>,
     app_name: String,
     gray_name: String,
+    src_user: Arc<str>,
+    src_ip: Arc<str>,
 }
 
 #[cfg(test)]

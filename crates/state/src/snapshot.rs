@@ -126,16 +126,16 @@ impl State {
                 &pb::ConfigRecord {
                     key: Some(key.into()),
                     id: c.id,
-                    content: c.content.clone(),
-                    md5: c.md5.clone(),
+                    content: c.content.to_string(),
+                    md5: c.md5.to_string(),
                     config_type: c.config_type.clone(),
                     desc: c.desc.clone(),
                     app_name: c.app_name.clone(),
                     tags: c.tags.clone(),
                     create_time: c.create_time,
                     modify_time: c.modify_time,
-                    src_user: c.src_user.clone(),
-                    src_ip: c.src_ip.clone(),
+                    src_user: c.src_user.to_string(),
+                    src_ip: c.src_ip.to_string(),
                 },
             )
         });
@@ -152,12 +152,12 @@ impl State {
                             expr: g.rule.expr(),
                             priority: g.priority,
                         }),
-                        content: g.content.clone(),
-                        md5: g.md5.clone(),
+                        content: g.content.to_string(),
+                        md5: g.md5.to_string(),
                         config_type: g.config_type.clone(),
                         app_name: g.app_name.clone(),
-                        src_user: g.src_user.clone(),
-                        src_ip: g.src_ip.clone(),
+                        src_user: g.src_user.to_string(),
+                        src_ip: g.src_ip.to_string(),
                         create_time: g.create_time,
                         modify_time: g.modify_time,
                     },
@@ -170,11 +170,11 @@ impl State {
                 &pb::HistoryRecord {
                     id: h.id,
                     key: Some((&h.key).into()),
-                    content: h.content.clone(),
-                    md5: h.md5.clone(),
+                    content: h.content.to_string(),
+                    md5: h.md5.to_string(),
                     app_name: h.app_name.clone(),
-                    src_user: h.src_user.clone(),
-                    src_ip: h.src_ip.clone(),
+                    src_user: h.src_user.to_string(),
+                    src_ip: h.src_ip.to_string(),
                     op_type: h.op.code().to_string(),
                     created_time: h.created_time,
                     last_modified_time: h.last_modified_time,
@@ -259,16 +259,16 @@ impl State {
                 let key = key_of(r.key.as_ref())?;
                 let config = Config {
                     id: r.id,
-                    content: r.content,
-                    md5: r.md5,
+                    content: r.content.into(),
+                    md5: r.md5.into(),
                     config_type: r.config_type,
                     desc: r.desc,
                     app_name: r.app_name,
                     tags: r.tags,
                     create_time: r.create_time,
                     modify_time: r.modify_time,
-                    src_user: r.src_user,
-                    src_ip: r.src_ip,
+                    src_user: r.src_user.into(),
+                    src_ip: r.src_ip.into(),
                 };
                 self.configs.insert(key, Arc::new(config));
             }
@@ -280,12 +280,12 @@ impl State {
                     name: BETA_GRAY.to_string(),
                     rule: GrayRule::Beta { ips: r.beta_ips },
                     priority: BETA_PRIORITY,
-                    content: r.content,
-                    md5: r.md5,
+                    content: r.content.into(),
+                    md5: r.md5.into(),
                     config_type: String::new(),
                     app_name: String::new(),
-                    src_user: r.src_user,
-                    src_ip: r.src_ip,
+                    src_user: r.src_user.into(),
+                    src_ip: r.src_ip.into(),
                     create_time: r.modify_time,
                     modify_time: r.modify_time,
                 };
@@ -305,12 +305,12 @@ impl State {
                     name: r.name,
                     rule: parsed,
                     priority: rule.priority,
-                    content: r.content,
-                    md5: r.md5,
+                    content: r.content.into(),
+                    md5: r.md5.into(),
                     config_type: r.config_type,
                     app_name: r.app_name,
-                    src_user: r.src_user,
-                    src_ip: r.src_ip,
+                    src_user: r.src_user.into(),
+                    src_ip: r.src_ip.into(),
                     create_time: r.create_time,
                     modify_time: r.modify_time,
                 };
@@ -320,15 +320,35 @@ impl State {
                 let r = pb::HistoryRecord::decode(body)?;
                 let key = key_of(r.key.as_ref())?;
                 let op = OpType::from_code(&r.op_type).ok_or(DecodeError::BadOpType(r.op_type))?;
+                // Shared again, as the apply shares them: a version's
+                // content with the config (or the previous row) holding
+                // the same version, who made it with the previous row.
+                let config = self.configs.get(&key);
+                let previous = self.history.get(&key).and_then(|rows| rows.last());
+                let (content, md5) = match (config, previous) {
+                    (Some(c), _) if *c.content == *r.content && *c.md5 == *r.md5 => {
+                        (c.content.clone(), c.md5.clone())
+                    }
+                    (_, Some(p)) if *p.content == *r.content && *p.md5 == *r.md5 => {
+                        (p.content.clone(), p.md5.clone())
+                    }
+                    _ => (r.content.into(), r.md5.into()),
+                };
+                let share = |value: String, previous: Option<&Arc<str>>| match previous {
+                    Some(p) if **p == *value => p.clone(),
+                    _ => Arc::from(value),
+                };
+                let src_user = share(r.src_user, previous.map(|p| &p.src_user));
+                let src_ip = share(r.src_ip, previous.map(|p| &p.src_ip));
                 let row = HistoryRow {
                     id: r.id,
                     last_id: r.last_id,
                     key: key.clone(),
-                    content: r.content,
-                    md5: r.md5,
+                    content,
+                    md5,
                     app_name: r.app_name,
-                    src_user: r.src_user,
-                    src_ip: r.src_ip,
+                    src_user,
+                    src_ip,
                     op,
                     created_time: r.created_time,
                     last_modified_time: r.last_modified_time,

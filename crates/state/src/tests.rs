@@ -37,8 +37,8 @@ fn md5_for(s: &State, k: &ConfigKey, ip: &str) -> String {
     s.grays(k)
         .iter()
         .find(|g| g.serves(&labels))
-        .map(|g| g.md5.clone())
-        .or_else(|| s.config(k).map(|c| c.md5.clone()))
+        .map(|g| g.md5.to_string())
+        .or_else(|| s.config(k).map(|c| c.md5.to_string()))
         .unwrap_or_default()
 }
 
@@ -70,7 +70,7 @@ fn publish_update_delete_record_history_like_nacos() {
     );
     let c = s.config(&k).unwrap();
     assert_eq!(
-        (c.content.as_str(), c.create_time, c.modify_time, c.id),
+        (c.content.as_ref(), c.create_time, c.modify_time, c.id),
         ("two", 10, 20, 1)
     );
     assert_eq!(
@@ -83,7 +83,7 @@ fn publish_update_delete_record_history_like_nacos() {
     );
     let rows: Vec<(u64, &str, &str, u64)> = s
         .history(&k)
-        .map(|r| (r.id, r.op.code(), r.content.as_str(), r.last_id))
+        .map(|r| (r.id, r.op.code(), r.content.as_ref(), r.last_id))
         .collect();
     // Insert keeps the new content; update and delete keep the replaced one.
     assert_eq!(
@@ -229,7 +229,8 @@ fn an_import_applies_every_publish_or_none() {
     assert_eq!(
         s.config(&ConfigKey::new("", "DEFAULT_GROUP", "a"))
             .unwrap()
-            .content,
+            .content
+            .as_ref(),
         "one"
     );
     // Only the audit log moved: a row per config, each saying it was refused.
@@ -288,13 +289,15 @@ fn an_import_applies_every_publish_or_none() {
     assert_eq!(
         s.config(&ConfigKey::new("", "DEFAULT_GROUP", "a"))
             .unwrap()
-            .content,
+            .content
+            .as_ref(),
         "two"
     );
     assert_eq!(
         s.config(&ConfigKey::new("", "DEFAULT_GROUP", "b"))
             .unwrap()
-            .content,
+            .content
+            .as_ref(),
         "new"
     );
     let ops: Vec<&str> = s
@@ -754,7 +757,7 @@ fn promoting_a_beta_publishes_it_and_ends_it_in_one_apply() {
     let c = s.config(&k).unwrap();
     assert_eq!(
         (
-            c.content.as_str(),
+            c.content.as_ref(),
             c.config_type.as_str(),
             c.desc.as_str(),
             c.tags.as_str()
@@ -762,12 +765,12 @@ fn promoting_a_beta_publishes_it_and_ends_it_in_one_apply() {
         ("beta", "yaml", "the app's settings", "t1"),
         "the config's metadata is kept"
     );
-    assert_eq!((c.src_user.as_str(), c.modify_time), ("bob", 30));
+    assert_eq!((c.src_user.as_ref(), c.modify_time), ("bob", 30));
     assert!(s.gray(&k, BETA_GRAY).is_none());
     assert_eq!(md5_for(&s, &k, "10.0.0.9"), md5_hex("beta"));
     // Recorded as an update, like any publish over a config.
     let last = s.history(&k).next_back().unwrap();
-    assert_eq!((last.op, last.content.as_str()), (OpType::Update, "one"));
+    assert_eq!((last.op, last.content.as_ref()), (OpType::Update, "one"));
 }
 
 #[test]

@@ -1,21 +1,24 @@
 //! The rows of the in-memory tables.
 
+use std::sync::Arc;
+
 use tacos_core::ConfigKey;
 
 /// A published config.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
     pub id: u64,
-    pub content: String,
-    pub md5: String,
+    /// Shared (not copied) with the history rows that record this version.
+    pub content: Arc<str>,
+    pub md5: Arc<str>,
     pub config_type: String,
     pub desc: String,
     pub app_name: String,
     pub tags: String,
     pub create_time: i64,
     pub modify_time: i64,
-    pub src_user: String,
-    pub src_ip: String,
+    pub src_user: Arc<str>,
+    pub src_ip: Arc<str>,
 }
 
 /// The name of the gray version a beta publish makes (Nacos'
@@ -100,12 +103,12 @@ pub struct Gray {
     pub name: String,
     pub rule: GrayRule,
     pub priority: i32,
-    pub content: String,
-    pub md5: String,
+    pub content: Arc<str>,
+    pub md5: Arc<str>,
     pub config_type: String,
     pub app_name: String,
-    pub src_user: String,
-    pub src_ip: String,
+    pub src_user: Arc<str>,
+    pub src_ip: Arc<str>,
     pub create_time: i64,
     pub modify_time: i64,
 }
@@ -174,11 +177,14 @@ pub struct HistoryRow {
     /// The previous row of the same config, or 0.
     pub last_id: u64,
     pub key: ConfigKey,
-    pub content: String,
-    pub md5: String,
+    /// The version's content and md5, and who made the change: shared with
+    /// the config (or gray) that holds the same version, never copied, so
+    /// a config and its history hold each version once.
+    pub content: Arc<str>,
+    pub md5: Arc<str>,
     pub app_name: String,
-    pub src_user: String,
-    pub src_ip: String,
+    pub src_user: Arc<str>,
+    pub src_ip: Arc<str>,
     pub op: OpType,
     pub created_time: i64,
     pub last_modified_time: i64,

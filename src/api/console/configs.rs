@@ -65,13 +65,13 @@ impl ConfigRow {
             data_id: key.data_id.clone(),
             group: key.group.clone(),
             config_type: c.config_type.clone(),
-            md5: c.md5.clone(),
+            md5: c.md5.to_string(),
             app_name: c.app_name.clone(),
             desc: c.desc.clone(),
             tags: c.tags.clone(),
             size: c.content.len(),
             modify_time: c.modify_time,
-            modified_by: c.src_user.clone(),
+            modified_by: c.src_user.to_string(),
             beta: state.gray(key, BETA_GRAY).is_some(),
         }
     }
@@ -145,16 +145,16 @@ pub async fn get(call: Call) -> Result<HttpResponse, ConsoleError> {
     let state = call.app.service.state();
     let config = state.config(&key).map(|c| ConfigView {
         row: ConfigRow::of(&state, &key, c),
-        content: c.content.clone(),
+        content: c.content.to_string(),
         create_time: c.create_time,
-        modified_from: c.src_ip.clone(),
+        modified_from: c.src_ip.to_string(),
     });
     let beta = state.gray(&key, BETA_GRAY).map(|b| BetaView {
-        content: b.content.clone(),
-        md5: b.md5.clone(),
+        content: b.content.to_string(),
+        md5: b.md5.to_string(),
         ips: b.beta_ips().to_vec(),
         modify_time: b.modify_time,
-        modified_by: b.src_user.clone(),
+        modified_by: b.src_user.to_string(),
     });
     let grays: Vec<_> = state
         .grays(&key)
@@ -342,8 +342,8 @@ pub async fn preview(call: Call, body: web::Bytes) -> Result<HttpResponse, Conso
         .map(|e| e.to_string());
     let state = call.app.service.state();
     let current = state.config(&key);
-    let current_md5 = current.map_or("", |c| c.md5.as_str());
-    let diff = diff::diff(current.map_or("", |c| c.content.as_str()), &form.content, 3);
+    let current_md5 = current.map_or("", |c| c.md5.as_ref());
+    let diff = diff::diff(current.map_or("", |c| c.content.as_ref()), &form.content, 3);
     Ok(ok_json(serde_json::json!({
         "check": check_view(&form.config_type, &form.content),
         "contentError": content_error,

@@ -44,13 +44,13 @@ impl RowView {
         RowView {
             id: row.id,
             op: row.op.code(),
-            md5: row.md5.clone(),
+            md5: row.md5.to_string(),
             size: row.content.len(),
-            src_user: row.src_user.clone(),
-            src_ip: row.src_ip.clone(),
+            src_user: row.src_user.to_string(),
+            src_ip: row.src_ip.to_string(),
             time: row.created_time,
-            current: row.md5 == current_md5,
-            content: with_content.then(|| row.content.clone()),
+            current: *row.md5 == *current_md5,
+            content: with_content.then(|| row.content.to_string()),
             namespace: row.key.namespace.clone(),
             group: row.key.group.clone(),
             data_id: row.key.data_id.clone(),
@@ -59,14 +59,14 @@ impl RowView {
 }
 
 fn current_md5<'a>(state: &'a State, row: &HistoryRow) -> &'a str {
-    state.config(&row.key).map_or("", |c| c.md5.as_str())
+    state.config(&row.key).map_or("", |c| c.md5.as_ref())
 }
 
 pub async fn list(call: Call) -> Result<HttpResponse, ConsoleError> {
     let key = call.config(Access::Read)?;
     let (page_no, page_size) = paging(&call.params, 20)?;
     let state = call.app.service.state();
-    let current = state.config(&key).map_or("", |c| c.md5.as_str());
+    let current = state.config(&key).map_or("", |c| c.md5.as_ref());
     let total = state.history(&key).count();
     Ok(ok_json(Page::of(
         state
@@ -127,18 +127,18 @@ pub async fn diff(call: Call) -> Result<HttpResponse, ConsoleError> {
     let current = || {
         state
             .config(&named.key)
-            .map(|c| c.content.as_str())
+            .map(|c| c.content.as_ref())
             .ok_or_else(|| {
                 ConsoleError::NotFound("the config was deleted: no current version".into())
             })
     };
     let label = |row: Option<&HistoryRow>| row.map_or("current".to_string(), |r| r.id.to_string());
     let left_content = match left {
-        Some(row) => row.content.as_str(),
+        Some(row) => row.content.as_ref(),
         None => current()?,
     };
     let right_content = match right {
-        Some(row) => row.content.as_str(),
+        Some(row) => row.content.as_ref(),
         None => current()?,
     };
     Ok(ok_json(serde_json::json!({

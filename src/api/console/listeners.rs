@@ -55,7 +55,7 @@ async fn local_listeners(
         .await
         .map_err(|e| ConsoleError::Internal(format!("the watch hub did not answer: {e}")))?;
     let state = app.service.state();
-    let current = state.config(key).map_or("", |c| c.md5.as_str());
+    let current = state.config(key).map_or("", |c| c.md5.as_ref());
     let grays = state.grays(key);
     Ok(found
         .into_iter()
@@ -71,7 +71,7 @@ async fn local_listeners(
                     format!("connection {}", l.client),
                     // A connection on a gray's md5, or off the config's
                     // while grays exist, may be right: unknown.
-                    if grays.iter().any(|g| g.md5 == l.md5)
+                    if grays.iter().any(|g| *g.md5 == *l.md5)
                         || (!grays.is_empty() && l.md5 != current)
                     {
                         None
@@ -141,7 +141,7 @@ pub async fn listeners(call: Call) -> Result<HttpResponse, ConsoleError> {
     let state = call.app.service.state();
     let beta = state.gray(&key, tacos_state::BETA_GRAY);
     Ok(ok_json(serde_json::json!({
-        "currentMd5": state.config(&key).map_or("", |c| c.md5.as_str()),
+        "currentMd5": state.config(&key).map_or("", |c| c.md5.as_ref()),
         "beta": beta.map(|b| serde_json::json!({ "md5": b.md5, "ips": b.beta_ips() })),
         "grays": state.grays(&key).iter().map(|g| serde_json::json!({
             "name": g.name, "md5": g.md5, "rule": g.rule_json(),

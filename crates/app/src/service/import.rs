@@ -64,7 +64,7 @@ pub fn clone_items(state: &State, targets: &[CloneTarget]) -> Vec<Item> {
             Some(Item {
                 group: or(&t.group, &key.group),
                 data_id: or(&t.data_id, &key.data_id),
-                content: config.content.clone(),
+                content: config.content.to_string(),
                 config_type: config.config_type.clone(),
                 desc: config.desc.clone(),
                 app_name: config.app_name.clone(),
@@ -105,8 +105,8 @@ impl ConfigService {
             state
                 .config(&ConfigKey::new(&ns, group, data_id))
                 .map(|c| Existing {
-                    md5: c.md5.clone(),
-                    content: c.content.clone(),
+                    md5: c.md5.to_string(),
+                    content: c.content.to_string(),
                     config_type: c.config_type.clone(),
                     desc: c.desc.clone(),
                     app_name: c.app_name.clone(),
