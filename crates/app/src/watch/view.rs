@@ -22,13 +22,20 @@ pub struct ListenerCounts {
     pub grpc_connections: usize,
     pub grpc_keys: usize,
     pub grpc_unlistened: usize,
+    /// Distinct fuzzy watch patterns, and connection-pattern pairs
+    /// ([`super::fuzzy`]).
+    pub fuzzy_patterns: usize,
+    pub fuzzy_watches: usize,
 }
 
 impl Handler<CountListeners> for WatchHub {
     type Result = ListenerCounts;
 
     fn handle(&mut self, _: CountListeners, _: &mut Context<Self>) -> ListenerCounts {
+        let (fuzzy_patterns, fuzzy_watches) = self.fuzzy.counts();
         ListenerCounts {
+            fuzzy_patterns,
+            fuzzy_watches,
             long_polls: self.holds.len(),
             grpc_connections: self.subscribers.len(),
             grpc_keys: self.subscribers.values().map(|s| s.keys.len()).sum(),
