@@ -1599,3 +1599,101 @@ async fn fuzzy_watch_hears_changes_made_through_another_node() {
         (gk("x-1"), "DELETE_CONFIG".into())
     );
 }
+
+// ---- the console's listener view of gRPC listeners ---------------------------------
+
+/// The console's listener view names the version each gRPC listener holds
+/// and should hold, by the IP and tag it listened with: a beta client, a
+/// tagged one, a plain one in sync, a plain one on the tag's md5 and one on
+/// an old md5.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_listener_view_names_each_grpc_listeners_version() {
+    let tmp = temp_dir();
+    let (server, grpc) = start(&tmp).await;
+    let api = server.api();
+    let data_id = "versions.key";
+    let mut admin = Conn::open(grpc).await;
+    admin.publish(data_id, "", "formal").await;
+    admin
+        .publish_with(data_id, "", "canary", json!({"tag": "canary"}))
+        .await;
+    admin
+        .publish_with(data_id, "", "beta", json!({"betaIps": "10.9.9.9"}))
+        .await;
+
+    // (client IP, Vipserver-Tag header, md5 held) → (version, expected).
+    let cases = [
+        ("10.9.9.9", "", md5_hex("beta"), Some("beta"), "beta"),
+        (
+            "",
+            "canary",
+            md5_hex("canary"),
+            Some("tag_canary"),
+            "tag_canary",
+        ),
+        ("", "", md5_hex("formal"), Some("formal"), "formal"),
+        ("", "", md5_hex("canary"), Some("tag_canary"), "formal"),
+        ("", "", md5_hex("old"), None, "formal"),
+    ];
+    let mut expected = BTreeSet::new();
+    // Kept open until the view was read.
+    let (mut conns, mut streams) = (Vec::new(), Vec::new());
+    for (ip, tag, md5, holds, should) in &cases {
+        let mut conn = Conn::open(grpc).await;
+        let id = conn.server_check().await;
+        let port = id.rsplit('_').next().unwrap().to_string();
+        streams.push(Stream::open_set_up(&conn).await);
+        let body = json!({
+            "listen": true,
+            "configListenContexts": [{"dataId": data_id, "group": GROUP, "tenant": "", "md5": md5}],
+            "headers": if tag.is_empty() { json!({}) } else { json!({"Vipserver-Tag": tag}) },
+        });
+        // Set-up happens on the stream: retry until the listen is taken.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let (rid, msg) = conn
+                .call_from("ConfigBatchListenRequest", ip, body.clone())
+                .await;
+            if msg.error_code() == 0 {
+                msg.assert_ok("ConfigChangeBatchListenResponse", &rid);
+                break;
+            }
+            assert!(Instant::now() < deadline, "listen never taken: {msg:?}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        expected.insert((
+            port,
+            holds.map(str::to_string),
+            should.to_string(),
+            holds == &Some(*should),
+        ));
+        conns.push(conn);
+    }
+
+    let path = format!(
+        "/tacos/api/console/config/listeners?namespace=&group={GROUP}&dataId={data_id}&local=true"
+    );
+    let reply = api.get_path(&path).await.expect("listeners view");
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let view: Value = serde_json::from_str(&reply.body).unwrap();
+    let listed: BTreeSet<(String, Option<String>, String, bool)> = view["listeners"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no listeners: {view}"))
+        .iter()
+        .filter(|row| row["protocol"] == "grpc")
+        .map(|row| {
+            let client = row["client"].as_str().unwrap();
+            let port = client.rsplit(':').next().unwrap().to_string();
+            (
+                port,
+                row["version"].as_str().map(str::to_string),
+                row["expectedVersion"].as_str().unwrap().to_string(),
+                row["inSync"]
+                    .as_bool()
+                    .unwrap_or_else(|| panic!("inSync is not a boolean: {row}")),
+            )
+        })
+        .collect();
+    assert_eq!(listed, expected, "{view}");
+    drop((conns, streams));
+}

@@ -49,8 +49,8 @@ pub use push::PushQueue;
 pub use subscribe::{Disconnect, Subscribe, Unsubscribe};
 pub use unlistened::SetUp;
 pub use view::{
-    peer_ip, CountListeners, ListenProtocol, ListenState, Listened, ListenedBy, ListenerCounts,
-    ListenerInfo, ListenersOf,
+    peer_ip, version_of, CountListeners, ListenProtocol, ListenState, Listened, ListenedBy,
+    ListenerCounts, ListenerInfo, ListenerVersion, ListenersOf, FORMAL_VERSION,
 };
 
 /// One key a listener watches, with the strings exactly as the client sent
