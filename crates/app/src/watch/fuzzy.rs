@@ -59,9 +59,12 @@
 //!   client's next re-sync brings those keys), all as Nacos.
 //!
 //! Deliveries go through each connection's [`FuzzyQueue`], in order; the
-//! gRPC layer sends them and waits for acks. Its pending change notices are
-//! collapsed per group key (the latest wins), so the queue of a client that
-//! stops reading holds at most one notice per key it can match.
+//! gRPC layer sends them and waits for acks. A pending change notice for a
+//! key is replaced by a newer one (with no sync queued between them), a
+//! pending sync of a pattern by a newer sync of it, and a cancel drops the
+//! pattern's pending syncs; so the queue of a client that stops reading
+//! holds at most one sync per pattern it watches and, between two syncs,
+//! one notice per key.
 
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -275,21 +278,59 @@ struct QueueInner {
 
 impl FuzzyQueue {
     /// Queues `push` and wakes the sender. A change notice for a key
-    /// that already has one waiting replaces that one's type.
-    pub fn push(&self, push: FuzzyPush) {
+    /// that already has one waiting (with no sync queued after it) replaces
+    /// that one's type.
+    pub fn push(&self, mut push: FuzzyPush) {
         let mut items = self.0.items.lock().unwrap_or_else(|e| e.into_inner());
+        // A newer sync of a pattern supersedes one still waiting: it was
+        // diffed against what the client holds now and the state now, so
+        // the client that gets only it (and the notices queued after the
+        // older one, which it already counts) ends up with the pattern's
+        // set. An initial set's finish is kept.
+        if let FuzzyPush::Sync {
+            pattern,
+            sync_type,
+            finish,
+            ..
+        } = &mut push
+        {
+            let before = items.len();
+            let mut finished = false;
+            items.retain(|item| match item {
+                FuzzyPush::Sync {
+                    pattern: p,
+                    finish: f,
+                    ..
+                } if p == pattern => {
+                    finished |= *f;
+                    false
+                }
+                _ => true,
+            });
+            if items.len() < before && finished && !*finish {
+                *finish = true;
+                *sync_type = FUZZY_WATCH_INIT_NOTIFY;
+            }
+        }
         if let FuzzyPush::Change {
             group_key,
             change_type,
         } = &push
         {
-            let waiting = items.iter_mut().find_map(|item| match item {
-                FuzzyPush::Change {
-                    group_key: k,
-                    change_type: t,
-                } if k == group_key => Some(t),
-                _ => None,
-            });
+            // Only among the notices after the last sync: one before it
+            // must keep its place (a sync's ADD of the key, then its
+            // DELETE, must not become a DELETE, then the ADD).
+            let waiting = items
+                .iter_mut()
+                .rev()
+                .take_while(|item| matches!(item, FuzzyPush::Change { .. }))
+                .find_map(|item| match item {
+                    FuzzyPush::Change {
+                        group_key: k,
+                        change_type: t,
+                    } if k == group_key => Some(t),
+                    _ => None,
+                });
             if let Some(waiting) = waiting {
                 *waiting = change_type;
                 return;
@@ -315,6 +356,15 @@ impl FuzzyQueue {
             }
             self.0.notify.notified().await;
         }
+    }
+
+    /// Drops the syncs of `pattern` still waiting (the client cancelled it).
+    pub fn forget(&self, pattern: &str) {
+        self.0
+            .items
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|item| !matches!(item, FuzzyPush::Sync { pattern: p, .. } if p == pattern));
     }
 
     /// The connection is gone: a watch handled after its disconnect
@@ -494,6 +544,14 @@ impl FuzzyWatches {
     /// Drops one watch of `conn`.
     fn cancel(&mut self, conn: u64, pattern: &GroupKeyPattern) {
         let id = pattern.id();
+        let spelled = self
+            .patterns
+            .get(&id.0)
+            .and_then(|p| p.get(&id))
+            .and_then(|w| w.watchers.get(&conn));
+        if let (Some(watcher), Some(text)) = (self.conns.get(&conn), spelled) {
+            watcher.queue.forget(text);
+        }
         if let Some(watcher) = self.conns.get_mut(&conn) {
             watcher.patterns.remove(&id);
             if watcher.patterns.is_empty() {
@@ -790,6 +848,52 @@ mod tests {
             [
                 change("a+G+public", DELETE_CONFIG),
                 change("b+G+public", CONFIG_CHANGED)
+            ]
+        );
+        // A newer sync of a pattern replaces one waiting, keeping its
+        // finish; a cancel drops it.
+        let sync_of = |pattern: &str, finish: bool| FuzzyPush::Sync {
+            pattern: pattern.into(),
+            sync_type: if finish {
+                FUZZY_WATCH_INIT_NOTIFY
+            } else {
+                FUZZY_WATCH_DIFF_SYNC_NOTIFY
+            },
+            batches: vec![],
+            finish,
+        };
+        queue.push(sync_of("p1", true));
+        queue.push(sync_of("p2", false));
+        queue.push(change("a+G+public", CONFIG_CHANGED));
+        queue.push(sync_of("p1", false));
+        assert_eq!(
+            drain(&queue),
+            [
+                sync_of("p2", false),
+                change("a+G+public", CONFIG_CHANGED),
+                sync_of("p1", true)
+            ]
+        );
+        queue.push(sync_of("p1", true));
+        queue.push(change("a+G+public", CONFIG_CHANGED));
+        queue.forget("p1");
+        assert_eq!(drain(&queue), [change("a+G+public", CONFIG_CHANGED)]);
+        // Not across a sync.
+        let sync = FuzzyPush::Sync {
+            pattern: "public>>G>>*".into(),
+            sync_type: FUZZY_WATCH_DIFF_SYNC_NOTIFY,
+            batches: vec![],
+            finish: false,
+        };
+        queue.push(change("a+G+public", CONFIG_CHANGED));
+        queue.push(sync.clone());
+        queue.push(change("a+G+public", DELETE_CONFIG));
+        assert_eq!(
+            drain(&queue),
+            [
+                change("a+G+public", CONFIG_CHANGED),
+                sync,
+                change("a+G+public", DELETE_CONFIG)
             ]
         );
     }
