@@ -206,7 +206,7 @@ impl Conn {
         msg.assert_ok("ServerCheckResponse", &rid);
         assert_eq!(
             msg.body["supportAbilityNegotiation"],
-            json!(false),
+            json!(true),
             "{msg:?}"
         );
         let id = msg.str("connectionId").to_string();
@@ -1696,4 +1696,46 @@ async fn the_listener_view_names_each_grpc_listeners_version() {
         .collect();
     assert_eq!(listed, expected, "{view}");
     drop((conns, streams));
+}
+
+/// Ability negotiation as Nacos 2.3+: a setup that carries an
+/// `abilityTable` (Java, Python) is answered on the stream with
+/// `SetupAckRequest` naming `fuzzyWatch` (what the Java client checks before
+/// it fuzzy-watches); a setup without one (Rust, older clients) gets
+/// nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_setup_with_an_ability_table_gets_the_servers_abilities() {
+    let tmp = temp_dir();
+    let (_server, grpc) = start(&tmp).await;
+    let mut conn = Conn::open(grpc).await;
+    conn.server_check().await;
+    let mut stream = Stream::open(&conn).await;
+    let setup = json!({
+        "clientVersion": "Nacos-Java-Client:v3.0.3",
+        "abilityTable": {"fuzzyWatch": true},
+        "tenant": "",
+        "labels": {"source": "sdk", "module": "config"},
+        "requestId": "",
+        "headers": {},
+        "module": "internal",
+    });
+    stream.send(payload("ConnectionSetupRequest", "", &setup));
+    let ack = stream
+        .next_within(PUSH_BOUND)
+        .await
+        .expect("no SetupAckRequest");
+    assert_eq!(ack.kind, "SetupAckRequest", "{ack:?}");
+    assert_eq!(ack.str("module"), "internal", "{ack:?}");
+    assert_eq!(
+        ack.body["abilityTable"],
+        json!({"fuzzyWatch": true}),
+        "{ack:?}"
+    );
+    // The connection works as any other.
+    conn.fuzzy_watch_ok("public>>G>>*").await;
+    stream.expect_finish("public>>G>>*").await;
+
+    let other = Conn::open(grpc).await;
+    let mut plain = Stream::open_set_up(&other).await;
+    plain.assert_quiet("a setup without an ability table").await;
 }

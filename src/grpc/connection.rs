@@ -21,6 +21,14 @@
 //! sent once all of its batches were acked (as Nacos'
 //! `FuzzyWatchSyncNotifyCallback`).
 //!
+//! Abilities (Nacos 2.3+): `ServerCheckResponse` says the server negotiates
+//! abilities; a `ConnectionSetupRequest` that carries an `abilityTable` (the
+//! Java and Python clients' do; the Rust SDK sends none) is answered on the
+//! stream with `SetupAckRequest{abilityTable}` naming what this server
+//! supports: [`SERVER_ABILITIES`]. Clients that negotiate wait for it before
+//! they use the connection, and the Java client calls the fuzzy watch only
+//! when the table says `fuzzyWatch: true`.
+//!
 //! Stop ([`drain`]): the gRPC port stops accepting, every set-up connection
 //! gets a `ConnectResetRequest` without a `serverIp` (the client picks
 //! another node of its list itself), and the stop waits, bounded, for those
@@ -48,6 +56,11 @@ const ACK_TIMEOUT: Duration = Duration::from_secs(3);
 /// Sends of one notification before it is given up (the client re-syncs its
 /// md5s with its periodic batch listen anyway).
 const PUSH_ATTEMPTS: usize = 3;
+/// The abilities announced in `SetupAckRequest` (Nacos' `AbilityKey` names
+/// of the server abilities Tacos has: of Nacos 3's `fuzzyWatch`,
+/// `supportPersistentInstanceByGrpc`, `lock` and `mcp`, only the first).
+pub const SERVER_ABILITIES: &[(&str, bool)] = &[("fuzzyWatch", true)];
+
 /// Messages queued towards one client before its push task waits.
 const OUTBOUND_QUEUE: usize = 64;
 
@@ -84,16 +97,37 @@ impl Connection {
     /// Returns false if the outbound queue is full or closed (the client is
     /// not reading: it will see the connection end instead).
     fn send_reset(&self) -> bool {
-        let request_id = self.next_push.fetch_add(1, Ordering::Relaxed).to_string();
         // No serverIp/serverPort: every client then picks the next server
         // of its own list (Nacos sets them only to redirect to one node).
-        let body = serde_json::json!({
-            "requestId": request_id,
-            "headers": {},
-            "module": "internal",
-        });
-        let reset = payload::payload("ConnectResetRequest", &body);
-        self.outbound.try_send(Ok(reset)).is_ok()
+        self.send_internal("ConnectResetRequest", serde_json::json!({}))
+    }
+
+    /// Answers a setup that negotiates abilities: `SetupAckRequest` with
+    /// [`SERVER_ABILITIES`] (the clients send no response to it).
+    fn send_setup_ack(&self) -> bool {
+        let table: serde_json::Map<String, serde_json::Value> = SERVER_ABILITIES
+            .iter()
+            .map(|(name, on)| (name.to_string(), (*on).into()))
+            .collect();
+        self.send_internal(
+            "SetupAckRequest",
+            serde_json::json!({ "abilityTable": table }),
+        )
+    }
+
+    /// Sends an `internal` module request that expects no ack; false if the
+    /// outbound queue is full or closed.
+    fn send_internal(&self, kind: &str, fields: serde_json::Value) -> bool {
+        let request_id = self.next_push.fetch_add(1, Ordering::Relaxed).to_string();
+        let mut body = match fields {
+            serde_json::Value::Object(map) => map,
+            _ => serde_json::Map::new(),
+        };
+        body.insert("requestId".into(), request_id.into());
+        body.insert("headers".into(), serde_json::json!({}));
+        body.insert("module".into(), "internal".into());
+        let message = payload::payload(kind, &serde_json::Value::Object(body));
+        self.outbound.try_send(Ok(message)).is_ok()
     }
 
     /// The tag the client set up the connection with (its label
@@ -283,6 +317,16 @@ pub async fn read_stream(
                     labels,
                     queue: conn.queue.clone(),
                 });
+                // A client that negotiates abilities waits for ours
+                // (Nacos' GrpcBiStreamRequestAcceptor: only when the setup
+                // carries a table, even an empty one).
+                if incoming
+                    .body
+                    .get("abilityTable")
+                    .is_some_and(|t| !t.is_null())
+                {
+                    conn.send_setup_ack();
+                }
                 // Set up on a connection accepted before the port closed,
                 // after the drain asked the others: ask it too.
                 if connections.is_stopping() {

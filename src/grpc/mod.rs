@@ -4,7 +4,7 @@
 //!
 //! | request type | answer |
 //! |---|---|
-//! | `ServerCheckRequest` | `ServerCheckResponse{connectionId, supportAbilityNegotiation:false}` (before or after the stream is set up) |
+//! | `ServerCheckRequest` | `ServerCheckResponse{connectionId, supportAbilityNegotiation:true}` (before or after the stream is set up; a setup with an `abilityTable` is answered on the stream with `SetupAckRequest`, see [`connection`]) |
 //! | `HealthCheckRequest` | `HealthCheckResponse` |
 //! | `ClientDetectionRequest` | `ClientDetectionResponse` |
 //! | `ConfigQueryRequest` | `ConfigQueryResponse` (beta-aware; not found: errorCode 300) |
@@ -177,7 +177,7 @@ pub async fn handle(
             payload::ok(
                 "ServerCheckResponse",
                 &rid,
-                json!({ "connectionId": connection_id, "supportAbilityNegotiation": false }),
+                json!({ "connectionId": connection_id, "supportAbilityNegotiation": true }),
             )
         }
         "HealthCheckRequest" => payload::ok("HealthCheckResponse", &rid, json!({})),
