@@ -13,7 +13,7 @@
 //! | `tacos_http_request_duration_seconds` | histogram | `method`, `route` |
 //! | `tacos_grpc_requests_total` | counter | `type` (request class), `result` (ok, error) |
 //! | `tacos_grpc_request_duration_seconds` | histogram | `type` |
-//! | `tacos_grpc_push_ack_seconds` | histogram | time from sending a change notification to its ack |
+//! | `tacos_grpc_push_ack_seconds` | histogram | time from sending a push (change notification, fuzzy watch sync or change notice) to its ack |
 //! | `tacos_grpc_unlistened_pushes_total` | counter | notifications queued to config connections that have not listened yet |
 //! | `tacos_watch_notify_seconds` | histogram | time from apply to a held long poll's answer |
 //! | `tacos_log_fsync_seconds` | histogram | one `fdatasync` of the Raft log |
@@ -21,7 +21,7 @@
 //! | `tacos_configs` | gauge | |
 //! | `tacos_grays` | gauge | `kind` (beta, tag): gray versions held ([gray.md](../docs/gray.md)) |
 //! | `tacos_gray_reads_total` | counter | `kind`: reads a gray version answered (HTTP and gRPC) |
-//! | `tacos_listeners` | gauge | `kind` (long_poll, grpc_connection, grpc_key) |
+//! | `tacos_listeners` | gauge | `kind` (long_poll, grpc_connection, grpc_key; fuzzy_watch: connection-pattern pairs of Nacos 3's fuzzy watch, fuzzy_pattern: distinct patterns) |
 //! | `tacos_raft_term`, `tacos_raft_leader`, `tacos_raft_is_leader`, `tacos_raft_last_log_index`, `tacos_raft_committed_index`, `tacos_raft_applied_index`, `tacos_raft_snapshot_index` | gauge | |
 //! | `tacos_raft_follower_lag` | gauge | `node` (on the leader: entries behind the last log) |
 //! | `tacos_log_bytes`, `tacos_snapshot_bytes` | gauge | bytes on disk |
@@ -77,6 +77,8 @@ pub fn render(node: &Node, listeners: Option<ListenerCounts>, data_dir: &Path) -
         metrics::gauge!("tacos_listeners", "kind" => "grpc_connection")
             .set(l.grpc_connections as f64);
         metrics::gauge!("tacos_listeners", "kind" => "grpc_key").set(l.grpc_keys as f64);
+        metrics::gauge!("tacos_listeners", "kind" => "fuzzy_watch").set(l.fuzzy_watches as f64);
+        metrics::gauge!("tacos_listeners", "kind" => "fuzzy_pattern").set(l.fuzzy_patterns as f64);
     }
     let raft = node.metrics();
     let index = |l: Option<tacos_core::types::LogId>| l.map_or(0.0, |l| l.index as f64);

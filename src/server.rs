@@ -221,6 +221,10 @@ fn serve(
             .with_unlistened_window(std::time::Duration::from_secs(
                 settings.unlistened_push_seconds,
             ))
+            .with_fuzzy_limits(
+                settings.fuzzy_watch_max_patterns,
+                settings.fuzzy_watch_max_matched,
+            )
             .start();
         let forward = hub.clone();
         actix_web::rt::spawn(async move {

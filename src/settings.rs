@@ -276,6 +276,29 @@ pub struct Settings {
     )]
     pub unlistened_push_seconds: u64,
 
+    /// Most fuzzy watch patterns one gRPC connection may watch (Nacos 3's
+    /// `ConfigFuzzyWatchRequest`); one more is refused with errorCode 50310
+    /// (Nacos' `nacos.config.fuzzy.watch.max.pattern.count`, which Nacos
+    /// counts over the whole server).
+    #[arg(
+        long,
+        global = true,
+        env = "TACOS_FUZZY_WATCH_MAX_PATTERNS",
+        default_value_t = 20
+    )]
+    pub fuzzy_watch_max_patterns: usize,
+
+    /// Most configs one fuzzy watch pattern tracks; past it new keys are
+    /// not notified and a watch is answered with errorCode 50311 (Nacos'
+    /// `nacos.config.fuzzy.watch.max.pattern.match.config.count`).
+    #[arg(
+        long,
+        global = true,
+        env = "TACOS_FUZZY_WATCH_MAX_MATCHED",
+        default_value_t = 500
+    )]
+    pub fuzzy_watch_max_matched: usize,
+
     /// Take a snapshot (and purge the log behind it) once this many bytes of
     /// entries were appended since the last one.
     #[arg(long, global = true, env = "TACOS_SNAPSHOT_LOG_BYTES", default_value_t = 8 * 1024 * 1024)]
@@ -468,6 +491,18 @@ impl Settings {
             return invalid(
                 "unlistened-push-seconds",
                 "must be between 0 and 3600".into(),
+            );
+        }
+        if self.fuzzy_watch_max_patterns == 0 || self.fuzzy_watch_max_patterns > 10_000 {
+            return invalid(
+                "fuzzy-watch-max-patterns",
+                "must be between 1 and 10000".into(),
+            );
+        }
+        if self.fuzzy_watch_max_matched == 0 || self.fuzzy_watch_max_matched > 1_000_000 {
+            return invalid(
+                "fuzzy-watch-max-matched",
+                "must be between 1 and 1000000".into(),
             );
         }
         if self.snapshot_log_bytes < 4096 {

@@ -206,7 +206,7 @@ impl Conn {
         msg.assert_ok("ServerCheckResponse", &rid);
         assert_eq!(
             msg.body["supportAbilityNegotiation"],
-            json!(false),
+            json!(true),
             "{msg:?}"
         );
         let id = msg.str("connectionId").to_string();
@@ -1226,4 +1226,516 @@ fn assert_reset_shape(reset: &Msg) {
         reset.body.get("serverIp").is_none(),
         "no redirect to a given node: {reset:?}"
     );
+}
+
+// ---- fuzzy watch (Nacos 3) ------------------------------------------------------
+
+const SYNC: &str = "ConfigFuzzyWatchSyncRequest";
+const NOTICE: &str = "ConfigFuzzyWatchChangeNotifyRequest";
+
+/// A config's Nacos group key in the public namespace of [`GROUP`].
+fn gk(data_id: &str) -> String {
+    format!("{data_id}+{GROUP}+public")
+}
+
+impl Conn {
+    /// A `ConfigFuzzyWatchRequest` as the Java client sends it (Jackson
+    /// writes `isInitializing()` as `initializing`).
+    async fn fuzzy_watch(
+        &mut self,
+        pattern: &str,
+        watch_type: &str,
+        received: &[String],
+        initializing: bool,
+    ) -> (String, Msg) {
+        let body = json!({
+            "groupKeyPattern": pattern,
+            "watchType": watch_type,
+            "receivedGroupKeys": received,
+            "initializing": initializing,
+            "module": "config",
+        });
+        let (rid, msg) = self.call("ConfigFuzzyWatchRequest", body).await;
+        assert_eq!(msg.kind, "ConfigFuzzyWatchResponse", "{msg:?}");
+        (rid, msg)
+    }
+
+    /// A first watch of `pattern`, which must succeed.
+    async fn fuzzy_watch_ok(&mut self, pattern: &str) {
+        let (rid, msg) = self.fuzzy_watch(pattern, "WATCH", &[], true).await;
+        msg.assert_ok("ConfigFuzzyWatchResponse", &rid);
+    }
+}
+
+impl Stream {
+    /// The next fuzzy watch push, of `kind`, checked for its common shape.
+    async fn next_fuzzy(&mut self, kind: &str) -> Msg {
+        let push = self
+            .next_within(PUSH_BOUND)
+            .await
+            .unwrap_or_else(|| panic!("no {kind} within {PUSH_BOUND:?}"));
+        assert_eq!(push.kind, kind, "{push:?}");
+        assert!(!push.str("requestId").is_empty(), "{push:?}");
+        assert!(push.body["headers"].is_object(), "headers: {push:?}");
+        assert_eq!(push.str("module"), "config", "{push:?}");
+        push
+    }
+
+    /// The next sync message: its (syncType, currentBatch, totalBatch) and
+    /// contexts as (groupKey, changedType), sorted.
+    async fn next_sync(&mut self, pattern: &str) -> ((String, i64, i64), Vec<(String, String)>) {
+        let sync = self.next_fuzzy(SYNC).await;
+        assert_eq!(sync.str("groupKeyPattern"), pattern, "{sync:?}");
+        let mut contexts: Vec<(String, String)> = sync.body["contexts"]
+            .as_array()
+            .map(|c| {
+                c.iter()
+                    .map(|c| {
+                        let field =
+                            |n: &str| c[n].as_str().unwrap_or_else(|| panic!("{n}: {sync:?}"));
+                        (
+                            field("groupKey").to_string(),
+                            field("changedType").to_string(),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        contexts.sort();
+        self.ack(&sync);
+        let head = (
+            sync.str("syncType").to_string(),
+            sync.int("currentBatch"),
+            sync.int("totalBatch"),
+        );
+        (head, contexts)
+    }
+
+    /// The next change notice, acked: (groupKey, changeType).
+    async fn next_notice(&mut self) -> (String, String) {
+        let notice = self.next_fuzzy(NOTICE).await;
+        self.ack(&notice);
+        (
+            notice.str("groupKey").to_string(),
+            notice.str("changeType").to_string(),
+        )
+    }
+
+    /// Acks the finish of an initial set, which must come next.
+    async fn expect_finish(&mut self, pattern: &str) {
+        let finish = self.next_fuzzy(SYNC).await;
+        assert_eq!(
+            finish.str("syncType"),
+            "FINISH_FUZZY_WATCH_INIT_NOTIFY",
+            "{finish:?}"
+        );
+        assert_eq!(finish.str("groupKeyPattern"), pattern, "{finish:?}");
+        assert!(finish.body.get("contexts").is_none(), "{finish:?}");
+        assert_eq!(
+            (finish.int("currentBatch"), finish.int("totalBatch")),
+            (0, 0)
+        );
+        self.ack(&finish);
+    }
+}
+
+fn pairs(items: &[(&str, &str)]) -> Vec<(String, String)> {
+    items
+        .iter()
+        .map(|(k, t)| (k.to_string(), t.to_string()))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fuzzy_watch_gets_the_set_then_adds_and_removes_in_order() {
+    let tmp = temp_dir();
+    let (server, grpc) = start(&tmp).await;
+    let api = server.api();
+    for (data_id, content) in [("app-a", "a1"), ("app-b", "b1"), ("other", "o1")] {
+        assert_true(api.publish(data_id, GROUP, "", content).await, data_id).await;
+    }
+    let pattern = format!("public>>{GROUP}>>app-*");
+
+    let mut conn = Conn::open(grpc).await;
+    let mut stream = Stream::open_set_up(&conn).await;
+    conn.fuzzy_watch_ok(&pattern).await;
+    // The initial set: the configs that match already, in one batch.
+    let (head, contexts) = stream.next_sync(&pattern).await;
+    assert_eq!(head, ("FUZZY_WATCH_INIT_NOTIFY".into(), 1, 1));
+    assert_eq!(
+        contexts,
+        pairs(&[(&gk("app-a"), "ADD_CONFIG"), (&gk("app-b"), "ADD_CONFIG")])
+    );
+    // Its finish, once the batch was acked.
+    stream.expect_finish(&pattern).await;
+
+    // An add, a change of contents, a key that does not match, a remove:
+    // the add and the remove come, in that order (Nacos' fuzzy watch is
+    // about which keys exist; contents are for ordinary listens).
+    assert_true(api.publish("app-c", GROUP, "", "c1").await, "add").await;
+    assert_true(api.publish("app-a", GROUP, "", "a2").await, "change").await;
+    assert_true(api.publish("other", GROUP, "", "o2").await, "no match").await;
+    conn.remove("app-b", "").await;
+    assert_eq!(
+        stream.next_notice().await,
+        (gk("app-c"), "CONFIG_CHANGED".into())
+    );
+    assert_eq!(
+        stream.next_notice().await,
+        (gk("app-b"), "DELETE_CONFIG".into())
+    );
+    stream
+        .assert_quiet("a content change and a key off the pattern")
+        .await;
+
+    // An unacked notice is sent again with a new id.
+    assert_true(api.publish("app-d", GROUP, "", "d1").await, "add d").await;
+    let first = stream.next_fuzzy(NOTICE).await;
+    let again = stream
+        .next_within(RESEND_BOUND)
+        .await
+        .unwrap_or_else(|| panic!("no re-send of {first:?}"));
+    assert_eq!(again.kind, NOTICE);
+    assert_eq!(again.str("groupKey"), gk("app-d"));
+    assert_ne!(again.str("requestId"), first.str("requestId"));
+    stream.ack(&again);
+    stream.assert_quiet("the re-send was acked").await;
+
+    // Cancelled: nothing more.
+    let (rid, msg) = conn.fuzzy_watch(&pattern, "CANCEL_WATCH", &[], false).await;
+    msg.assert_ok("ConfigFuzzyWatchResponse", &rid);
+    assert_true(api.publish("app-e", GROUP, "", "e1").await, "after cancel").await;
+    assert!(api.delete("app-c", GROUP, "").await.status().is_success());
+    stream.assert_quiet("the pattern was cancelled").await;
+
+    let listeners = api.get_path("/tacos/v1/admin/listeners").await.unwrap();
+    assert!(
+        listeners.body.contains("\"fuzzyWatches\":0"),
+        "{}",
+        listeners.body
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fuzzy_watch_diffs_what_the_client_holds_and_batches_by_20() {
+    let tmp = temp_dir();
+    let (server, grpc) = start(&tmp).await;
+    let api = server.api();
+    for data_id in ["d-a", "d-b"] {
+        assert_true(api.publish(data_id, GROUP, "", "1").await, data_id).await;
+    }
+    let mut conn = Conn::open(grpc).await;
+    let mut stream = Stream::open_set_up(&conn).await;
+    let pattern = format!(">>{GROUP}>>d-*");
+
+    // A re-sync from a client that holds d-a and a key that is gone.
+    let held = [gk("d-a"), gk("d-gone")];
+    let (rid, msg) = conn.fuzzy_watch(&pattern, "WATCH", &held, false).await;
+    msg.assert_ok("ConfigFuzzyWatchResponse", &rid);
+    let (head, contexts) = stream.next_sync(&pattern).await;
+    assert_eq!(head, ("FUZZY_WATCH_DIFF_SYNC_NOTIFY".into(), 1, 1));
+    assert_eq!(
+        contexts,
+        pairs(&[(&gk("d-b"), "ADD_CONFIG"), (&gk("d-gone"), "DELETE_CONFIG")])
+    );
+    stream.assert_quiet("a re-sync has no finish").await;
+    // In step: nothing at all.
+    let (rid, msg) = conn
+        .fuzzy_watch(&pattern, "WATCH", &[gk("d-a"), gk("d-b")], false)
+        .await;
+    msg.assert_ok("ConfigFuzzyWatchResponse", &rid);
+    stream.assert_quiet("the client is in step").await;
+    // Initializing with nothing to send: the finish alone.
+    let none = format!("public>>{GROUP}>>nothing*");
+    conn.fuzzy_watch_ok(&none).await;
+    stream.expect_finish(&none).await;
+
+    // 45 matching keys: batches of 20, 20 and 5; the finish only after
+    // every batch was acked.
+    for i in 0..45 {
+        let data_id = format!("many-{i:02}");
+        assert_true(api.publish(&data_id, GROUP, "", "1").await, &data_id).await;
+    }
+    let many = format!("public>>{GROUP}>>many-*");
+    conn.fuzzy_watch_ok(&many).await;
+    let mut seen = Vec::new();
+    let mut batches = Vec::new();
+    for _ in 0..3 {
+        let sync = stream.next_fuzzy(SYNC).await;
+        assert_eq!(sync.str("syncType"), "FUZZY_WATCH_INIT_NOTIFY", "{sync:?}");
+        assert_eq!(sync.int("totalBatch"), 3);
+        batches.push(sync.int("currentBatch"));
+        let contexts = sync.body["contexts"].as_array().unwrap();
+        seen.extend(
+            contexts
+                .iter()
+                .map(|c| c["groupKey"].as_str().unwrap().to_string()),
+        );
+        assert!(contexts.len() <= 20, "{sync:?}");
+        // The last batch stays unacked for now.
+        if batches.len() < 3 {
+            stream.ack(&sync);
+        } else {
+            let unacked = sync;
+            if let Some(early) = stream.next_within(Duration::from_millis(1000)).await {
+                // Only the re-send of the unacked batch may come (3 s).
+                panic!("the finish must wait for every batch's ack: {early:?}");
+            }
+            stream.ack(&unacked);
+        }
+    }
+    assert_eq!(batches, [1, 2, 3]);
+    seen.sort();
+    let expected: Vec<String> = (0..45).map(|i| gk(&format!("many-{i:02}"))).collect();
+    assert_eq!(seen, expected);
+    stream.expect_finish(&many).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fuzzy_watch_limits_and_refusals() {
+    let tmp = temp_dir();
+    let grpc = free_port();
+    let grpc_arg = grpc.to_string();
+    let server = Server::start_with_args(
+        &tmp,
+        &[
+            "--grpc-port",
+            &grpc_arg,
+            "--fuzzy-watch-max-patterns",
+            "2",
+            "--fuzzy-watch-max-matched",
+            "3",
+        ],
+    )
+    .await;
+    let api = server.api();
+    for i in 0..5 {
+        let data_id = format!("k{i}");
+        assert_true(api.publish(&data_id, GROUP, "", "1").await, &data_id).await;
+    }
+
+    // No stream yet: 301, as a batch listen.
+    let mut conn = Conn::open(grpc).await;
+    let (rid, msg) = conn.fuzzy_watch("public>>G>>a*", "WATCH", &[], true).await;
+    msg.assert_failed("ConfigFuzzyWatchResponse", &rid, 301);
+    let mut stream = Stream::open_set_up(&conn).await;
+    // A pattern that is not namespace>>group>>dataId: 400.
+    for bad in ["", "G>>*", "public>>G>>"] {
+        let (rid, msg) = conn.fuzzy_watch(bad, "WATCH", &[], true).await;
+        msg.assert_failed("ConfigFuzzyWatchResponse", &rid, 400);
+    }
+
+    // Two patterns per connection; a third is refused with Nacos' code,
+    // and registers nothing; watching one it has again is fine.
+    for pattern in ["public>>G>>a*", "public>>G>>b*", "public>>G>>a*"] {
+        conn.fuzzy_watch_ok(pattern).await;
+        stream.expect_finish(pattern).await;
+    }
+    let (rid, msg) = conn.fuzzy_watch("public>>G>>c*", "WATCH", &[], true).await;
+    msg.assert_failed("ConfigFuzzyWatchResponse", &rid, 50310);
+    assert!(
+        msg.str("message")
+            .starts_with("fuzzy watch pattern over limit"),
+        "{msg:?}"
+    );
+    stream.assert_quiet("a refused pattern gets no sync").await;
+    // After a cancel there is room again.
+    let (rid, msg) = conn
+        .fuzzy_watch("public>>G>>b*", "CANCEL_WATCH", &[], false)
+        .await;
+    msg.assert_ok("ConfigFuzzyWatchResponse", &rid);
+    conn.fuzzy_watch_ok("public>>G>>c*").await;
+    stream.expect_finish("public>>G>>c*").await;
+
+    // The limit is per connection: another one watches a pattern matching
+    // five configs, past the matched limit of 3: answered 50311, and synced
+    // all the same with three of them.
+    let mut other = Conn::open(grpc).await;
+    let mut other_stream = Stream::open_set_up(&other).await;
+    let pattern = format!("public>>{GROUP}>>k*");
+    let (rid, msg) = other.fuzzy_watch(&pattern, "WATCH", &[], true).await;
+    msg.assert_failed("ConfigFuzzyWatchResponse", &rid, 50311);
+    assert!(
+        msg.str("message")
+            .starts_with("fuzzy watch pattern matched count over limit"),
+        "{msg:?}"
+    );
+    let (head, contexts) = other_stream.next_sync(&pattern).await;
+    assert_eq!(head, ("FUZZY_WATCH_INIT_NOTIFY".into(), 1, 1));
+    assert_eq!(contexts.len(), 3, "{contexts:?}");
+    other_stream.expect_finish(&pattern).await;
+    // Past the limit a new key is not notified.
+    assert_true(api.publish("k9", GROUP, "", "1").await, "k9").await;
+    other_stream.assert_quiet("the pattern's set is full").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fuzzy_watch_hears_changes_made_through_another_node() {
+    let cluster = common::cluster::Cluster::start(3, &[]).await;
+    let leader = cluster.wait_for_leader(Duration::from_secs(30)).await;
+    let watcher = (0..3).find(|&i| i != leader).unwrap();
+    let writer = (0..3).find(|&i| i != leader && i != watcher).unwrap();
+    cluster.publish(leader, "x-1", "1").await;
+
+    let mut conn = Conn::open(cluster.grpc_port(watcher)).await;
+    let mut stream = Stream::open_set_up(&conn).await;
+    let pattern = format!("public>>{GROUP}>>x-*");
+    conn.fuzzy_watch_ok(&pattern).await;
+    let (_, contexts) = stream.next_sync(&pattern).await;
+    assert_eq!(contexts, pairs(&[(&gk("x-1"), "ADD_CONFIG")]));
+    stream.expect_finish(&pattern).await;
+
+    // Created through another follower (forwarded to the leader), deleted
+    // through the leader: both reach the watcher's node by the log.
+    cluster.publish(writer, "x-2", "1").await;
+    assert_eq!(
+        stream.next_notice().await,
+        (gk("x-2"), "CONFIG_CHANGED".into())
+    );
+    let deleted = cluster.api(leader).delete("x-1", GROUP, "").await;
+    assert!(deleted.status().is_success());
+    assert_eq!(
+        stream.next_notice().await,
+        (gk("x-1"), "DELETE_CONFIG".into())
+    );
+}
+
+// ---- the console's listener view of gRPC listeners ---------------------------------
+
+/// The console's listener view names the version each gRPC listener holds
+/// and should hold, by the IP and tag it listened with: a beta client, a
+/// tagged one, a plain one in sync, a plain one on the tag's md5 and one on
+/// an old md5.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_listener_view_names_each_grpc_listeners_version() {
+    let tmp = temp_dir();
+    let (server, grpc) = start(&tmp).await;
+    let api = server.api();
+    let data_id = "versions.key";
+    let mut admin = Conn::open(grpc).await;
+    admin.publish(data_id, "", "formal").await;
+    admin
+        .publish_with(data_id, "", "canary", json!({"tag": "canary"}))
+        .await;
+    admin
+        .publish_with(data_id, "", "beta", json!({"betaIps": "10.9.9.9"}))
+        .await;
+
+    // (client IP, Vipserver-Tag header, md5 held) → (version, expected).
+    let cases = [
+        ("10.9.9.9", "", md5_hex("beta"), Some("beta"), "beta"),
+        (
+            "",
+            "canary",
+            md5_hex("canary"),
+            Some("tag_canary"),
+            "tag_canary",
+        ),
+        ("", "", md5_hex("formal"), Some("formal"), "formal"),
+        ("", "", md5_hex("canary"), Some("tag_canary"), "formal"),
+        ("", "", md5_hex("old"), None, "formal"),
+    ];
+    let mut expected = BTreeSet::new();
+    // Kept open until the view was read.
+    let (mut conns, mut streams) = (Vec::new(), Vec::new());
+    for (ip, tag, md5, holds, should) in &cases {
+        let mut conn = Conn::open(grpc).await;
+        let id = conn.server_check().await;
+        let port = id.rsplit('_').next().unwrap().to_string();
+        streams.push(Stream::open_set_up(&conn).await);
+        let body = json!({
+            "listen": true,
+            "configListenContexts": [{"dataId": data_id, "group": GROUP, "tenant": "", "md5": md5}],
+            "headers": if tag.is_empty() { json!({}) } else { json!({"Vipserver-Tag": tag}) },
+        });
+        // Set-up happens on the stream: retry until the listen is taken.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let (rid, msg) = conn
+                .call_from("ConfigBatchListenRequest", ip, body.clone())
+                .await;
+            if msg.error_code() == 0 {
+                msg.assert_ok("ConfigChangeBatchListenResponse", &rid);
+                break;
+            }
+            assert!(Instant::now() < deadline, "listen never taken: {msg:?}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        expected.insert((
+            port,
+            holds.map(str::to_string),
+            should.to_string(),
+            holds == &Some(*should),
+        ));
+        conns.push(conn);
+    }
+
+    let path = format!(
+        "/tacos/api/console/config/listeners?namespace=&group={GROUP}&dataId={data_id}&local=true"
+    );
+    let reply = api.get_path(&path).await.expect("listeners view");
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let view: Value = serde_json::from_str(&reply.body).unwrap();
+    let listed: BTreeSet<(String, Option<String>, String, bool)> = view["listeners"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no listeners: {view}"))
+        .iter()
+        .filter(|row| row["protocol"] == "grpc")
+        .map(|row| {
+            let client = row["client"].as_str().unwrap();
+            let port = client.rsplit(':').next().unwrap().to_string();
+            (
+                port,
+                row["version"].as_str().map(str::to_string),
+                row["expectedVersion"].as_str().unwrap().to_string(),
+                row["inSync"]
+                    .as_bool()
+                    .unwrap_or_else(|| panic!("inSync is not a boolean: {row}")),
+            )
+        })
+        .collect();
+    assert_eq!(listed, expected, "{view}");
+    drop((conns, streams));
+}
+
+/// Ability negotiation as Nacos 2.3+: a setup that carries an
+/// `abilityTable` (Java, Python) is answered on the stream with
+/// `SetupAckRequest` naming `fuzzyWatch` (what the Java client checks before
+/// it fuzzy-watches); a setup without one (Rust, older clients) gets
+/// nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_setup_with_an_ability_table_gets_the_servers_abilities() {
+    let tmp = temp_dir();
+    let (_server, grpc) = start(&tmp).await;
+    let mut conn = Conn::open(grpc).await;
+    conn.server_check().await;
+    let mut stream = Stream::open(&conn).await;
+    let setup = json!({
+        "clientVersion": "Nacos-Java-Client:v3.0.3",
+        "abilityTable": {"fuzzyWatch": true},
+        "tenant": "",
+        "labels": {"source": "sdk", "module": "config"},
+        "requestId": "",
+        "headers": {},
+        "module": "internal",
+    });
+    stream.send(payload("ConnectionSetupRequest", "", &setup));
+    let ack = stream
+        .next_within(PUSH_BOUND)
+        .await
+        .expect("no SetupAckRequest");
+    assert_eq!(ack.kind, "SetupAckRequest", "{ack:?}");
+    assert_eq!(ack.str("module"), "internal", "{ack:?}");
+    assert_eq!(
+        ack.body["abilityTable"],
+        json!({"fuzzyWatch": true}),
+        "{ack:?}"
+    );
+    // The connection works as any other.
+    conn.fuzzy_watch_ok("public>>G>>*").await;
+    stream.expect_finish("public>>G>>*").await;
+
+    let other = Conn::open(grpc).await;
+    let mut plain = Stream::open_set_up(&other).await;
+    plain.assert_quiet("a setup without an ability table").await;
 }

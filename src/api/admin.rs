@@ -313,6 +313,8 @@ async fn listeners(app: web::Data<AppState>) -> HttpResponse {
             "grpcConnections": counts.grpc_connections,
             "grpcKeys": counts.grpc_keys,
             "grpcUnlistened": counts.grpc_unlistened,
+            "fuzzyWatches": counts.fuzzy_watches,
+            "fuzzyPatterns": counts.fuzzy_patterns,
         })),
         Err(e) => HttpResponse::InternalServerError()
             .json(serde_json::json!({ "error": format!("the watch hub stopped: {e}") })),

@@ -1,5 +1,5 @@
-//! Config requests over gRPC: query, publish, remove, batch listen. The same
-//! service layer and watch hub as HTTP serve them.
+//! Config requests over gRPC: query, publish, remove, batch listen, fuzzy
+//! watch. The same service layer and watch hub as HTTP serve them.
 
 use std::net::SocketAddr;
 
@@ -12,6 +12,10 @@ use crate::api::params::url_encode;
 use tacos_app::auth::Principal;
 use tacos_app::gray;
 use tacos_app::service::{checked_key, comma_list, PublishRequest, ServiceError};
+use tacos_app::watch::fuzzy::{
+    self, FuzzyCancel, FuzzyWatch, GroupKeyPattern, MATCH_COUNT_OVER_LIMIT,
+    MATCH_COUNT_OVER_LIMIT_MESSAGE,
+};
 use tacos_app::watch::{changed_keys, ListenKey, Subscribe, Unsubscribe};
 use tacos_core::command::Expect;
 use tacos_state::{Access, ApplyError, GrayRule};
@@ -295,4 +299,82 @@ pub async fn batch_listen(
         .map(|k| json!({ "dataId": k.data_id, "group": k.group, "tenant": k.tenant }))
         .collect();
     payload::ok(KIND, &rid, json!({ "changedConfigs": changed }))
+}
+
+/// `ConfigFuzzyWatchRequest{groupKeyPattern, watchType, receivedGroupKeys,
+/// initializing}` → `ConfigFuzzyWatchResponse` (Nacos 3's
+/// `ConfigFuzzyWatchRequestHandler`; the rule is
+/// [`tacos_app::watch::fuzzy`]). `WATCH` registers the pattern on the
+/// caller's connection, whose stream then gets the sync and the change
+/// notices; past the connection's pattern limit errorCode 50310, on a
+/// pattern whose matched set is full errorCode 50311 (registered all the
+/// same). `CANCEL_WATCH` drops it; any other type does nothing.
+pub async fn fuzzy_watch(
+    app: &GrpcState,
+    req: &Incoming,
+    peer: Option<SocketAddr>,
+    principal: &Principal,
+) -> Reply {
+    const KIND: &str = "ConfigFuzzyWatchResponse";
+    let rid = req.request_id();
+    let pattern = match GroupKeyPattern::parse(req.str("groupKeyPattern")) {
+        Ok(pattern) => pattern,
+        Err(e) => return payload::fail(KIND, &rid, code::INVALID_PARAM, &e.to_string()),
+    };
+    if let Err(e) = principal.require(pattern.namespace(), Access::Read) {
+        return payload::fail(KIND, &rid, code::NO_RIGHT, &e.to_string());
+    }
+    let conn = peer.and_then(|p| app.connections.get(p));
+    match req.str("watchType") {
+        fuzzy::WATCH_TYPE_WATCH => {}
+        fuzzy::WATCH_TYPE_CANCEL_WATCH => {
+            if let Some(conn) = conn {
+                app.hub.do_send(FuzzyCancel {
+                    conn: conn.num,
+                    pattern,
+                });
+            }
+            return payload::ok(KIND, &rid, json!({}));
+        }
+        _ => return payload::ok(KIND, &rid, json!({})),
+    }
+    let received: std::collections::HashSet<String> = match req.field("receivedGroupKeys") {
+        Ok(keys) => keys.unwrap_or_default(),
+        Err(e) => return payload::fail(KIND, &rid, code::INVALID_PARAM, &e.to_string()),
+    };
+    // Java's Jackson writes `isInitializing()` as `initializing`.
+    let initializing = ["initializing", "isInitializing"]
+        .iter()
+        .find_map(|name| req.body.get(*name).and_then(|v| v.as_bool()))
+        .unwrap_or(false);
+    let Some(conn) = conn else {
+        return payload::fail(
+            KIND,
+            &rid,
+            code::UNREGISTERED,
+            "Connection is unregistered: open the bi-directional stream first",
+        );
+    };
+    let watched = app
+        .hub
+        .send(FuzzyWatch {
+            conn: conn.num,
+            pattern,
+            received,
+            initializing,
+            queue: conn.fuzzy.clone(),
+        })
+        .await;
+    match watched {
+        Err(_) => payload::fail(KIND, &rid, code::SERVER_ERROR, "the watch hub stopped"),
+        Ok(Err(e)) => payload::fail(KIND, &rid, e.code(), &e.to_string()),
+        Ok(Ok(outcome)) if outcome.match_over_limit => {
+            let message = format!(
+                "{MATCH_COUNT_OVER_LIMIT_MESSAGE}: the pattern matches {} configs or more; only those are watched",
+                outcome.max_matched
+            );
+            payload::fail(KIND, &rid, MATCH_COUNT_OVER_LIMIT, &message)
+        }
+        Ok(Ok(_)) => payload::ok(KIND, &rid, json!({})),
+    }
 }

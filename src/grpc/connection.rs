@@ -11,7 +11,23 @@
 //! task that sends `ConfigChangeNotifyRequest`s with increasing request ids
 //! and waits for the client's acks (any response carrying that id), retrying
 //! a bounded number of times. The outbound channel is bounded: a client that
-//! stops reading stalls only its own push task.
+//! stops reading stalls only its own push tasks.
+//!
+//! Fuzzy watch (Nacos 3): each connection also has a [`FuzzyQueue`] the
+//! hub fills in order ([`tacos_app::watch::fuzzy`]) and a task that sends
+//! its `ConfigFuzzyWatchSyncRequest`s and
+//! `ConfigFuzzyWatchChangeNotifyRequest`s in that order, each acked and
+//! re-sent as above; an initial set's `FINISH_FUZZY_WATCH_INIT_NOTIFY` is
+//! sent once all of its batches were acked (as Nacos'
+//! `FuzzyWatchSyncNotifyCallback`).
+//!
+//! Abilities (Nacos 2.3+): `ServerCheckResponse` says the server negotiates
+//! abilities; a `ConnectionSetupRequest` that carries an `abilityTable` (the
+//! Java and Python clients' do; the Rust SDK sends none) is answered on the
+//! stream with `SetupAckRequest{abilityTable}` naming what this server
+//! supports: [`SERVER_ABILITIES`]. Clients that negotiate wait for it before
+//! they use the connection, and the Java client calls the fuzzy watch only
+//! when the table says `fuzzyWatch: true`.
 //!
 //! Stop ([`drain`]): the gRPC port stops accepting, every set-up connection
 //! gets a `ConnectResetRequest` without a `serverIp` (the client picks
@@ -32,6 +48,7 @@ use tonic::Status;
 
 use super::payload::{self, Incoming};
 use super::pb::Payload;
+use tacos_app::watch::fuzzy::{FuzzyPush, FuzzyQueue, FINISH_FUZZY_WATCH_INIT_NOTIFY};
 use tacos_app::watch::{Disconnect, ListenKey, PushQueue, SetUp, WatchHub};
 
 /// How long a pushed notification waits for its ack before it is re-sent.
@@ -39,6 +56,11 @@ const ACK_TIMEOUT: Duration = Duration::from_secs(3);
 /// Sends of one notification before it is given up (the client re-syncs its
 /// md5s with its periodic batch listen anyway).
 const PUSH_ATTEMPTS: usize = 3;
+/// The abilities announced in `SetupAckRequest` (Nacos' `AbilityKey` names
+/// of the server abilities Tacos has: of Nacos 3's `fuzzyWatch`,
+/// `supportPersistentInstanceByGrpc`, `lock` and `mcp`, only the first).
+pub const SERVER_ABILITIES: &[(&str, bool)] = &[("fuzzyWatch", true)];
+
 /// Messages queued towards one client before its push task waits.
 const OUTBOUND_QUEUE: usize = 64;
 
@@ -52,6 +74,8 @@ pub struct Connection {
     pub id: String,
     pub peer: SocketAddr,
     pub queue: PushQueue,
+    /// Its fuzzy watch deliveries.
+    pub fuzzy: FuzzyQueue,
     outbound: Outbound,
     set_up: AtomicBool,
     /// The tag of its setup labels (`app_Vipserver-Tag`), for gray matching.
@@ -73,16 +97,37 @@ impl Connection {
     /// Returns false if the outbound queue is full or closed (the client is
     /// not reading: it will see the connection end instead).
     fn send_reset(&self) -> bool {
-        let request_id = self.next_push.fetch_add(1, Ordering::Relaxed).to_string();
         // No serverIp/serverPort: every client then picks the next server
         // of its own list (Nacos sets them only to redirect to one node).
-        let body = serde_json::json!({
-            "requestId": request_id,
-            "headers": {},
-            "module": "internal",
-        });
-        let reset = payload::payload("ConnectResetRequest", &body);
-        self.outbound.try_send(Ok(reset)).is_ok()
+        self.send_internal("ConnectResetRequest", serde_json::json!({}))
+    }
+
+    /// Answers a setup that negotiates abilities: `SetupAckRequest` with
+    /// [`SERVER_ABILITIES`] (the clients send no response to it).
+    fn send_setup_ack(&self) -> bool {
+        let table: serde_json::Map<String, serde_json::Value> = SERVER_ABILITIES
+            .iter()
+            .map(|(name, on)| (name.to_string(), (*on).into()))
+            .collect();
+        self.send_internal(
+            "SetupAckRequest",
+            serde_json::json!({ "abilityTable": table }),
+        )
+    }
+
+    /// Sends an `internal` module request that expects no ack; false if the
+    /// outbound queue is full or closed.
+    fn send_internal(&self, kind: &str, fields: serde_json::Value) -> bool {
+        let request_id = self.next_push.fetch_add(1, Ordering::Relaxed).to_string();
+        let mut body = match fields {
+            serde_json::Value::Object(map) => map,
+            _ => serde_json::Map::new(),
+        };
+        body.insert("requestId".into(), request_id.into());
+        body.insert("headers".into(), serde_json::json!({}));
+        body.insert("module".into(), "internal".into());
+        let message = payload::payload(kind, &serde_json::Value::Object(body));
+        self.outbound.try_send(Ok(message)).is_ok()
     }
 
     /// The tag the client set up the connection with (its label
@@ -187,6 +232,7 @@ impl Connections {
             id: self.connection_id(peer),
             peer,
             queue: PushQueue::default(),
+            fuzzy: FuzzyQueue::default(),
             outbound,
             set_up: AtomicBool::new(false),
             tag: Mutex::new(None),
@@ -207,6 +253,7 @@ impl Connections {
         // Before the Disconnect: a listen of this connection still on its
         // way to the hub must not register it again after it.
         conn.queue.close();
+        conn.fuzzy.close();
         hub.do_send(Disconnect(conn.num));
         self.closed_one.notify_waiters();
     }
@@ -270,6 +317,16 @@ pub async fn read_stream(
                     labels,
                     queue: conn.queue.clone(),
                 });
+                // A client that negotiates abilities waits for ours
+                // (Nacos' GrpcBiStreamRequestAcceptor: only when the setup
+                // carries a table, even an empty one).
+                if incoming
+                    .body
+                    .get("abilityTable")
+                    .is_some_and(|t| !t.is_null())
+                {
+                    conn.send_setup_ack();
+                }
                 // Set up on a connection accepted before the port closed,
                 // after the drain asked the others: ask it too.
                 if connections.is_stopping() {
@@ -303,47 +360,205 @@ pub async fn push_changes(conn: Arc<Connection>) {
 /// Sends one change notification until it is acknowledged, at most
 /// [`PUSH_ATTEMPTS`] times, each with a new request id.
 async fn push_one(conn: Arc<Connection>, key: ListenKey) {
+    let body = serde_json::json!({
+        "headers": {},
+        "dataId": key.data_id,
+        "group": key.group,
+        "tenant": key.tenant,
+        "module": "config",
+    });
+    const KIND: &str = "ConfigChangeNotifyRequest";
+    let Some(first) = send_tracked(&conn, KIND, &body).await else {
+        return;
+    };
+    if !until_acked(conn.clone(), KIND, body, first).await {
+        tracing::warn!(
+            conn = %conn.id,
+            data_id = %key.data_id,
+            group = %key.group,
+            "client did not acknowledge a change notification; giving up on it"
+        );
+    }
+}
+
+/// A pushed request waiting for its ack.
+struct Sent {
+    request_id: String,
+    acked: oneshot::Receiver<()>,
+    at: std::time::Instant,
+}
+
+/// Sends `body` as a `kind` push with a new request id and registers it
+/// for its ack; `None` once the connection is closed.
+async fn send_tracked(conn: &Connection, kind: &str, body: &serde_json::Value) -> Option<Sent> {
+    let request_id = conn.next_push.fetch_add(1, Ordering::Relaxed).to_string();
+    let (tx, acked) = oneshot::channel();
+    conn.pending
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(request_id.clone(), tx);
+    let mut body = body.clone();
+    body["requestId"] = serde_json::Value::String(request_id.clone());
+    let push = payload::payload(kind, &body);
     let mut closed = conn.closed.subscribe();
-    for _ in 0..PUSH_ATTEMPTS {
-        let request_id = conn.next_push.fetch_add(1, Ordering::Relaxed).to_string();
-        let (tx, rx) = oneshot::channel();
-        conn.pending
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(request_id.clone(), tx);
-        let body = serde_json::json!({
-            "requestId": request_id,
-            "headers": {},
-            "dataId": key.data_id,
-            "group": key.group,
-            "tenant": key.tenant,
-            "module": "config",
-        });
-        let push = payload::payload("ConfigChangeNotifyRequest", &body);
-        let sent_at = std::time::Instant::now();
-        let sent = tokio::select! {
-            sent = conn.outbound.send(Ok(push)) => sent.is_ok(),
-            _ = closed.wait_for(|c| *c) => false,
-        };
-        if !sent {
-            return;
-        }
-        if let Ok(Ok(())) = tokio::time::timeout(ACK_TIMEOUT, rx).await {
-            metrics::histogram!("tacos_grpc_push_ack_seconds")
-                .record(sent_at.elapsed().as_secs_f64());
-            return;
-        }
+    let sent = tokio::select! {
+        sent = conn.outbound.send(Ok(push)) => sent.is_ok(),
+        _ = closed.wait_for(|c| *c) => false,
+    };
+    if !sent {
         conn.pending
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .remove(&request_id);
+        return None;
     }
-    tracing::warn!(
-        conn = %conn.id,
-        data_id = %key.data_id,
-        group = %key.group,
-        "client did not acknowledge a change notification; giving up on it"
-    );
+    Some(Sent {
+        request_id,
+        acked,
+        at: std::time::Instant::now(),
+    })
+}
+
+/// Waits for the ack of `first`, re-sending `body` with a new id when it
+/// does not come within [`ACK_TIMEOUT`], [`PUSH_ATTEMPTS`] sends in all.
+/// Whether it was acknowledged.
+async fn until_acked(
+    conn: Arc<Connection>,
+    kind: &'static str,
+    body: serde_json::Value,
+    first: Sent,
+) -> bool {
+    let mut sent = first;
+    for attempt in 1..=PUSH_ATTEMPTS {
+        if let Ok(Ok(())) = tokio::time::timeout(ACK_TIMEOUT, sent.acked).await {
+            metrics::histogram!("tacos_grpc_push_ack_seconds")
+                .record(sent.at.elapsed().as_secs_f64());
+            return true;
+        }
+        conn.pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&sent.request_id);
+        if attempt == PUSH_ATTEMPTS {
+            break;
+        }
+        match send_tracked(&conn, kind, &body).await {
+            Some(again) => sent = again,
+            None => return false,
+        }
+    }
+    false
+}
+
+const FUZZY_SYNC: &str = "ConfigFuzzyWatchSyncRequest";
+const FUZZY_CHANGE: &str = "ConfigFuzzyWatchChangeNotifyRequest";
+
+/// Sends the fuzzy watch deliveries the hub queues, in order, until the
+/// connection closes (see the module doc).
+pub async fn push_fuzzy(conn: Arc<Connection>) {
+    let mut closed = conn.closed.subscribe();
+    loop {
+        let items = tokio::select! {
+            items = conn.fuzzy.take() => items,
+            _ = closed.wait_for(|c| *c) => return,
+        };
+        for item in items {
+            if !send_fuzzy(&conn, item).await {
+                return;
+            }
+        }
+    }
+}
+
+/// Sends one delivery (its first sends in order; acks and re-sends run on
+/// their own). False once the connection is closed.
+async fn send_fuzzy(conn: &Arc<Connection>, item: FuzzyPush) -> bool {
+    match item {
+        FuzzyPush::Change {
+            group_key,
+            change_type,
+        } => {
+            let body = serde_json::json!({
+                "headers": {},
+                "module": "config",
+                "groupKey": group_key,
+                "changeType": change_type,
+            });
+            let Some(first) = send_tracked(conn, FUZZY_CHANGE, &body).await else {
+                return false;
+            };
+            tokio::spawn(until_acked(conn.clone(), FUZZY_CHANGE, body, first));
+        }
+        FuzzyPush::Sync {
+            pattern,
+            sync_type,
+            batches,
+            finish,
+        } => {
+            let total = batches.len();
+            let mut acks = Vec::with_capacity(total);
+            for (i, batch) in batches.into_iter().enumerate() {
+                let contexts: Vec<serde_json::Value> = batch
+                    .iter()
+                    .map(|c| serde_json::json!({"groupKey": c.group_key, "changedType": c.changed_type}))
+                    .collect();
+                let body = serde_json::json!({
+                    "headers": {},
+                    "module": "config",
+                    "groupKeyPattern": pattern,
+                    "contexts": contexts,
+                    "syncType": sync_type,
+                    "totalBatch": total,
+                    "currentBatch": i + 1,
+                });
+                let Some(first) = send_tracked(conn, FUZZY_SYNC, &body).await else {
+                    return false;
+                };
+                acks.push(tokio::spawn(until_acked(
+                    conn.clone(),
+                    FUZZY_SYNC,
+                    body,
+                    first,
+                )));
+            }
+            if !finish {
+                return true;
+            }
+            // Nacos' finish message: no contexts, batch numbers 0.
+            let body = serde_json::json!({
+                "headers": {},
+                "module": "config",
+                "groupKeyPattern": pattern,
+                "syncType": FINISH_FUZZY_WATCH_INIT_NOTIFY,
+                "totalBatch": 0,
+                "currentBatch": 0,
+            });
+            if acks.is_empty() {
+                let Some(first) = send_tracked(conn, FUZZY_SYNC, &body).await else {
+                    return false;
+                };
+                tokio::spawn(until_acked(conn.clone(), FUZZY_SYNC, body, first));
+            } else {
+                let conn = conn.clone();
+                tokio::spawn(async move {
+                    for ack in acks {
+                        if !matches!(ack.await, Ok(true)) {
+                            tracing::warn!(
+                                conn = %conn.id,
+                                pattern = %pattern,
+                                "client did not acknowledge a fuzzy watch sync; its init is not finished"
+                            );
+                            return;
+                        }
+                    }
+                    if let Some(first) = send_tracked(&conn, FUZZY_SYNC, &body).await {
+                        until_acked(conn, FUZZY_SYNC, body, first).await;
+                    }
+                });
+            }
+        }
+    }
+    true
 }
 
 /// What [`drain`] did.

@@ -4,18 +4,20 @@
 //!
 //! | request type | answer |
 //! |---|---|
-//! | `ServerCheckRequest` | `ServerCheckResponse{connectionId, supportAbilityNegotiation:false}` (before or after the stream is set up) |
+//! | `ServerCheckRequest` | `ServerCheckResponse{connectionId, supportAbilityNegotiation:true}` (before or after the stream is set up; a setup with an `abilityTable` is answered on the stream with `SetupAckRequest`, see [`connection`]) |
 //! | `HealthCheckRequest` | `HealthCheckResponse` |
 //! | `ClientDetectionRequest` | `ClientDetectionResponse` |
 //! | `ConfigQueryRequest` | `ConfigQueryResponse` (beta-aware; not found: errorCode 300) |
 //! | `ConfigPublishRequest` | `ConfigPublishResponse` (additionMap: type, desc, appName, config_tags, src_user, betaIps; casMd5) |
 //! | `ConfigRemoveRequest` | `ConfigRemoveResponse` |
 //! | `ConfigBatchListenRequest` | `ConfigChangeBatchListenResponse{changedConfigs}`; registers the keys on the connection |
+//! | `ConfigFuzzyWatchRequest` | `ConfigFuzzyWatchResponse`; watches (or stops watching) a group key pattern on the connection ([`tacos_app::watch::fuzzy`]) |
 //! | anything else | `ErrorResponse` errorCode 302; an unparsable payload: errorCode 502 |
 //!
 //! On the stream the client sends `ConnectionSetupRequest` and acks; the
-//! server pushes `ConfigChangeNotifyRequest`, and `ConnectResetRequest` when
-//! the node stops (see [`connection`]). HTTP/2 keepalive pings close
+//! server pushes `ConfigChangeNotifyRequest`, the fuzzy watch's
+//! `ConfigFuzzyWatchSyncRequest` and `ConfigFuzzyWatchChangeNotifyRequest`,
+//! and `ConnectResetRequest` when the node stops (see [`connection`]). HTTP/2 keepalive pings close
 //! connections whose client vanished.
 
 pub mod config;
@@ -58,6 +60,7 @@ const KNOWN_TYPES: &[&str] = &[
     "ConfigPublishRequest",
     "ConfigRemoveRequest",
     "ConfigBatchListenRequest",
+    "ConfigFuzzyWatchRequest",
 ];
 
 /// Metric handles of one request type, registered once (a lookup per
@@ -174,7 +177,7 @@ pub async fn handle(
             payload::ok(
                 "ServerCheckResponse",
                 &rid,
-                json!({ "connectionId": connection_id, "supportAbilityNegotiation": false }),
+                json!({ "connectionId": connection_id, "supportAbilityNegotiation": true }),
             )
         }
         "HealthCheckRequest" => payload::ok("HealthCheckResponse", &rid, json!({})),
@@ -185,6 +188,7 @@ pub async fn handle(
         "ConfigBatchListenRequest" => {
             config::batch_listen(app, &req, &client_ip, peer, &principal).await
         }
+        "ConfigFuzzyWatchRequest" => config::fuzzy_watch(app, &req, peer, &principal).await,
         other => payload::error(
             &rid,
             code::NO_HANDLER,
@@ -225,6 +229,7 @@ impl pb::bi_request_stream_server::BiRequestStream for Api {
             .ok_or_else(|| Status::failed_precondition("no peer address"))?;
         let (conn, outbound) = self.0.connections.open(peer);
         tokio::spawn(connection::push_changes(conn.clone()));
+        tokio::spawn(connection::push_fuzzy(conn.clone()));
         tokio::spawn(connection::read_stream(
             conn,
             request.into_inner(),

@@ -1,5 +1,6 @@
 //! The console's listener view of one config: who listens, gathered from
-//! every node, and whether each is in sync with the version it should hold.
+//! every node, which version each holds and should hold (formal or a gray:
+//! [`tacos_app::watch::version_of`]), and whether it is in sync.
 
 use std::time::Duration;
 
@@ -8,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{ok_json, ConsoleError};
 use crate::api::AppState;
-use tacos_app::watch::{ListenProtocol, ListenState, ListenersOf};
+use tacos_app::watch::{version_of, ListenProtocol, ListenState, ListenersOf};
 use tacos_state::{Access, ConfigKey};
 
 use super::Call;
@@ -26,9 +27,16 @@ struct ListenerView {
     /// HTTP: the client IP; gRPC: `connection N` (numbered per node).
     client: String,
     md5: String,
-    /// Whether `md5` is what this client should hold; `None` when that
-    /// cannot be told (a gRPC client while a beta is out: its IP is not
-    /// known to the hub).
+    /// The version whose md5 it holds: `formal` or a gray's name (`beta`,
+    /// `tag_{tag}`); `None` when it is none of them (an older version).
+    #[serde(default)]
+    version: Option<String>,
+    /// The version it should hold by its IP and tag; `None` when there is
+    /// nothing for it (the config is gone).
+    #[serde(default)]
+    expected_version: Option<String>,
+    /// Whether `md5` is what this client should hold (`None` only from a
+    /// node that could not tell).
     in_sync: Option<bool>,
     /// `waiting` (a long poll held now), `between-polls`, `subscribed`,
     /// `push-pending`.
@@ -55,30 +63,13 @@ async fn local_listeners(
         .await
         .map_err(|e| ConsoleError::Internal(format!("the watch hub did not answer: {e}")))?;
     let state = app.service.state();
-    let current = state.config(key).map_or("", |c| c.md5.as_ref());
-    let grays = state.grays(key);
     Ok(found
         .into_iter()
         .map(|l| {
-            let (protocol, client, in_sync) = match l.protocol {
-                ListenProtocol::Http => {
-                    let labels = tacos_app::gray::labels(&l.client, l.tag.as_deref());
-                    let expected = tacos_app::gray::md5_for(&state, key, &labels);
-                    ("http", l.client.clone(), Some(l.md5 == expected))
-                }
-                ListenProtocol::Grpc => (
-                    "grpc",
-                    format!("connection {}", l.client),
-                    // A connection on a gray's md5, or off the config's
-                    // while grays exist, may be right: unknown.
-                    if grays.iter().any(|g| *g.md5 == *l.md5)
-                        || (!grays.is_empty() && l.md5 != current)
-                    {
-                        None
-                    } else {
-                        Some(l.md5 == current)
-                    },
-                ),
+            let version = version_of(&state, key, &l);
+            let (protocol, client) = match l.protocol {
+                ListenProtocol::Http => ("http", l.client.clone()),
+                ListenProtocol::Grpc => ("grpc", format!("connection {}", l.client)),
             };
             let state = match l.state {
                 ListenState::Waiting => "waiting",
@@ -93,7 +84,9 @@ async fn local_listeners(
                 protocol: protocol.into(),
                 client,
                 md5: l.md5,
-                in_sync,
+                version: version.holds,
+                expected_version: version.expected,
+                in_sync: Some(version.in_sync),
                 state: state.into(),
                 age_ms: l.age.as_millis() as u64,
             }

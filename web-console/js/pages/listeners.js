@@ -1,6 +1,7 @@
 // Who listens to a config: HTTP long polls (held now, or between polls)
-// and gRPC connections, with the md5 each holds and whether that is the
-// version it should have (the beta for a client the beta serves).
+// and gRPC connections, with the md5 each holds, which version that is
+// (formal, or a gray: beta, tag_...) and whether it is the version the
+// client should have (a gray for a client whose IP or tag it serves).
 
 import { api, CONSOLE } from '../api.js';
 import { h, table, badge, show, errorText, nsName } from '../ui.js';
@@ -35,7 +36,12 @@ export async function render(main, params, ctx) {
     const sync = (l) => {
       if (l.inSync === true) return badge('in sync', 'ok');
       if (l.inSync === false) return badge(l.state === 'push-pending' ? 'behind · push pending' : 'behind', 'bad');
-      return badge('unknown (beta out)', 'warn');
+      return badge('unknown', 'warn');
+    };
+    const version = (l) => {
+      const holds = l.version ?? 'older version';
+      if (l.expectedVersion && l.expectedVersion !== l.version) return `${holds} (should be ${l.expectedVersion})`;
+      return holds;
     };
     body.replaceChildren(
       h('p', { class: 'muted' },
@@ -47,6 +53,7 @@ export async function render(main, params, ctx) {
         { title: 'Client', cell: (l) => h('span', { class: 'mono', text: l.client }) },
         { title: 'Protocol', cell: (l) => badge(l.protocol === 'grpc' ? 'gRPC' : 'HTTP', 'info') },
         { title: 'md5 it holds', cell: (l) => h('span', { class: 'mono', text: l.md5 || '(none)' }) },
+        { title: 'Version', cell: version },
         { title: 'In sync', cell: sync },
         { title: 'State', cell: (l) => STATES[l.state] || l.state },
         { title: 'For', cell: (l) => (l.protocol === 'http' ? age(l.ageMs) : '') },

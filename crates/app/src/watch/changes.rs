@@ -1,7 +1,8 @@
 //! Applied changes reach the hub (`Changed`): it wakes the long polls and
 //! queues pushes for the gRPC listeners whose keys changed (and for the
 //! config connections that have not listened yet, see
-//! [`super::unlistened`]).
+//! [`super::unlistened`]), and tells fuzzy watchers which keys came or went
+//! ([`super::fuzzy`]).
 
 use actix::prelude::*;
 
@@ -19,6 +20,7 @@ impl Handler<Changed> for WatchHub {
         let ids: Vec<u64> = match msg.0 {
             Changes::All => {
                 let state = self.state.load();
+                self.fuzzy.changed_all(&state);
                 for sub in self.subscribers.values_mut() {
                     for (key, listen) in &sub.keys {
                         let now = md5_for(&state, key, &sub.labels);
@@ -30,6 +32,7 @@ impl Handler<Changed> for WatchHub {
             }
             Changes::Keys(keys) => {
                 self.push(&keys);
+                self.fuzzy.changed(&self.state.load(), &keys);
                 self.unlistened.changed(&keys, std::time::Instant::now());
                 let mut ids: Vec<u64> = keys
                     .iter()

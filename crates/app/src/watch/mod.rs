@@ -12,6 +12,10 @@
 //! A gRPC config connection that has not listened yet is notified of every
 //! change in its namespace for a while after its setup ([`unlistened`]).
 //!
+//! Nacos 3's fuzzy watch (a connection watches a group key pattern and is
+//! told which keys match it, come and go) is fed by the same change
+//! reports ([`fuzzy`]).
+//!
 //! The console asks who listens to a config ([`ListenersOf`]). A long poll
 //! is only held between a client's polls, so the hub also remembers, for
 //! [`RECENT_POLL_WINDOW`], the polls that ended (answered or timed out):
@@ -19,6 +23,7 @@
 //! with the new md5 shows up as out of sync.
 
 mod changes;
+pub mod fuzzy;
 mod long_poll;
 mod push;
 mod subscribe;
@@ -38,13 +43,14 @@ use tacos_state::{Changes, ClientLabels, ConfigKey, State};
 use crate::gray::md5_for;
 
 pub use changes::Changed;
+pub use fuzzy::{FuzzyCancel, FuzzyPush, FuzzyQueue, FuzzyWatch, GroupKeyPattern};
 pub use long_poll::{Cancel, Hold, HoldOutcome, Polled, ReleaseAll};
 pub use push::PushQueue;
 pub use subscribe::{Disconnect, Subscribe, Unsubscribe};
 pub use unlistened::SetUp;
 pub use view::{
-    peer_ip, CountListeners, ListenProtocol, ListenState, Listened, ListenedBy, ListenerCounts,
-    ListenerInfo, ListenersOf,
+    peer_ip, version_of, CountListeners, ListenProtocol, ListenState, Listened, ListenedBy,
+    ListenerCounts, ListenerInfo, ListenerVersion, ListenersOf, FORMAL_VERSION,
 };
 
 /// One key a listener watches, with the strings exactly as the client sent
@@ -123,6 +129,8 @@ pub struct WatchHub {
     recent_count: usize,
     /// gRPC config connections that have not listened yet.
     unlistened: unlistened::Unlistened,
+    /// Fuzzy watches of gRPC connections.
+    fuzzy: fuzzy::FuzzyWatches,
 }
 
 impl WatchHub {
@@ -138,7 +146,19 @@ impl WatchHub {
             recent: HashMap::new(),
             recent_count: 0,
             unlistened: unlistened::Unlistened::new(Duration::ZERO),
+            fuzzy: fuzzy::FuzzyWatches::new(
+                fuzzy::DEFAULT_MAX_PATTERNS,
+                fuzzy::DEFAULT_MAX_MATCHED,
+            ),
         }
+    }
+
+    /// At most `max_patterns` fuzzy watch patterns per connection, and at
+    /// most `max_matched` keys in one pattern's set (see [`fuzzy`]; both at
+    /// least 1).
+    pub fn with_fuzzy_limits(mut self, max_patterns: usize, max_matched: usize) -> Self {
+        self.fuzzy = fuzzy::FuzzyWatches::new(max_patterns, max_matched);
+        self
     }
 
     /// Notifies gRPC config connections that have not listened yet of every

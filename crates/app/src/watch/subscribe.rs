@@ -82,7 +82,8 @@ impl Handler<Unsubscribe> for WatchHub {
     }
 }
 
-/// A gRPC connection closed: forget everything it listened to.
+/// A gRPC connection closed: forget everything it listened to (and its
+/// fuzzy watches).
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct Disconnect(pub u64);
@@ -92,6 +93,7 @@ impl Handler<Disconnect> for WatchHub {
 
     fn handle(&mut self, msg: Disconnect, _: &mut Context<Self>) {
         self.unlistened.end(msg.0);
+        self.fuzzy.disconnect(msg.0);
         if let Some(sub) = self.subscribers.remove(&msg.0) {
             for key in sub.keys.keys() {
                 self.unsubscribe(msg.0, key);

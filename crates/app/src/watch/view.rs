@@ -1,7 +1,8 @@
 //! What the hub can tell about its listeners: counts for metrics
-//! (`CountListeners`), who listens to one config and whether each is in
-//! sync, for the console (`ListenersOf`), and what one client IP listens
-//! to (`ListenedBy`, Nacos' listener-by-IP routes).
+//! (`CountListeners`), who listens to one config for the console
+//! (`ListenersOf`) and which version of it each holds and should hold
+//! ([`version_of`]), and what one client IP listens to (`ListenedBy`,
+//! Nacos' listener-by-IP routes).
 
 use std::time::{Duration, Instant};
 
@@ -22,13 +23,20 @@ pub struct ListenerCounts {
     pub grpc_connections: usize,
     pub grpc_keys: usize,
     pub grpc_unlistened: usize,
+    /// Distinct fuzzy watch patterns, and connection-pattern pairs
+    /// ([`super::fuzzy`]).
+    pub fuzzy_patterns: usize,
+    pub fuzzy_watches: usize,
 }
 
 impl Handler<CountListeners> for WatchHub {
     type Result = ListenerCounts;
 
     fn handle(&mut self, _: CountListeners, _: &mut Context<Self>) -> ListenerCounts {
+        let (fuzzy_patterns, fuzzy_watches) = self.fuzzy.counts();
         ListenerCounts {
+            fuzzy_patterns,
+            fuzzy_watches,
             long_polls: self.holds.len(),
             grpc_connections: self.subscribers.len(),
             grpc_keys: self.subscribers.values().map(|s| s.keys.len()).sum(),
@@ -73,7 +81,11 @@ pub struct ListenerInfo {
     pub client: String,
     /// The md5 the client said it holds (gRPC: in its last listen request).
     pub md5: String,
-    /// The tag an HTTP long poll sent (`Vipserver-Tag`), for gray matching.
+    /// The IP gray rules match it by: HTTP the client's IP, gRPC the IP its
+    /// last listen request came from (`metadata.clientIp`, else the peer).
+    pub ip: String,
+    /// The tag it is matched by: an HTTP poll's `Vipserver-Tag`, a gRPC
+    /// connection's listen header or setup label.
     pub tag: Option<String>,
     pub state: ListenState,
     /// Since the poll started (waiting), ended (between polls), or nothing
@@ -98,6 +110,7 @@ impl Handler<ListenersOf> for WatchHub {
                     protocol: ListenProtocol::Http,
                     client: held.client_ip.clone(),
                     md5: k.md5.clone(),
+                    ip: held.client_ip.clone(),
                     tag: held.tag.clone(),
                     state: ListenState::Waiting,
                     age: now.duration_since(held.since),
@@ -109,6 +122,7 @@ impl Handler<ListenersOf> for WatchHub {
                 protocol: ListenProtocol::Http,
                 client: poll.client_ip.clone(),
                 md5: poll.md5.clone(),
+                ip: poll.client_ip.clone(),
                 tag: poll.tag.clone(),
                 state: ListenState::BetweenPolls,
                 age: now.duration_since(poll.ended),
@@ -127,7 +141,8 @@ impl Handler<ListenersOf> for WatchHub {
                         sub.client.clone()
                     },
                     md5: listen.md5.clone(),
-                    tag: None,
+                    ip: sub.labels.ip.clone(),
+                    tag: sub.labels.tag.clone(),
                     state: ListenState::Subscribed {
                         push_pending: sub.queue.contains(key),
                     },
@@ -136,6 +151,55 @@ impl Handler<ListenersOf> for WatchHub {
             }
         }
         found
+    }
+}
+
+/// The name [`version_of`] gives the formal config.
+pub const FORMAL_VERSION: &str = "formal";
+
+/// Which version of a config a listener holds, and which it should hold.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListenerVersion {
+    /// The version whose md5 it holds: [`FORMAL_VERSION`] or a gray's name
+    /// (`beta`, `tag_{tag}`); `None` when its md5 is none of them (an older
+    /// version, or nothing).
+    pub holds: Option<String>,
+    /// The version it should hold, by its labels ([`crate::gray`]); `None`
+    /// when there is nothing for it (the config is gone).
+    pub expected: Option<String>,
+    /// Whether its md5 is the expected version's.
+    pub in_sync: bool,
+}
+
+/// Which version `listener` holds and should hold, by the same rule every
+/// read and push uses: a gray whose rule its IP or tag matches, else the
+/// formal config. When two versions have the same md5 the expected one is
+/// named.
+pub fn version_of(state: &State, key: &ConfigKey, listener: &ListenerInfo) -> ListenerVersion {
+    let labels = crate::gray::labels(&listener.ip, listener.tag.as_deref());
+    let matched = crate::gray::matching_gray(state, key, &labels);
+    let formal = state.config(key);
+    let (expected, expected_md5) = match (matched, formal) {
+        (Some(gray), _) => (Some(gray.name.clone()), &*gray.md5),
+        (None, Some(config)) => (Some(FORMAL_VERSION.to_string()), &*config.md5),
+        (None, None) => (None, ""),
+    };
+    let in_sync = listener.md5 == expected_md5;
+    let holds = if in_sync {
+        expected.clone()
+    } else if formal.is_some_and(|c| *c.md5 == *listener.md5) {
+        Some(FORMAL_VERSION.to_string())
+    } else {
+        state
+            .grays(key)
+            .iter()
+            .find(|g| *g.md5 == *listener.md5)
+            .map(|g| g.name.clone())
+    };
+    ListenerVersion {
+        holds,
+        expected,
+        in_sync,
     }
 }
 
