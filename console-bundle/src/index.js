@@ -93,7 +93,7 @@ export function createEditor(parent, options = {}) {
         EditorView.theme({
           '&': { maxHeight: '62vh' },
           '.cm-scroller': { overflow: 'auto' },
-          '.cm-content, .cm-gutter': { minHeight: options.minHeight || '320px' },
+          '.cm-content, .cm-gutter': { minHeight: options.minHeight || '220px' },
         }),
       ],
     }),

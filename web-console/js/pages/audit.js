@@ -39,8 +39,8 @@ export async function render(main, params, ctx) {
       { title: t('audit.user'), cell: (r) => r.user },
       { title: t('audit.from'), cell: (r) => h('span', { class: 'mono', text: r.ip }) },
       { title: t('audit.action'), cell: (r) => h('span', { class: 'mono', text: r.action }) },
-      { title: t('audit.target'), cell: (r) => h('span', { class: 'mono', text: r.target }) },
-      { title: t('audit.detail'), cell: (r) => r.detail },
+      { title: t('audit.target'), class: 'break', cell: (r) => h('span', { class: 'mono', text: r.target }) },
+      { title: t('audit.detail'), class: 'break', cell: (r) => r.detail },
       { title: t('audit.outcome'), cell: (r) => (r.outcome === 'ok' ? badge('ok', 'ok') : badge(r.outcome, 'bad')) },
     ], page.pageItems, t('audit.empty'))),
     pager(page, go));
