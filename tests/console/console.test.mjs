@@ -373,6 +373,16 @@ try {
     assert.ok(compared.a.length && compared.b.length, JSON.stringify(compared));
     await shot('history-diff');
     await page.keyboard.press('Escape');
+    // One version, in a read-only editor.
+    await page.locator('[data-testid=history-table] tbody tr').nth(2).getByRole('button', { name: 'View' }).click();
+    const viewed = page.getByTestId('history-content');
+    await viewed.waitFor();
+    const shown = await viewed.evaluate((host) => ({
+      text: [...host.shadowRoot.querySelectorAll('.cm-line')].map((l) => l.textContent).join('\n'),
+      editable: host.shadowRoot.querySelector('.cm-content').getAttribute('contenteditable'),
+    }));
+    assert.deepEqual(shown, { text: v1, editable: 'false' });
+    await page.keyboard.press('Escape');
     await shot('history');
     await page.locator(`[data-rollback="${target.id}"]`).click();
     const review = page.getByTestId('rollback-review');

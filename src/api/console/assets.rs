@@ -12,6 +12,10 @@
 //! that accept it: each is compressed once, on its first request, and kept
 //! (about 200 KB for all of them). The HTML carries a strict Content
 //! Security Policy: scripts, styles and requests only from this origin.
+//!
+//! The console's strings are in `i18n/en.json` and `i18n/zh-CN.json`; a
+//! test below fails when either lacks a key of the other or one the code
+//! uses.
 
 use std::borrow::Cow;
 use std::collections::HashMap;

@@ -41,7 +41,7 @@ export async function render(main, params, ctx) {
       { title: t('audit.action'), cell: (r) => h('span', { class: 'mono', text: r.action }) },
       { title: t('audit.target'), class: 'break', cell: (r) => h('span', { class: 'mono', text: r.target }) },
       { title: t('audit.detail'), class: 'break', cell: (r) => r.detail },
-      { title: t('audit.outcome'), cell: (r) => (r.outcome === 'ok' ? badge('ok', 'ok') : badge(r.outcome, 'bad')) },
+      { title: t('audit.outcome'), class: 'break', cell: (r) => (r.outcome === 'ok' ? badge('ok', 'ok') : badge(r.outcome, 'bad')) },
     ], page.pageItems, t('audit.empty'))),
     pager(page, go));
 }

@@ -5,6 +5,7 @@
 import { api, CONSOLE } from '../api.js';
 import { h, table, pager, fmtTime, badge, modal, toast, show, errorText, nsName, fmtBytes } from '../ui.js';
 import { renderDiff } from '../diff.js';
+import { createEditor, editorPhrases } from '../code.js';
 import { configLink } from './configs.js';
 import { t } from '../i18n.js';
 
@@ -41,11 +42,13 @@ export async function render(main, params, ctx) {
   const view = async (row) => {
     try {
       const full = await api.get(`${CONSOLE}/history/item`, { id: row.id });
+      const box = h('div', { class: 'code-editor', attrs: { 'data-testid': 'history-content' } });
+      createEditor(box, { doc: full.content, type, readOnly: true, label: t('history.content'), phrases: editorPhrases(), minHeight: '120px' });
       modal({
         title: t('history.versionOf', { id: row.id, key: `${key.group}/${key.dataId}` }),
         body: h('div', {},
           h('p', { class: 'muted', text: t('history.rowMeta', { op: t(OPS[row.op][0]), time: fmtTime(row.time), by: row.srcUser || t('common.unknown'), ip: row.srcIp || '?', md5: row.md5 }) }),
-          h('pre', { class: 'content', text: full.content })),
+          box),
       });
     } catch (e) {
       show(slot, 'error', errorText(e));
