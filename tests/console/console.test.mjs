@@ -192,6 +192,19 @@ async function tour(lang, size, dir) {
 }
 
 try {
+  await stepDo('the console is served gzipped; its hashed bundle cached for good, the rest revalidated', async () => {
+    const wrapper = await fetch(`${base}/console/js/lib.js`, { headers: { 'Accept-Encoding': 'gzip' } });
+    assert.equal(wrapper.headers.get('content-encoding'), 'gzip');
+    assert.equal(wrapper.headers.get('cache-control'), 'no-cache');
+    const bundle = /'\/console\/(lib\/console-lib-[0-9a-f]+\.js)'/.exec(await wrapper.text())[1];
+    const lib = await fetch(`${base}/console/${bundle}`, { headers: { 'Accept-Encoding': 'gzip' } });
+    assert.equal(lib.headers.get('content-encoding'), 'gzip');
+    assert.equal(lib.headers.get('cache-control'), 'public, max-age=31536000, immutable');
+    const index = await fetch(`${base}/`, { headers: { 'Accept-Encoding': 'gzip' } });
+    assert.equal(index.headers.get('cache-control'), 'no-cache');
+    assert.match(index.headers.get('content-security-policy'), /style-src 'self';/);
+  });
+
   await stepDo('login page refuses a wrong password', async () => {
     await page.goto(`${base}/`);
     await page.getByLabel('Username').fill('nacos');
