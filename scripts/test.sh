@@ -35,10 +35,22 @@ if ! [ -x /usr/bin/chromium ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium
 fi
 
+# Its screenshots of the Chinese pages need a CJK font.
+if ! fc-list :lang=zh | grep -q .; then
+  echo "== installing a CJK font (fonts-wqy-zenhei) for the console screenshots"
+  SUDO=""
+  if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq fonts-wqy-zenhei
+fi
+
 if ! [ -d tests/console/node_modules/playwright-core ]; then
   echo "== installing npm playwright-core for the console tests"
   (cd tests/console && npm install --no-audit --no-fund --silent)
 fi
+
+echo "== the console's committed bundle matches its source (console-bundle/)"
+scripts/build-console.sh --check
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check

@@ -20,5 +20,6 @@ pub mod api;
 pub mod grpc;
 pub mod metrics;
 pub mod ops;
+pub mod samples;
 pub mod server;
 pub mod settings;

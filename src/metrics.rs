@@ -18,6 +18,8 @@
 //! | `tacos_watch_notify_seconds` | histogram | time from apply to a held long poll's answer |
 //! | `tacos_log_fsync_seconds` | histogram | one `fdatasync` of the Raft log |
 //! | `tacos_logins_total` | counter | `outcome` (ok, wrong_credentials, disabled, rate_limited, error) |
+//! | `tacos_config_publishes_total` | counter | publishes accepted by this node's config service (configs and grays) |
+//! | `tacos_config_reads_total` | counter | config reads answered to clients (HTTP v1/v2, gRPC) |
 //! | `tacos_configs` | gauge | |
 //! | `tacos_grays` | gauge | `kind` (beta, tag): gray versions held ([gray.md](../docs/gray.md)) |
 //! | `tacos_gray_reads_total` | counter | `kind`: reads a gray version answered (HTTP and gRPC) |
@@ -112,6 +114,16 @@ pub fn render(node: &Node, listeners: Option<ListenerCounts>, data_dir: &Path) -
     handle.render()
 }
 
+/// The counters and histograms recorded so far, in the Prometheus text
+/// format, without setting the scrape-time gauges (the dashboard's
+/// sampler reads them, [`crate::samples`]). Empty without a recorder.
+pub fn recorded() -> String {
+    HANDLE
+        .get()
+        .map(PrometheusHandle::render)
+        .unwrap_or_default()
+}
+
 /// Total size of the files in `dir` (0 if unreadable).
 fn dir_bytes(dir: &Path) -> u64 {
     std::fs::read_dir(dir)
@@ -128,7 +140,7 @@ fn dir_bytes(dir: &Path) -> u64 {
 
 /// Resident memory (bytes) and CPU time (seconds) of this process, from
 /// `/proc` (Linux; `None` elsewhere).
-fn process_usage() -> Option<(u64, f64)> {
+pub fn process_usage() -> Option<(u64, f64)> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let rss_kib: u64 = status
         .lines()

@@ -255,7 +255,10 @@ fn serve(
             settings.bind,
             settings.grpc_port().unwrap_or_default()
         );
+        let samples = Arc::new(crate::samples::Samples::default());
+        crate::samples::spawn(samples.clone(), node.clone(), hub.clone());
         let app = Arc::new(AppState {
+            samples,
             service,
             node,
             hub: hub.clone(),

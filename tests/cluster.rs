@@ -1,7 +1,7 @@
 //! Clusters of real `tacos` processes (three, and a fourth that joins):
 //! routing of writes and reads, failover without losing acknowledged writes,
-//! catch-up by snapshot, full restart, membership changes and the cluster
-//! token. Every wait is bounded; failures show every node's Raft view and
+//! catch-up by snapshot, full restart, membership changes, the cluster
+//! token, and the console dashboard gathering every node's samples. Every wait is bounded; failures show every node's Raft view and
 //! log tail.
 
 mod common;
@@ -1242,4 +1242,60 @@ async fn member_states_follow_the_nodes() {
     for i in 0..3 {
         assert_eq!(member_states(&cluster, i).await, all_up, "node {i}");
     }
+}
+
+/// The console's dashboard, asked on a follower, holds every node's samples
+/// (its own from memory, the others' over HTTP): the leader's carry each
+/// follower's lag, and a publish counts on the node that took it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dashboard_gathers_every_nodes_samples() {
+    let cluster = Cluster::start(3, &[]).await;
+    let leader = cluster.wait_for_leader(LEADER_TIMEOUT).await;
+    let follower = followers(&cluster, leader)[0];
+    cluster.publish(follower, "dashboard", "sampled").await;
+    let (leader_id, follower_id) = (cluster.id(leader), cluster.id(follower));
+    let path = "/tacos/api/console/dashboard?window=5m";
+    cluster
+        .poll_until(
+            "every node's samples on a follower's dashboard",
+            Duration::from_secs(20),
+            || async {
+                let answer = cluster.get_json(follower, path).await?;
+                let nodes = answer["nodes"].as_array().ok_or("no nodes")?;
+                let ids: Vec<u64> = nodes.iter().filter_map(|n| n["node"].as_u64()).collect();
+                if ids.len() != 3 {
+                    return Err(format!(
+                        "nodes {ids:?}, unreachable {}",
+                        answer["unreachable"]
+                    ));
+                }
+                let latest = |id: u64| {
+                    nodes
+                        .iter()
+                        .find(|n| n["node"] == id)
+                        .and_then(|n| n["samples"].as_array()?.last().cloned())
+                        .ok_or(format!("no sample of node {id} yet"))
+                };
+                let lags = latest(leader_id)?["followerLag"]
+                    .as_object()
+                    .map_or(0, |lags| lags.len());
+                if lags != 2 {
+                    return Err(format!("the leader's sample names {lags} follower lags"));
+                }
+                let on_follower = latest(follower_id)?;
+                if on_follower["publishesTotal"].as_u64() != Some(1) {
+                    return Err(format!("the follower's sample: {on_follower}"));
+                }
+                let this: Vec<u64> = nodes
+                    .iter()
+                    .filter(|n| n["thisNode"] == true)
+                    .filter_map(|n| n["node"].as_u64())
+                    .collect();
+                if this != [follower_id] {
+                    return Err(format!("thisNode marks {this:?}"));
+                }
+                Ok(())
+            },
+        )
+        .await;
 }

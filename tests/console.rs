@@ -1,9 +1,12 @@
 //! The web console end to end, in headless Debian Chromium driven by npm
 //! `playwright-core` (tests/console/console.test.mjs), against the real
 //! binary: log in, namespaces, create/edit with diff, CAS, history and
-//! rollback, beta, listeners, import/export, cluster, users, audit. Bad
-//! input must show a message and write nothing (the script checks through
-//! the API). Screenshots of the main pages go to docs/screenshots/.
+//! rollback, beta, listeners, import/export, cluster, users, audit; the
+//! code editor's error marker and search, the dashboard against `/metrics`,
+//! roles, a user who gets a namespace through a role, the switch to
+//! Chinese. Bad input must show a message and write nothing (the script
+//! checks through the API). Screenshots of every page, in English and
+//! Chinese, at 1366×768 and 1920×1080, go to docs/screenshots/.
 //!
 //! This test writes the zip fixtures, and after the script checks that the
 //! zip the console exported holds exactly what the imported one held.
@@ -109,6 +112,15 @@ async fn the_console_works_in_a_real_browser() {
         console_dir.join("node_modules/playwright-core").is_dir(),
         "npm playwright-core is not installed: run scripts/test.sh (it installs it) or `cd tests/console && npm install`"
     );
+    let cjk = std::process::Command::new("fc-list")
+        .arg(":lang=zh")
+        .output()
+        .map(|o| !o.stdout.is_empty())
+        .unwrap_or(false);
+    assert!(
+        cjk,
+        "no CJK font: the Chinese screenshots would show boxes. Run scripts/test.sh (it installs one) or `apt-get install -y fonts-wqy-zenhei`"
+    );
     let tmp = common::temp_dir();
     let server = common::Server::start(&tmp).await;
     let work = tmp.path().join("console");
@@ -148,7 +160,7 @@ async fn the_console_works_in_a_real_browser() {
             shots.to_str().expect("a UTF-8 path"),
         ],
         tmp.path(),
-        Duration::from_secs(120),
+        Duration::from_secs(300),
     );
     println!("{stdout}");
     eprintln!("{stderr}");
@@ -175,19 +187,51 @@ async fn the_console_works_in_a_real_browser() {
         metadata_items(&exported[".metadata.yml"]),
         metadata_items(&imported[".metadata.yml"])
     );
-    for name in [
+    // The pages the steps saw (English, 1366×768), and every page of the
+    // last step's tour in Chinese and at 1920×1080.
+    let toured = [
         "login",
+        "configs",
         "namespaces",
         "editor",
         "edit-diff",
+        "editor-grays",
+        "editor-invalid-yaml",
         "history",
+        "history-diff",
+        "listeners",
+        "import",
+        "dashboard",
+        "cluster",
+        "users",
+        "roles",
+        "audit",
+    ];
+    let stepped = [
+        "login",
+        "namespaces",
+        "editor",
+        "editor-invalid-yaml",
+        "edit-diff",
+        "history",
+        "history-diff",
+        "beta",
+        "gray-tag",
         "listeners",
         "import",
         "configs",
         "cluster",
+        "dashboard",
         "users",
+        "roles",
         "audit",
-    ] {
+    ];
+    let all = stepped.iter().map(|n| n.to_string()).chain(
+        ["zh-CN", "1920x1080/en", "1920x1080/zh-CN"]
+            .iter()
+            .flat_map(|dir| toured.iter().map(move |n| format!("{dir}/{n}"))),
+    );
+    for name in all {
         let path = shots.join(format!("{name}.png"));
         let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
         assert!(

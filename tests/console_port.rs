@@ -68,6 +68,15 @@ async fn the_console_moves_to_its_own_port() {
     let (status, body) = get(on(console, "/tacos/api/console/configs?dataId=a")).await;
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("\"dataId\":\"a\""), "{body}");
+    // The dashboard is a console route; the samples route it asks the
+    // other members for is an admin route, so every port serves it.
+    let (status, body) = get(on(console, "/tacos/api/console/dashboard")).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, _) = get(on(server.port(), "/tacos/api/console/dashboard")).await;
+    assert_eq!(status, 404);
+    let (status, body) = get(on(server.port(), "/tacos/v1/admin/samples")).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("\"fine\""), "{body}");
 }
 
 #[test]

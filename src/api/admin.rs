@@ -11,6 +11,7 @@
 //! | `GET /tacos/v1/admin/digest` | applied index, config count and a digest of the whole state |
 //! | `GET /tacos/v1/admin/backup` | a snapshot file of this node's applied state (`consistency=linearizable` to catch up with the leader first); headers `X-Tacos-Digest`, `X-Tacos-Applied` |
 //! | `GET /tacos/v1/admin/listeners` | held long polls, gRPC connections listening, and the keys they listen to |
+//! | `GET /tacos/v1/admin/samples` | this node's dashboard samples: one a second for 5 minutes, one every 5 s for an hour ([`crate::samples`]) |
 
 use std::collections::BTreeMap;
 
@@ -35,7 +36,8 @@ pub fn routes(r: &mut Routes) {
         .delete("/tacos/v1/admin/cluster/members", Need::Admin, remove)
         .get("/tacos/v1/admin/digest", Need::Admin, digest)
         .get(crate::ops::backup::ROUTE, Need::Admin, backup)
-        .get("/tacos/v1/admin/listeners", Need::Admin, listeners);
+        .get("/tacos/v1/admin/listeners", Need::Admin, listeners)
+        .get("/tacos/v1/admin/samples", Need::Admin, samples);
 }
 
 #[derive(Serialize)]
@@ -143,6 +145,12 @@ async fn raft_status(app: web::Data<AppState>) -> HttpResponse {
         }),
         members: members_of(&app),
     })
+}
+
+async fn samples(app: web::Data<AppState>) -> HttpResponse {
+    HttpResponse::Ok()
+        .insert_header(("Cache-Control", "no-store"))
+        .json(app.samples.snapshot(app.node.id))
 }
 
 async fn members(app: web::Data<AppState>) -> HttpResponse {

@@ -46,6 +46,8 @@ pub struct AppState {
     pub auth: Arc<Auth>,
     /// What each route needs (see [`guard`]).
     pub policy: guard::Policy,
+    /// This node's dashboard samples ([`crate::samples`]).
+    pub samples: Arc<crate::samples::Samples>,
 }
 
 /// 403 unless `principal` may do `access` in `namespace`.

@@ -3,6 +3,8 @@
 // server's own message (JSON `{error}` from the console API, or Nacos'
 // plain `caused: ...;` text from the other routes).
 
+import { t } from './i18n.js';
+
 const SESSION_KEY = 'tacos.session';
 
 export const session = {
@@ -40,7 +42,7 @@ function messageOf(status, text, json) {
   let message = (text || '').trim();
   const caused = /^caused: ([\s\S]*?);?$/.exec(message);
   if (caused) message = caused[1];
-  return message || `request failed (HTTP ${status})`;
+  return message || t('api.failed', { status });
 }
 
 /**
@@ -69,7 +71,7 @@ export async function request(method, path, options = {}) {
   try {
     response = await fetch(url, { method, headers, body, cache: 'no-store' });
   } catch (e) {
-    throw new ApiError(0, `the server did not answer (${e.message})`, null);
+    throw new ApiError(0, t('api.noAnswer', { error: e.message }), null);
   }
   if (response.ok && options.raw) return response;
   const text = await response.text();
@@ -90,7 +92,7 @@ export async function request(method, path, options = {}) {
         await request('GET', '/tacos/v1/auth/me', { noSessionCheck: true });
       } catch (e) {
         if (e.status === 403) {
-          onSessionEnded('Your session ended. Log in again.');
+          onSessionEnded();
         }
       }
     }

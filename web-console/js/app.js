@@ -1,6 +1,7 @@
-// The console's shell: login gate, top bar (namespace, who am I, logout),
-// side navigation and a hash router (#/page?params). Each page module
-// exports `render(main, params, ctx)` and may return a cleanup function.
+// The console's shell: login gate, top bar (namespace, language, who am
+// I, logout), side navigation and a hash router (#/page?params). Each page
+// module exports `render(main, params, ctx)` and may return a cleanup
+// function. Every text comes from the language files (i18n.js).
 
 import { api, request, session, whenSessionEnds, CONSOLE } from './api.js';
 import { h, clear, toast, errorText, modal, field, show } from './ui.js';
@@ -14,6 +15,9 @@ import * as transferPage from './pages/transfer.js';
 import * as clusterPage from './pages/cluster.js';
 import * as usersPage from './pages/users.js';
 import * as auditPage from './pages/audit.js';
+import * as dashboardPage from './pages/dashboard.js';
+import * as rolesPage from './pages/roles.js';
+import { t, use, choose, preferred, lang, LANGUAGES } from './i18n.js';
 
 const NS_KEY = 'tacos.namespace';
 
@@ -24,8 +28,10 @@ const pages = {
   listeners: { module: listenersPage, nav: 'configs' },
   namespaces: { module: namespacesPage, nav: 'namespaces' },
   transfer: { module: transferPage, nav: 'transfer' },
+  dashboard: { module: dashboardPage, nav: 'dashboard', admin: true },
   cluster: { module: clusterPage, nav: 'cluster', admin: true },
   users: { module: usersPage, nav: 'users', admin: true },
+  roles: { module: rolesPage, nav: 'roles', admin: true },
   audit: { module: auditPage, nav: 'audit', admin: true },
 };
 
@@ -63,6 +69,34 @@ const ctx = {
 let cleanup = null;
 let shell = null;
 
+/** The language picker (header and login page): switching re-renders. */
+function languageSwitch() {
+  const select = h('select', {
+    class: 'lang',
+    attrs: { 'aria-label': t('app.language'), 'data-testid': 'language' },
+    onChange: async () => {
+      choose(select.value);
+      await use(select.value);
+      shell = null;
+      if (cleanup) {
+        cleanup();
+        cleanup = null;
+      }
+      if (session.get() && ctx.me) {
+        buildShell(document.getElementById('app'));
+      }
+      route();
+    },
+  }, Object.entries(LANGUAGES).map(([code, name]) => h('option', { value: code, text: name })));
+  select.value = lang();
+  return select;
+}
+
+function showLogin(root, extra = {}) {
+  shell = null;
+  loginPage.render(root, {}, { onLogin: start, languageSwitch, ...extra });
+}
+
 /** `#/page?x=1` → { page, params }. */
 function parseHash() {
   const raw = location.hash.replace(/^#\/?/, '');
@@ -82,7 +116,7 @@ function renderNamespaceSelect() {
 
 function buildShell(root) {
   const nsSelect = h('select', {
-    attrs: { 'aria-label': 'Namespace', 'data-testid': 'namespace-select' },
+    attrs: { 'aria-label': t('common.namespace'), 'data-testid': 'namespace-select' },
     onChange: () => {
       ctx.namespace = nsSelect.value;
       const { page } = parseHash();
@@ -91,26 +125,29 @@ function buildShell(root) {
   });
   const link = (id, label) => h('a', { href: `#/${id}`, text: label, dataset: { nav: id } });
   const admin = ctx.me.admin;
-  const nav = h('nav', { class: 'sidebar', attrs: { 'aria-label': 'Pages' } },
-    h('div', { class: 'section', text: 'Configuration' }),
-    link('configs', 'Configs'),
-    link('namespaces', 'Namespaces'),
-    link('transfer', 'Import / export'),
-    admin ? h('div', { class: 'section', text: 'Administration' }) : null,
-    admin ? link('cluster', 'Cluster') : null,
-    admin ? link('users', 'Users & permissions') : null,
-    admin ? link('audit', 'Audit log') : null);
+  const nav = h('nav', { class: 'sidebar', attrs: { 'aria-label': t('app.pages') } },
+    h('div', { class: 'section', text: t('nav.configuration') }),
+    link('configs', t('nav.configs')),
+    link('namespaces', t('nav.namespaces')),
+    link('transfer', t('nav.transfer')),
+    admin ? h('div', { class: 'section', text: t('nav.administration') }) : null,
+    admin ? link('dashboard', t('nav.dashboard')) : null,
+    admin ? link('cluster', t('nav.cluster')) : null,
+    admin ? link('users', t('nav.users')) : null,
+    admin ? link('roles', t('nav.roles')) : null,
+    admin ? link('audit', t('nav.audit')) : null);
   const main = h('main', { class: 'main', attrs: { id: 'main' } });
   const top = h('header', { class: 'topbar' },
     h('a', { class: 'brand', href: '#/configs' }, h('img', { src: '/console/favicon.svg', alt: '' }), 'Tacos'),
-    h('span', { class: 'muted', text: 'Namespace' }),
+    h('span', { class: 'muted', text: t('common.namespace') }),
     nsSelect,
     h('span', { class: 'spacer' }),
+    languageSwitch(),
     h('span', { class: 'who', attrs: { 'data-testid': 'whoami' } },
-      'Signed in as ', h('strong', { text: ctx.me.username }),
-      ctx.me.admin ? ' (admin)' : ''),
-    h('button', { class: 'link', text: 'Password', title: 'Change my password', onClick: changePassword }),
-    h('button', { class: 'link', text: 'Log out', attrs: { 'data-testid': 'logout' }, onClick: logout }));
+      t('app.signedInAs'), h('strong', { text: ctx.me.username }),
+      ctx.me.admin ? ` ${t('app.adminSuffix')}` : ''),
+    h('button', { class: 'link', text: t('app.password'), title: t('app.changeMyPassword'), onClick: changePassword }),
+    h('button', { class: 'link', text: t('app.logout'), attrs: { 'data-testid': 'logout' }, onClick: logout }));
   clear(root).append(top, h('div', { class: 'layout' }, nav, main));
   shell = { main, nav, nsSelect };
   renderNamespaceSelect();
@@ -124,8 +161,7 @@ async function route() {
   const root = document.getElementById('app');
   const { page, params } = parseHash();
   if (page === 'login' || !session.get()) {
-    shell = null;
-    loginPage.render(root, params, { onLogin: start });
+    showLogin(root);
     return;
   }
   if (!shell) {
@@ -138,7 +174,7 @@ async function route() {
   }
   const main = clear(shell.main);
   if (entry.admin && !ctx.me.admin) {
-    main.append(h('div', { class: 'message error', text: 'This page is for admins.' }));
+    main.append(h('div', { class: 'message error', text: t('app.adminsOnly') }));
     return;
   }
   try {
@@ -158,8 +194,7 @@ async function start() {
     await ctx.reloadNamespaces();
   } catch (e) {
     session.clear();
-    shell = null;
-    loginPage.render(root, {}, { onLogin: start, notice: e.status === 403 ? 'Your session ended. Log in again.' : errorText(e) });
+    showLogin(root, { notice: e.status === 403 ? t('app.sessionEnded') : errorText(e) });
     return;
   }
   buildShell(root);
@@ -169,22 +204,22 @@ async function start() {
 
 /** Changes the caller's own password (PUT /nacos/v1/auth/users). */
 function changePassword() {
-  const input = h('input', { type: 'password', autocomplete: 'new-password', attrs: { 'aria-label': 'New password' } });
-  const again = h('input', { type: 'password', autocomplete: 'new-password', attrs: { 'aria-label': 'New password again' } });
+  const input = h('input', { type: 'password', autocomplete: 'new-password', attrs: { 'aria-label': t('app.newPassword') } });
+  const again = h('input', { type: 'password', autocomplete: 'new-password', attrs: { 'aria-label': t('app.newPasswordAgain') } });
   const slot = h('div');
   modal({
-    title: `Change the password of ${ctx.me.username}`,
+    title: t('app.changePasswordTitle', { user: ctx.me.username }),
     wide: false,
-    body: h('div', {}, field('New password', input, '8 to 128 characters'), field('Again', again),
-      h('p', { class: 'muted', text: 'Every session of yours ends, this one too: you log in again.' }), slot),
+    body: h('div', {}, field(t('app.newPassword'), input, t('app.passwordLength')), field(t('app.again'), again),
+      h('p', { class: 'muted', text: t('app.passwordSessions') }), slot),
     actions: [
-      { label: 'Cancel' },
+      { label: t('common.cancel') },
       {
-        label: 'Change password',
+        label: t('app.changePassword'),
         kind: 'primary',
         onClick: async (close) => {
-          if (input.value.length < 8) return show(slot, 'error', 'A password has at least 8 characters.');
-          if (input.value !== again.value) return show(slot, 'error', 'The two passwords differ.');
+          if (input.value.length < 8) return show(slot, 'error', t('app.passwordShort'));
+          if (input.value !== again.value) return show(slot, 'error', t('app.passwordsDiffer'));
           try {
             await request('PUT', '/nacos/v1/auth/users', { form: { username: ctx.me.username, newPassword: input.value } });
           } catch (e) {
@@ -192,7 +227,7 @@ function changePassword() {
           }
           close();
           logout();
-          toast('Password changed. Log in with the new one.');
+          toast(t('app.passwordChanged'));
         },
       },
     ],
@@ -204,14 +239,14 @@ function logout() {
   shell = null;
   ctx.me = null;
   location.hash = '#/login';
-  toast('Logged out.');
+  toast(t('app.loggedOut'));
 }
 
-whenSessionEnds((notice) => {
+whenSessionEnds(() => {
   session.clear();
-  shell = null;
-  loginPage.render(document.getElementById('app'), {}, { onLogin: start, notice });
+  showLogin(document.getElementById('app'), { notice: t('app.sessionEnded') });
 });
 
+await use(preferred());
 window.addEventListener('hashchange', route);
 route();

@@ -1,3 +1,5 @@
+import { t } from './i18n.js';
+
 // Small DOM helpers. Text always goes in as text (never as HTML), so data
 // from configs, users or the audit log cannot inject markup.
 
@@ -90,21 +92,21 @@ export function modal({ title, body, actions = [], wide = true }) {
       onClick: () => (action.onClick ? action.onClick(close) : close()),
     }));
   }
-  if (!actions.length) footer.append(h('button', { text: 'Close', onClick: close }));
+  if (!actions.length) footer.append(h('button', { text: t('common.close'), onClick: close }));
   document.addEventListener('keydown', onKey);
   document.body.append(overlay);
   return { close, root: box, footer };
 }
 
 /** Asks yes or no; resolves true for yes. */
-export function confirmDialog(title, body, confirmLabel = 'OK', kind = 'primary') {
+export function confirmDialog(title, body, confirmLabel = t('common.ok'), kind = 'primary') {
   return new Promise((resolve) => {
     modal({
       title,
       body: typeof body === 'string' ? h('p', { text: body }) : body,
       wide: false,
       actions: [
-        { label: 'Cancel', onClick: (close) => { close(); resolve(false); } },
+        { label: t('common.cancel'), onClick: (close) => { close(); resolve(false); } },
         { label: confirmLabel, kind, id: 'confirm', onClick: (close) => { close(); resolve(true); } },
       ],
     });
@@ -130,7 +132,7 @@ export function fmtBytes(n) {
  * A table. `columns`: [{ title, cell(row) -> node|string, class }];
  * `empty`: text when there are no rows.
  */
-export function table(columns, rows, empty = 'Nothing here yet.') {
+export function table(columns, rows, empty = t('common.empty')) {
   const head = h('tr', {}, columns.map((c) => h('th', { class: c.class || '', text: c.title })));
   const body = h('tbody');
   for (const row of rows) {
@@ -148,9 +150,9 @@ export function pager(page, onPage) {
   const pages = Math.max(page.pagesAvailable, 1);
   const no = page.pageNumber;
   return h('div', { class: 'pager' },
-    h('span', { text: `${total} in all · page ${no} of ${pages}` }),
-    h('button', { class: 'small', text: '‹ Previous', disabled: no <= 1, onClick: () => onPage(no - 1) }),
-    h('button', { class: 'small', text: 'Next ›', disabled: no >= pages, onClick: () => onPage(no + 1) }));
+    h('span', { text: t('pager.summary', { total, no, pages }) }),
+    h('button', { class: 'small', text: t('pager.previous'), disabled: no <= 1, onClick: () => onPage(no - 1) }),
+    h('button', { class: 'small', text: t('pager.next'), disabled: no >= pages, onClick: () => onPage(no + 1) }));
 }
 
 /** A labelled form field. */

@@ -85,9 +85,10 @@ pub fn matching_gray<'a>(
 
 /// What a read by a client with `labels` answers. `explicit_tag`: the
 /// request named its tag itself (not through a header or connection
-/// label), so without a matching gray there is nothing to answer. A gray
-/// answer counts in `tacos_gray_reads_total{kind}` (reads only: listens
-/// compare md5s through [`md5_for`]).
+/// label), so without a matching gray there is nothing to answer. Every
+/// read counts in `tacos_config_reads_total`, a gray answer also in
+/// `tacos_gray_reads_total{kind}` (reads only: listens compare md5s
+/// through [`md5_for`]).
 pub fn served<'a>(
     state: &'a State,
     key: &ConfigKey,
@@ -95,6 +96,7 @@ pub fn served<'a>(
     explicit_tag: bool,
 ) -> Option<Served<'a>> {
     let served = pick(state, key, labels, explicit_tag);
+    metrics::counter!("tacos_config_reads_total").increment(1);
     if let Some(Served::Gray(gray)) = &served {
         metrics::counter!("tacos_gray_reads_total", "kind" => gray.rule.kind()).increment(1);
     }

@@ -3,13 +3,24 @@
 //! disk, so it runs the same from any directory).
 //!
 //! `/` and `/console/` serve `index.html`; `/console/{file}` serves a file.
-//! The files are plain ES modules with fixed names (no bundler), so they
-//! are served with `Cache-Control: no-cache` and a strong `ETag` (the
-//! file's SHA-256): browsers revalidate on every load and get `304 Not
-//! Modified` until the binary changes. The HTML carries a strict Content
+//! The console's own files are plain ES modules with fixed names, served
+//! with `Cache-Control: no-cache` and a strong `ETag` (the file's SHA-256):
+//! browsers revalidate on every load and get `304 Not Modified` until the
+//! binary changes. The bundle in `lib/` (CodeMirror and uPlot, built by
+//! `scripts/build-console.sh`) has a content hash in its names and is
+//! cached for a year (`immutable`). Text files are sent gzipped to clients
+//! that accept it: each is compressed once, on its first request, and kept
+//! (about 200 KB for all of them). The HTML carries a strict Content
 //! Security Policy: scripts, styles and requests only from this origin.
+//!
+//! The console's strings are in `i18n/en.json` and `i18n/zh-CN.json`; a
+//! test below fails when either lacks a key of the other or one the code
+//! uses.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
+use std::io::Write;
+use std::sync::{Mutex, OnceLock};
 
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::{web, HttpRequest, HttpResponse};
@@ -45,6 +56,43 @@ fn content_type(path: &str) -> &'static str {
     }
 }
 
+/// Whether a file's name holds its content hash (`lib/name-0123456789ab.js`):
+/// such a file never changes under its name and may be cached for good.
+fn is_hashed(path: &str) -> bool {
+    let Some(rest) = path.strip_prefix("lib/") else {
+        return false;
+    };
+    let stem = rest.rsplit_once('.').map_or(rest, |(stem, _)| stem);
+    stem.rsplit_once('-')
+        .is_some_and(|(_, hash)| hash.len() >= 8 && hash.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// Whether a file is text worth compressing.
+fn compressible(path: &str) -> bool {
+    matches!(
+        path.rsplit_once('.').map(|(_, ext)| ext),
+        Some("html" | "js" | "mjs" | "css" | "svg" | "json" | "txt")
+    )
+}
+
+/// The gzip of an embedded file, compressed on its first request and kept.
+fn gzipped(path: &str, bytes: &[u8]) -> web::Bytes {
+    static CACHE: OnceLock<Mutex<HashMap<String, web::Bytes>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    if let Some(found) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(path) {
+        return found.clone();
+    }
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    // Writing into a Vec cannot fail.
+    let _ = encoder.write_all(bytes);
+    let gz = web::Bytes::from(encoder.finish().unwrap_or_default());
+    cache
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(path.to_string(), gz.clone());
+    gz
+}
+
 fn not_found() -> HttpResponse {
     HttpResponse::NotFound()
         .content_type("text/plain; charset=utf-8")
@@ -57,12 +105,20 @@ fn serve(req: &HttpRequest, path: &str) -> HttpResponse {
         return not_found();
     };
     let hash = found.metadata.sha256_hash();
+    let gzip = compressible(path)
+        && req
+            .headers()
+            .get(header::ACCEPT_ENCODING)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.split(',').any(|e| e.trim().starts_with("gzip")));
+    // Each encoding is its own representation, with its own tag.
     let etag = format!(
-        "\"{}\"",
+        "\"{}{}\"",
         hash.iter()
             .take(16)
             .map(|b| format!("{b:02x}"))
-            .collect::<String>()
+            .collect::<String>(),
+        if gzip { "-gz" } else { "" }
     );
     let matches = req
         .headers()
@@ -77,8 +133,14 @@ fn serve(req: &HttpRequest, path: &str) -> HttpResponse {
     } else {
         HttpResponse::Ok()
     };
+    let cache = if is_hashed(path) {
+        "public, max-age=31536000, immutable"
+    } else {
+        "no-cache"
+    };
     response
-        .insert_header((header::CACHE_CONTROL, "no-cache"))
+        .insert_header((header::CACHE_CONTROL, cache))
+        .insert_header((header::VARY, "Accept-Encoding"))
         .insert_header((header::ETAG, etag))
         .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"));
     if path.ends_with(".html") {
@@ -90,15 +152,19 @@ fn serve(req: &HttpRequest, path: &str) -> HttpResponse {
     if matches {
         return response.finish();
     }
-    response
-        .insert_header((
-            header::CONTENT_TYPE,
-            HeaderValue::from_static(content_type(path)),
-        ))
-        .body(match found.data {
-            Cow::Borrowed(bytes) => web::Bytes::from_static(bytes),
-            Cow::Owned(bytes) => web::Bytes::from(bytes),
-        })
+    response.insert_header((
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(content_type(path)),
+    ));
+    if gzip {
+        return response
+            .insert_header((header::CONTENT_ENCODING, "gzip"))
+            .body(gzipped(path, &found.data));
+    }
+    response.body(match found.data {
+        Cow::Borrowed(bytes) => web::Bytes::from_static(bytes),
+        Cow::Owned(bytes) => web::Bytes::from(bytes),
+    })
 }
 
 async fn index(req: HttpRequest) -> HttpResponse {
@@ -162,5 +228,109 @@ mod tests {
         );
         assert_eq!(serve(&req, "nope.js").status().as_u16(), 404);
         assert_eq!(content_type("x.svg"), "image/svg+xml");
+    }
+
+    /// A language file's strings, key → text.
+    fn strings(lang: &str) -> std::collections::BTreeMap<String, String> {
+        let file = Files::get(&format!("i18n/{lang}.json")).expect("the language file is embedded");
+        serde_json::from_slice(&file.data).expect("a flat JSON object of strings")
+    }
+
+    /// The `{name}` placeholders of a string, sorted.
+    fn placeholders(text: &str) -> Vec<&str> {
+        let mut found: Vec<&str> = text
+            .split('{')
+            .skip(1)
+            .filter_map(|rest| rest.split_once('}').map(|(name, _)| name))
+            .collect();
+        found.sort_unstable();
+        found
+    }
+
+    #[test]
+    fn both_languages_hold_every_key_the_console_uses() {
+        let en = strings("en");
+        let zh = strings("zh-CN");
+        let only_en: Vec<&String> = en.keys().filter(|k| !zh.contains_key(*k)).collect();
+        let only_zh: Vec<&String> = zh.keys().filter(|k| !en.contains_key(*k)).collect();
+        assert!(only_en.is_empty(), "missing in zh-CN.json: {only_en:?}");
+        assert!(only_zh.is_empty(), "missing in en.json: {only_zh:?}");
+        for (key, text) in &en {
+            assert!(!text.is_empty() && !zh[key].is_empty(), "{key} is empty");
+            assert_eq!(
+                placeholders(text),
+                placeholders(&zh[key]),
+                "{key}: the two languages name different placeholders"
+            );
+        }
+        // Every literal key the code asks for: `t('page.what'`.
+        let mut used = 0;
+        for path in Files::iter().filter(|p| p.starts_with("js/") && p.ends_with(".js")) {
+            let code = String::from_utf8(Files::get(&path).unwrap().data.into_owned()).unwrap();
+            for rest in code.split("t('").skip(1) {
+                let Some((key, _)) = rest.split_once('\'') else {
+                    continue;
+                };
+                // Only `t(` itself, not e.g. `set('`: the character before
+                // the split is checked through the key's shape instead.
+                if key.contains('.') && !key.contains(' ') {
+                    used += 1;
+                    assert!(
+                        en.contains_key(key),
+                        "{path} uses {key}, which en.json lacks"
+                    );
+                }
+            }
+        }
+        assert!(
+            used > 300,
+            "only {used} keys found: is the scan still right?"
+        );
+    }
+
+    #[test]
+    fn the_bundle_is_cached_for_good_and_everything_is_gzipped() {
+        assert!(
+            Files::iter().all(|p| !p.contains("node_modules") && !p.ends_with("package.json")),
+            "only the console's files are embedded, not a bundle's source"
+        );
+        let lib = Files::iter()
+            .find(|p| p.starts_with("lib/") && p.ends_with(".js"))
+            .expect("the console bundle is embedded (scripts/build-console.sh)");
+        assert!(is_hashed(&lib));
+        assert!(!is_hashed("js/lib.js") && !is_hashed("lib/plain.js"));
+        let gz = TestRequest::default()
+            .insert_header(("Accept-Encoding", "gzip, br"))
+            .to_http_request();
+        let response = serve(&gz, &lib);
+        let headers = response.headers();
+        assert_eq!(
+            headers.get("cache-control").unwrap(),
+            "public, max-age=31536000, immutable"
+        );
+        assert_eq!(headers.get("content-encoding").unwrap(), "gzip");
+        let etag = headers.get("etag").unwrap().to_str().unwrap().to_string();
+        assert!(etag.ends_with("-gz\""), "{etag}");
+        let body =
+            actix_web::body::MessageBody::try_into_bytes(response.into_body()).unwrap_or_default();
+        let mut plain = Vec::new();
+        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&body[..]), &mut plain)
+            .expect("a gzip body");
+        assert_eq!(plain, Files::get(&lib).unwrap().data.as_ref());
+        assert!(
+            body.len() * 2 < plain.len(),
+            "{} of {}",
+            body.len(),
+            plain.len()
+        );
+        // Without Accept-Encoding: the file as it is; the HTML is no-cache.
+        let req = TestRequest::default().to_http_request();
+        assert!(serve(&req, &lib)
+            .headers()
+            .get("content-encoding")
+            .is_none());
+        let html = serve(&gz, "index.html");
+        assert_eq!(html.headers().get("cache-control").unwrap(), "no-cache");
+        assert_eq!(html.headers().get("content-encoding").unwrap(), "gzip");
     }
 }

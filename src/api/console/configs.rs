@@ -349,6 +349,7 @@ pub async fn preview(call: Call, body: web::Bytes) -> Result<HttpResponse, Conso
         "contentError": content_error,
         "exists": current.is_some(),
         "currentMd5": current_md5,
+        "currentContent": current.map_or("", |c| c.content.as_ref()),
         "newMd5": md5_hex(&form.content),
         "typeChange": current
             .map(|c| c.config_type.as_str())

@@ -144,6 +144,8 @@ pub async fn diff(call: Call) -> Result<HttpResponse, ConsoleError> {
     Ok(ok_json(serde_json::json!({
         "left": label(left),
         "right": label(right),
+        "leftContent": left_content,
+        "rightContent": right_content,
         "diff": diff::diff(left_content, right_content, context),
     })))
 }

@@ -1,8 +1,9 @@
 //! The web console: its static files and its JSON API.
 //!
 //! The console is plain HTML, CSS and JavaScript modules in `web-console/`,
-//! embedded into the binary ([`assets`]) so a user gets it with the server
-//! and no build step. The files hold no data and are public; everything the
+//! with one bundle built from npm (CodeMirror, uPlot) committed beside
+//! them, all embedded into the binary ([`assets`]): a user gets it with the
+//! server, and `cargo build` needs no Node. The files hold no data and are public; everything the
 //! console shows comes from the JSON routes below, which need a login
 //! (namespace rights are checked per request, as on the Nacos routes), and
 //! from the existing login, user, permission and audit routes.
@@ -32,6 +33,7 @@
 //! | `GET /tacos/api/console/history`, `/history/item`, `/history/diff`; `POST /history/rollback` | login | history rows, one row, a diff of two versions, a rollback |
 //! | `GET /tacos/api/console/export`, `POST /tacos/api/console/import` | login | Nacos zip export and import |
 //! | `GET /tacos/api/console/cluster` | admin | every node's Raft view and health |
+//! | `GET /tacos/api/console/dashboard` | admin | every node's recent samples (rates, p99s, Raft, RSS, CPU) for the charts |
 //! | `GET /`, `/console`, `/console/{file}` | public | the console's static files |
 //!
 //! docs/console.md describes every parameter.
@@ -40,6 +42,7 @@ mod assets;
 mod beta;
 mod cluster;
 mod configs;
+mod dashboard;
 mod diff;
 mod history;
 mod import_export;
@@ -160,7 +163,12 @@ pub fn routes(r: &mut Routes) {
         Need::Login,
         import_export::import,
     )
-    .get("/tacos/api/console/cluster", Need::Admin, cluster::overview);
+    .get("/tacos/api/console/cluster", Need::Admin, cluster::overview)
+    .get(
+        "/tacos/api/console/dashboard",
+        Need::Admin,
+        dashboard::dashboard,
+    );
 }
 
 /// Why a console request failed. Each kind has its own status, and the
@@ -394,6 +402,7 @@ mod tests {
                 assert!(matches!(route.need, Need::Login | Need::Admin), "{route:?}");
             }
             if route.path == "/tacos/api/console/cluster"
+                || route.path == "/tacos/api/console/dashboard"
                 || (route.path == "/tacos/api/console/namespaces"
                     && route.method != actix_web::http::Method::GET)
             {

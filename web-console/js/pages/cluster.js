@@ -3,6 +3,7 @@
 
 import { api, CONSOLE } from '../api.js';
 import { h, table, badge, show, errorText } from '../ui.js';
+import { t } from '../i18n.js';
 
 const val = (v) => (v === null || v === undefined ? '–' : String(v));
 
@@ -23,30 +24,30 @@ export async function render(main) {
       h('div', { class: 'label', text: label }), h('div', { class: 'value', text: value, attrs: testid ? { 'data-testid': testid } : {} }));
     body.replaceChildren(
       h('div', { class: 'cards' },
-        card('Leader', c.leader ? `node ${c.leader}` : 'none', 'leader'),
-        card('Term', val(c.term), 'term'),
-        card('Voters', String(c.voters.length)),
-        card('Healthy nodes', `${healthy} of ${c.nodes.length}`),
-        card('This console', `node ${c.nodeId}`)),
+        card(t('cluster.leader'), c.leader ? t('cluster.nodeN', { id: c.leader }) : t('cluster.noLeader'), 'leader'),
+        card(t('cluster.term'), val(c.term), 'term'),
+        card(t('cluster.voters'), String(c.voters.length)),
+        card(t('cluster.healthyNodes'), t('cluster.nOfM', { n: healthy, m: c.nodes.length })),
+        card(t('cluster.thisConsole'), t('cluster.nodeN', { id: c.nodeId }))),
       table([
-        { title: 'Node', class: 'nowrap', cell: (n) => h('span', {}, h('strong', { text: `#${n.id}` }), n.thisNode ? ' (this one)' : '') },
-        { title: 'Role', cell: (n) => (n.id === c.leader ? badge('leader', 'info') : badge(n.role)) },
-        { title: 'State', cell: (n) => (n.reachable ? n.state : badge('unreachable', 'bad')) },
+        { title: t('cluster.node'), class: 'nowrap', cell: (n) => h('span', {}, h('strong', { text: `#${n.id}` }), n.thisNode ? ` ${t('cluster.thisOne')}` : '') },
+        { title: t('cluster.role'), cell: (n) => (n.id === c.leader ? badge(t('cluster.leaderBadge'), 'info') : badge(n.role)) },
+        { title: t('cluster.state'), cell: (n) => (n.reachable ? n.state : badge(t('cluster.unreachable'), 'bad')) },
         { title: 'HTTP', cell: (n) => h('span', { class: 'mono', text: n.httpAddr }) },
-        { title: 'Cluster', cell: (n) => h('span', { class: 'mono', text: n.clusterAddr }) },
-        { title: 'Term', class: 'num', cell: (n) => (n.reachable ? val(n.term) : '–') },
-        { title: 'Last log', class: 'num', cell: (n) => val(n.lastLogIndex) },
-        { title: 'Committed', class: 'num', cell: (n) => val(n.committed) },
-        { title: 'Applied', class: 'num', cell: (n) => val(n.applied) },
-        { title: 'Snapshot', class: 'num', cell: (n) => val(n.snapshot) },
-        { title: 'Lag', class: 'num', cell: (n) => (n.id === c.leader ? '0' : val(n.lagEntries)) },
-        { title: 'Health', cell: (n) => (n.healthy ? badge('healthy', 'ok') : badge(n.error ? 'down' : 'no leader', 'bad')) },
+        { title: t('cluster.clusterAddr'), cell: (n) => h('span', { class: 'mono', text: n.clusterAddr }) },
+        { title: t('cluster.term'), class: 'num', cell: (n) => (n.reachable ? val(n.term) : '–') },
+        { title: t('cluster.lastLog'), class: 'num', cell: (n) => val(n.lastLogIndex) },
+        { title: t('cluster.committed'), class: 'num', cell: (n) => val(n.committed) },
+        { title: t('cluster.applied'), class: 'num', cell: (n) => val(n.applied) },
+        { title: t('cluster.snapshot'), class: 'num', cell: (n) => val(n.snapshot) },
+        { title: t('cluster.lag'), class: 'num', cell: (n) => (n.id === c.leader ? '0' : val(n.lagEntries)) },
+        { title: t('cluster.health'), cell: (n) => (n.healthy ? badge(t('cluster.healthy'), 'ok') : badge(n.error ? t('cluster.down') : t('cluster.noLeaderBadge'), 'bad')) },
       ], c.nodes),
-      ...c.nodes.filter((n) => n.error).map((n) => h('div', { class: 'message error', text: `node ${n.id}: ${n.error}` })),
-      h('p', { class: 'muted', text: 'Lag: entries a member is behind the leader\'s last log entry, as the leader sees it. Refreshes every 5 s.' }));
+      ...c.nodes.filter((n) => n.error).map((n) => h('div', { class: 'message error', text: `${t('cluster.nodeN', { id: n.id })}: ${n.error}` })),
+      h('p', { class: 'muted', text: t('cluster.explain') }));
   };
   main.append(
-    h('div', { class: 'page-head' }, h('h1', { text: 'Cluster' }), h('span', { class: 'spacer' }), h('button', { text: 'Refresh', onClick: load })),
+    h('div', { class: 'page-head' }, h('h1', { text: t('nav.cluster') }), h('span', { class: 'spacer' }), h('button', { text: t('common.refresh'), onClick: load })),
     slot,
     body);
   await load();

@@ -4,6 +4,7 @@
 
 import { api, CONSOLE } from '../api.js';
 import { h, table, pager, fmtTime, badge, toast, confirmDialog, errorText, show, nsName } from '../ui.js';
+import { t } from '../i18n.js';
 
 const TYPES = ['', 'text', 'json', 'yaml', 'properties', 'xml', 'toml', 'html'];
 const PAGE_SIZE = 20;
@@ -15,15 +16,15 @@ export function configLink(page, c, ns) {
 
 export async function render(main, params, ctx) {
   const ns = ctx.namespace;
-  const dataId = h('input', { value: params.dataId || '', placeholder: 'e.g. app or *.yaml', attrs: { 'aria-label': 'Data ID', 'data-testid': 'search-dataid' } });
-  const group = h('input', { value: params.group || '', placeholder: 'any group', attrs: { 'aria-label': 'Group' } });
-  const mode = h('select', { attrs: { 'aria-label': 'Match' } },
-    h('option', { value: 'blur', text: 'contains / wildcard' }),
-    h('option', { value: 'accurate', text: 'exact' }));
+  const dataId = h('input', { value: params.dataId || '', placeholder: t('configs.dataIdHint'), attrs: { 'aria-label': t('config.dataId'), 'data-testid': 'search-dataid' } });
+  const group = h('input', { value: params.group || '', placeholder: t('configs.anyGroup'), attrs: { 'aria-label': t('config.group') } });
+  const mode = h('select', { attrs: { 'aria-label': t('configs.match') } },
+    h('option', { value: 'blur', text: t('configs.blur') }),
+    h('option', { value: 'accurate', text: t('configs.exact') }));
   mode.value = params.mode || 'blur';
-  const type = h('select', { attrs: { 'aria-label': 'Type' } }, TYPES.map((t) => h('option', { value: t, text: t || 'any type' })));
+  const type = h('select', { attrs: { 'aria-label': t('config.type') } }, TYPES.map((x) => h('option', { value: x, text: x || t('configs.anyType') })));
   type.value = params.type || '';
-  const content = h('input', { value: params.content || '', placeholder: 'text in the content', attrs: { 'aria-label': 'Content contains' } });
+  const content = h('input', { value: params.content || '', placeholder: t('configs.contentHint'), attrs: { 'aria-label': t('configs.contentContains') } });
   const slot = h('div');
   const results = h('div');
 
@@ -39,18 +40,18 @@ export async function render(main, params, ctx) {
   };
   const form = h('form', { class: 'row', onSubmit: (e) => { e.preventDefault(); search(1); } },
     dataId, group, mode, type, content,
-    h('button', { class: 'primary', type: 'submit', text: 'Search' }),
-    h('button', { type: 'button', text: 'Reset', onClick: () => ctx.go('#/configs') }));
+    h('button', { class: 'primary', type: 'submit', text: t('configs.search') }),
+    h('button', { type: 'button', text: t('common.reset'), onClick: () => ctx.go('#/configs') }));
 
   const canWrite = ctx.canWrite();
   main.append(
     h('div', { class: 'page-head' },
       h('div', {},
-        h('div', { class: 'crumbs', text: `Namespace ${nsName(ns)}` }),
-        h('h1', { text: 'Configs' })),
+        h('div', { class: 'crumbs', text: t('common.namespaceTitle', { ns: nsName(ns) }) }),
+        h('h1', { text: t('nav.configs') })),
       h('span', { class: 'spacer' }),
       canWrite ? h('a', { href: `#/config?ns=${encodeURIComponent(ns)}&new=1` },
-        h('button', { class: 'primary', text: 'New config', attrs: { 'data-testid': 'new-config' } })) : null),
+        h('button', { class: 'primary', text: t('editor.newConfig'), attrs: { 'data-testid': 'new-config' } })) : null),
     h('div', { class: 'panel' }, form),
     slot,
     results);
@@ -73,13 +74,13 @@ export async function render(main, params, ctx) {
       return;
     }
     const remove = async (c) => {
-      const ok = await confirmDialog('Delete config',
-        `Delete ${c.group}/${c.dataId} from namespace ${nsName(ns)}? Clients listening to it will see it disappear. Its history stays.`,
-        'Delete', 'danger solid');
+      const ok = await confirmDialog(t('configs.deleteTitle'),
+        t('configs.deleteBody', { key: `${c.group}/${c.dataId}`, ns: nsName(ns) }),
+        t('common.delete'), 'danger solid');
       if (!ok) return;
       try {
         await api.del(`${CONSOLE}/config`, { namespace: ns, group: c.group, dataId: c.dataId });
-        toast(`Deleted ${c.group}/${c.dataId}.`);
+        toast(t('configs.deleted', { key: `${c.group}/${c.dataId}` }));
         load();
       } catch (e) {
         show(slot, 'error', errorText(e));
@@ -87,22 +88,22 @@ export async function render(main, params, ctx) {
     };
     results.replaceChildren(
       table([
-        { title: 'Data ID', cell: (c) => h('a', { href: configLink('config', c, ns), text: c.dataId, class: 'mono' }) },
-        { title: 'Group', cell: (c) => c.group },
-        { title: 'Type', cell: (c) => badge(c.type) },
-        { title: 'App', cell: (c) => c.appName },
-        { title: 'Modified', class: 'nowrap', cell: (c) => fmtTime(c.modifyTime) },
-        { title: 'By', cell: (c) => c.modifiedBy },
+        { title: t('config.dataId'), cell: (c) => h('a', { href: configLink('config', c, ns), text: c.dataId, class: 'mono' }) },
+        { title: t('config.group'), cell: (c) => c.group },
+        { title: t('config.type'), cell: (c) => badge(c.type) },
+        { title: t('config.app'), cell: (c) => c.appName },
+        { title: t('configs.modified'), class: 'nowrap', cell: (c) => fmtTime(c.modifyTime) },
+        { title: t('history.by'), cell: (c) => c.modifiedBy },
         { title: '', cell: (c) => (c.beta ? badge('beta', 'warn') : '') },
         {
-          title: 'Actions',
+          title: t('common.actions'),
           cell: (c) => h('div', { class: 'actions' },
-            h('a', { href: configLink('config', c, ns), text: canWrite ? 'Edit' : 'View' }),
-            h('a', { href: configLink('history', c, ns), text: 'History' }),
-            h('a', { href: configLink('listeners', c, ns), text: 'Listeners' }),
-            canWrite ? h('button', { class: 'link danger', text: 'Delete', onClick: () => remove(c) }) : null),
+            h('a', { href: configLink('config', c, ns), text: canWrite ? t('configs.edit') : t('history.view') }),
+            h('a', { href: configLink('history', c, ns), text: t('configs.history') }),
+            h('a', { href: configLink('listeners', c, ns), text: t('configs.listeners') }),
+            canWrite ? h('button', { class: 'link danger', text: t('common.delete'), onClick: () => remove(c) }) : null),
         },
-      ], page.pageItems, params.dataId || params.group ? 'No config matches.' : 'No configs in this namespace yet.'),
+      ], page.pageItems, params.dataId || params.group ? t('configs.noMatch') : t('configs.empty')),
       pager(page, (p) => search(p)));
   };
   await load();

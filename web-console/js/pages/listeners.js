@@ -6,12 +6,13 @@
 import { api, CONSOLE } from '../api.js';
 import { h, table, badge, show, errorText, nsName } from '../ui.js';
 import { configLink } from './configs.js';
+import { t } from '../i18n.js';
 
 const STATES = {
-  waiting: 'long poll held',
-  'between-polls': 'between polls',
-  subscribed: 'subscribed',
-  'push-pending': 'push pending',
+  waiting: 'listeners.state.waiting',
+  'between-polls': 'listeners.state.betweenPolls',
+  subscribed: 'listeners.state.subscribed',
+  'push-pending': 'listeners.state.pushPending',
 };
 
 function age(ms) {
@@ -34,42 +35,42 @@ export async function render(main, params, ctx) {
     }
     show(slot, null, null);
     const sync = (l) => {
-      if (l.inSync === true) return badge('in sync', 'ok');
-      if (l.inSync === false) return badge(l.state === 'push-pending' ? 'behind · push pending' : 'behind', 'bad');
-      return badge('unknown', 'warn');
+      if (l.inSync === true) return badge(t('listeners.inSync'), 'ok');
+      if (l.inSync === false) return badge(l.state === 'push-pending' ? t('listeners.behindPending') : t('listeners.behind'), 'bad');
+      return badge(t('listeners.unknown'), 'warn');
     };
     const version = (l) => {
-      const holds = l.version ?? 'older version';
-      if (l.expectedVersion && l.expectedVersion !== l.version) return `${holds} (should be ${l.expectedVersion})`;
+      const holds = l.version ?? t('listeners.olderVersion');
+      if (l.expectedVersion && l.expectedVersion !== l.version) return t('listeners.shouldBe', { holds, expected: l.expectedVersion });
       return holds;
     };
     body.replaceChildren(
       h('p', { class: 'muted' },
-        `Current md5 ${reply.currentMd5 || '(deleted)'}`,
-        reply.beta ? ` · beta md5 ${reply.beta.md5} for ${reply.beta.ips.join(', ')}` : ''),
-      ...reply.unreachable.map((u) => h('div', { class: 'message warn', text: `Node ${u.node} did not answer (${u.error}): its listeners are missing here.` })),
+        t('listeners.currentMd5', { md5: reply.currentMd5 || t('listeners.deleted') }),
+        reply.beta ? ` · ${t('listeners.betaMd5', { md5: reply.beta.md5, ips: reply.beta.ips.join(', ') })}` : ''),
+      ...reply.unreachable.map((u) => h('div', { class: 'message warn', text: t('listeners.unreachable', { node: u.node, error: u.error }) })),
       table([
-        { title: 'Node', cell: (l) => `#${l.node}` },
-        { title: 'Client', cell: (l) => h('span', { class: 'mono', text: l.client }) },
-        { title: 'Protocol', cell: (l) => badge(l.protocol === 'grpc' ? 'gRPC' : 'HTTP', 'info') },
-        { title: 'md5 it holds', cell: (l) => h('span', { class: 'mono', text: l.md5 || '(none)' }) },
-        { title: 'Version', cell: version },
-        { title: 'In sync', cell: sync },
-        { title: 'State', cell: (l) => STATES[l.state] || l.state },
-        { title: 'For', cell: (l) => (l.protocol === 'http' ? age(l.ageMs) : '') },
-      ], reply.listeners, 'Nobody listens to this config right now.'),
-      h('p', { class: 'muted', text: 'Every node of the cluster is asked for the clients connected to it. HTTP clients long-poll: between two polls a client shows as "between polls" with the md5 it last reported, for up to 90 s. gRPC clients report their md5 when they start listening; after a push they fetch the new content, so a gRPC row marked behind with no push pending has been told of the change.' }));
+        { title: t('listeners.node'), cell: (l) => `#${l.node}` },
+        { title: t('listeners.client'), cell: (l) => h('span', { class: 'mono', text: l.client }) },
+        { title: t('listeners.protocol'), cell: (l) => badge(l.protocol === 'grpc' ? 'gRPC' : 'HTTP', 'info') },
+        { title: t('listeners.md5'), cell: (l) => h('span', { class: 'mono', text: l.md5 || t('listeners.none') }) },
+        { title: t('listeners.version'), cell: version },
+        { title: t('listeners.sync'), cell: sync },
+        { title: t('listeners.stateTitle'), cell: (l) => (STATES[l.state] ? t(STATES[l.state]) : l.state) },
+        { title: t('listeners.for'), cell: (l) => (l.protocol === 'http' ? age(l.ageMs) : '') },
+      ], reply.listeners, t('listeners.empty')),
+      h('p', { class: 'muted', text: t('listeners.explain') }));
   };
   main.append(
     h('div', { class: 'page-head' },
       h('div', {},
-        h('div', { class: 'crumbs' }, h('a', { href: '#/configs', text: 'Configs' }), ` · namespace ${nsName(ns)}`),
-        h('h1', { text: `Listeners of ${key.group} / ${key.dataId}` })),
+        h('div', { class: 'crumbs' }, h('a', { href: '#/configs', text: t('nav.configs') }), ` · ${t('common.namespaceIs', { ns: nsName(ns) })}`),
+        h('h1', { text: t('listeners.title', { key: `${key.group} / ${key.dataId}` }) })),
       h('span', { class: 'spacer' }),
       h('div', { class: 'actions' },
-        h('button', { text: 'Refresh', onClick: load }),
-        h('a', { href: configLink('config', key, ns), text: 'Edit' }),
-        h('a', { href: configLink('history', key, ns), text: 'History' }))),
+        h('button', { text: t('common.refresh'), onClick: load }),
+        h('a', { href: configLink('config', key, ns), text: t('configs.edit') }),
+        h('a', { href: configLink('history', key, ns), text: t('configs.history') }))),
     slot,
     body);
   await load();

@@ -3,18 +3,19 @@
 
 import { request, CONSOLE } from '../api.js';
 import { h, field, show, toast, download, errorText, nsName, table, badge } from '../ui.js';
+import { t } from '../i18n.js';
 
 export async function render(main, params, ctx) {
   const ns = ctx.namespace;
   const canWrite = ctx.canWrite();
 
   // ---- export ----
-  const group = h('input', { placeholder: 'any group', attrs: { 'aria-label': 'Export group' } });
-  const dataId = h('input', { placeholder: 'any dataId (* wildcards)', attrs: { 'aria-label': 'Export dataId' } });
+  const group = h('input', { placeholder: t('configs.anyGroup'), attrs: { 'aria-label': t('transfer.exportGroup') } });
+  const dataId = h('input', { placeholder: t('transfer.anyDataId'), attrs: { 'aria-label': t('transfer.exportDataId') } });
   const exportSlot = h('div');
   const exportButton = h('button', {
     class: 'primary',
-    text: 'Export zip',
+    text: t('transfer.exportZip'),
     attrs: { 'data-testid': 'export' },
     onClick: async () => {
       show(exportSlot, null, null);
@@ -26,7 +27,7 @@ export async function render(main, params, ctx) {
         const disposition = response.headers.get('Content-Disposition') || '';
         const name = (/filename="([^"]+)"/.exec(disposition) || [])[1] || 'tacos_config_export.zip';
         download(await response.blob(), name);
-        toast(`Exported ${name}.`);
+        toast(t('transfer.exported', { name }));
       } catch (e) {
         show(exportSlot, 'error', errorText(e));
       }
@@ -34,21 +35,21 @@ export async function render(main, params, ctx) {
   });
 
   // ---- import ----
-  const file = h('input', { type: 'file', accept: '.zip,application/zip', attrs: { 'data-testid': 'import-file', 'aria-label': 'Zip file' } });
-  const policy = h('select', { attrs: { 'data-testid': 'import-policy', 'aria-label': 'When a config exists' } },
-    h('option', { value: 'abort', text: 'abort the whole import' }),
-    h('option', { value: 'skip', text: 'skip it (keep the existing one)' }),
-    h('option', { value: 'overwrite', text: 'overwrite it' }));
+  const file = h('input', { type: 'file', accept: '.zip,application/zip', attrs: { 'data-testid': 'import-file', 'aria-label': t('transfer.zipFile') } });
+  const policy = h('select', { attrs: { 'data-testid': 'import-policy', 'aria-label': t('transfer.whenExists') } },
+    h('option', { value: 'abort', text: t('transfer.abort') }),
+    h('option', { value: 'skip', text: t('transfer.skip') }),
+    h('option', { value: 'overwrite', text: t('transfer.overwrite') }));
   const importSlot = h('div', { attrs: { 'data-testid': 'import-result' } });
   const importButton = h('button', {
     class: 'primary',
-    text: 'Import',
+    text: t('transfer.import'),
     attrs: { 'data-testid': 'import' },
     onClick: async () => {
       show(importSlot, null, null);
       const chosen = file.files[0];
       if (!chosen) {
-        show(importSlot, 'error', 'Choose a zip file first.');
+        show(importSlot, 'error', t('transfer.chooseFile'));
         return;
       }
       importButton.disabled = true;
@@ -63,7 +64,7 @@ export async function render(main, params, ctx) {
       } catch (e) {
         const body = e.body || {};
         const detail = (body.problems || []).map((p) => `${p.entry}: ${p.reason}`)
-          .concat((body.conflicts || []).map((k) => `${k} exists already`));
+          .concat((body.conflicts || []).map((k) => t('transfer.existsAlready', { key: k })));
         show(importSlot, 'error', errorText(e), detail);
       } finally {
         importButton.disabled = false;
@@ -73,36 +74,36 @@ export async function render(main, params, ctx) {
 
   main.append(
     h('div', { class: 'page-head' },
-      h('div', {}, h('div', { class: 'crumbs', text: `Namespace ${nsName(ns)}` }), h('h1', { text: 'Import / export' }))),
+      h('div', {}, h('div', { class: 'crumbs', text: t('common.namespaceTitle', { ns: nsName(ns) }) }), h('h1', { text: t('nav.transfer') }))),
     h('div', { class: 'panel' },
-      h('h2', { text: 'Export' }),
-      h('p', { class: 'muted', text: 'A zip in the Nacos layout: one group/dataId entry per config and a .metadata.yml with types, descriptions and apps. Nacos imports it too.' }),
-      h('div', { class: 'row' }, field('Group', group), field('Data ID', dataId), exportButton),
+      h('h2', { text: t('transfer.export') }),
+      h('p', { class: 'muted', text: t('transfer.exportExplain') }),
+      h('div', { class: 'row' }, field(t('config.group'), group), field(t('config.dataId'), dataId), exportButton),
       exportSlot),
     h('div', { class: 'panel' },
-      h('h2', { text: `Import into ${nsName(ns)}` }),
+      h('h2', { text: t('transfer.importInto', { ns: nsName(ns) }) }),
       canWrite
         ? h('div', {},
-          h('p', { class: 'muted', text: 'Every entry is checked first (keys, blank content, syntax of its type), then all are written as one change: if one is bad or refused, nothing is imported.' }),
-          h('div', { class: 'row' }, field('Zip file', file), field('When a config exists', policy), importButton),
+          h('p', { class: 'muted', text: t('transfer.importExplain') }),
+          h('div', { class: 'row' }, field(t('transfer.zipFile'), file), field(t('transfer.whenExists'), policy), importButton),
           importSlot)
-        : h('p', { class: 'muted', text: 'You may read this namespace but not import into it.' })));
+        : h('p', { class: 'muted', text: t('transfer.readOnly') })));
 }
 
 function renderReport(report) {
   const rows = [];
   const add = (list, what, kind) => list.forEach((entry) => rows.push({ entry, what, kind }));
-  add(report.created, 'created', 'ok');
-  add(report.overwritten, 'overwritten', 'info');
-  add(report.skipped, 'skipped (exists)', '');
-  add(report.unchanged, 'unchanged', '');
-  report.unrecognized.forEach((p) => rows.push({ entry: p.entry, what: `not imported: ${p.reason}`, kind: 'warn' }));
-  const summary = `Created ${report.created.length}, overwritten ${report.overwritten.length}, skipped ${report.skipped.length}, unchanged ${report.unchanged.length}`
-    + (report.unrecognized.length ? `, not recognized ${report.unrecognized.length}` : '') + '.';
+  add(report.created, t('transfer.created'), 'ok');
+  add(report.overwritten, t('transfer.overwritten'), 'info');
+  add(report.skipped, t('transfer.skipped'), '');
+  add(report.unchanged, t('transfer.unchanged'), '');
+  report.unrecognized.forEach((p) => rows.push({ entry: p.entry, what: t('transfer.notImported', { reason: p.reason }), kind: 'warn' }));
+  const summary = t('transfer.summary', { created: report.created.length, overwritten: report.overwritten.length, skipped: report.skipped.length, unchanged: report.unchanged.length })
+    + (report.unrecognized.length ? t('transfer.summaryUnrecognized', { n: report.unrecognized.length }) : '') + t('transfer.summaryEnd');
   return h('div', {},
     h('div', { class: 'message ok', text: summary, attrs: { 'data-testid': 'import-summary' } }),
     table([
-      { title: 'Entry', cell: (r) => h('span', { class: 'mono', text: r.entry }) },
-      { title: 'Result', cell: (r) => badge(r.what, r.kind) },
+      { title: t('transfer.entry'), cell: (r) => h('span', { class: 'mono', text: r.entry }) },
+      { title: t('transfer.result'), cell: (r) => badge(r.what, r.kind) },
     ], rows));
 }

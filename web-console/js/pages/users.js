@@ -5,6 +5,7 @@
 
 import { api, request } from '../api.js';
 import { h, table, field, show, toast, modal, confirmDialog, errorText, badge, fmtTime, nsName } from '../ui.js';
+import { t } from '../i18n.js';
 
 const USERS = '/nacos/v1/auth/users';
 const PERMISSIONS = '/tacos/v1/auth/permissions';
@@ -29,6 +30,19 @@ async function roleGrants() {
   return byUser;
 }
 
+/** A namespace picker for grants: every namespace, or one. */
+export function namespaceSelect(ctx) {
+  return h('select', { attrs: { 'aria-label': t('common.namespace'), 'data-testid': 'grant-namespace' } },
+    h('option', { value: '*', text: t('users.everyNamespace') }),
+    ctx.namespaces.map((n) => h('option', { value: n.id || 'public', text: n.id ? `${n.name} (${n.id})` : 'public' })));
+}
+
+/** Read or read-write. */
+export function accessSelect() {
+  return h('select', { attrs: { 'aria-label': t('users.access'), 'data-testid': 'grant-access' } },
+    h('option', { value: 'r', text: t('ns.read') }), h('option', { value: 'rw', text: t('ns.readWrite') }));
+}
+
 export async function render(main, params, ctx) {
   const slot = h('div', { attrs: { 'data-testid': 'users-message' } });
   const list = h('div', { attrs: { 'data-testid': 'users' } });
@@ -45,26 +59,23 @@ export async function render(main, params, ctx) {
   const update = (user, form, done) => act(() => request('PUT', USERS, { form: { username: user.username, ...form } }), done);
 
   const grant = (user) => {
-    const namespace = h('select', { attrs: { 'aria-label': 'Namespace' } },
-      h('option', { value: '*', text: 'every namespace (*)' }),
-      ctx.namespaces.map((n) => h('option', { value: n.id || 'public', text: n.id ? `${n.name} (${n.id})` : 'public' })));
-    const access = h('select', { attrs: { 'aria-label': 'Access' } },
-      h('option', { value: 'r', text: 'read' }), h('option', { value: 'rw', text: 'read-write' }));
+    const namespace = namespaceSelect(ctx);
+    const access = accessSelect();
     const err = h('div');
     modal({
-      title: `Grant ${user.username} access`,
+      title: t('users.grantTitle', { user: user.username }),
       wide: false,
-      body: h('div', {}, h('div', { class: 'row' }, field('Namespace', namespace), field('Access', access)), err),
+      body: h('div', {}, h('div', { class: 'row' }, field(t('common.namespace'), namespace), field(t('users.access'), access)), err),
       actions: [
-        { label: 'Cancel' },
+        { label: t('common.cancel') },
         {
-          label: 'Grant',
+          label: t('users.grant'),
           kind: 'primary',
           onClick: async (close) => {
             try {
               await api.form('POST', PERMISSIONS, { username: user.username, namespace: namespace.value, action: access.value });
               close();
-              toast(`Granted ${user.username} ${access.value} on ${namespace.value}.`);
+              toast(t('users.granted', { user: user.username, access: access.value, ns: namespace.value }));
               reload();
             } catch (e) {
               show(err, 'error', errorText(e));
@@ -75,26 +86,26 @@ export async function render(main, params, ctx) {
     });
   };
   const password = (user) => {
-    const input = h('input', { type: 'password', autocomplete: 'new-password', attrs: { 'aria-label': 'New password' } });
+    const input = h('input', { type: 'password', autocomplete: 'new-password', attrs: { 'aria-label': t('app.newPassword') } });
     const err = h('div');
     modal({
-      title: `New password for ${user.username}`,
+      title: t('users.passwordTitle', { user: user.username }),
       wide: false,
-      body: h('div', {}, field('New password', input, '8 to 128 characters; ends this user\'s sessions'), err),
+      body: h('div', {}, field(t('app.newPassword'), input, t('users.passwordHint')), err),
       actions: [
-        { label: 'Cancel' },
+        { label: t('common.cancel') },
         {
-          label: 'Set password',
+          label: t('users.setPassword'),
           kind: 'primary',
           onClick: async (close) => {
             if (input.value.length < 8) {
-              show(err, 'error', 'A password has at least 8 characters.');
+              show(err, 'error', t('app.passwordShort'));
               return;
             }
             try {
               await request('PUT', USERS, { form: { username: user.username, newPassword: input.value } });
               close();
-              toast(`Password of ${user.username} changed.`);
+              toast(t('users.passwordChanged', { user: user.username }));
             } catch (e) {
               show(err, 'error', errorText(e));
             }
@@ -106,49 +117,49 @@ export async function render(main, params, ctx) {
 
   const [page, viaRoles] = await Promise.all([api.get(USERS, { pageNo: 1, pageSize: 500 }), roleGrants()]);
   list.append(table([
-    { title: 'User', cell: (u) => h('strong', { text: u.username }) },
-    { title: 'Role', cell: (u) => (u.admin ? badge('admin', 'info') : badge('user')) },
-    { title: 'Status', cell: (u) => (u.enabled ? badge('enabled', 'ok') : badge('disabled', 'bad')) },
+    { title: t('audit.user'), cell: (u) => h('strong', { text: u.username }) },
+    { title: t('users.kind'), cell: (u) => (u.admin ? badge(t('users.admin'), 'info') : badge(t('users.user'))) },
+    { title: t('users.status'), cell: (u) => (u.enabled ? badge(t('users.enabled'), 'ok') : badge(t('users.disabled'), 'bad')) },
     {
-      title: 'Permissions',
-      cell: (u) => (u.admin ? h('span', { class: 'muted', text: 'everything' }) : h('div', { class: 'actions' },
-        Object.keys(u.permissions).length === 0 ? h('span', { class: 'muted', text: 'none' }) : null,
+      title: t('users.permissions'),
+      cell: (u) => (u.admin ? h('span', { class: 'muted', text: t('users.everything') }) : h('div', { class: 'actions' },
+        Object.keys(u.permissions).length === 0 ? h('span', { class: 'muted', text: t('users.none') }) : null,
         Object.entries(u.permissions).map(([ns, access]) => h('span', { class: 'badge' },
-          `${ns === '*' ? 'all' : nsName(ns)}: ${access} `,
+          `${ns === '*' ? t('users.all') : nsName(ns)}: ${access} `,
           h('button', {
             class: 'link',
             text: '×',
-            title: 'revoke',
-            attrs: { 'aria-label': `revoke ${ns}` },
-            onClick: () => act(() => api.del(PERMISSIONS, { username: u.username, namespace: ns || 'public' }), `Revoked ${u.username} on ${nsName(ns)}.`),
+            title: t('users.revoke'),
+            attrs: { 'aria-label': t('users.revokeNs', { ns }) },
+            onClick: () => act(() => api.del(PERMISSIONS, { username: u.username, namespace: ns || 'public' }), t('users.revoked', { user: u.username, ns: nsName(ns) })),
           }))),
-        h('button', { class: 'link', text: '+ grant', onClick: () => grant(u) }),
+        h('button', { class: 'link', text: t('users.plusGrant'), onClick: () => grant(u) }),
         (viaRoles.get(u.username) || []).map((g) => h('span', {
           class: 'badge muted',
-          text: `${g.ns === '*' ? 'all' : nsName(g.ns)}: ${g.access} via ${g.role}`,
-          title: 'granted through a Nacos role (/nacos/v1/auth/roles)',
+          text: t('users.viaRole', { ns: g.ns === '*' ? t('users.all') : nsName(g.ns), access: g.access, role: g.role }),
+          title: t('users.viaRoleHint'),
         })))),
     },
-    { title: 'Created', class: 'nowrap', cell: (u) => fmtTime(u.createTime) },
+    { title: t('users.created'), class: 'nowrap', cell: (u) => fmtTime(u.createTime) },
     {
-      title: 'Actions',
+      title: t('common.actions'),
       cell: (u) => h('div', { class: 'actions' },
-        h('button', { class: 'link', text: 'Password', onClick: () => password(u) }),
-        h('button', { class: 'link', text: u.enabled ? 'Disable' : 'Enable', onClick: () => update(u, { enabled: String(!u.enabled) }, `${u.username} ${u.enabled ? 'disabled' : 'enabled'}.`) }),
-        h('button', { class: 'link', text: u.admin ? 'Remove admin' : 'Make admin', onClick: () => update(u, { admin: String(!u.admin) }, `${u.username} updated.`) }),
+        h('button', { class: 'link', text: t('app.password'), onClick: () => password(u) }),
+        h('button', { class: 'link', text: u.enabled ? t('users.disable') : t('users.enable'), onClick: () => update(u, { enabled: String(!u.enabled) }, t(u.enabled ? 'users.wasDisabled' : 'users.wasEnabled', { user: u.username })) }),
+        h('button', { class: 'link', text: u.admin ? t('users.removeAdmin') : t('users.makeAdmin'), onClick: () => update(u, { admin: String(!u.admin) }, t('users.updated', { user: u.username })) }),
         u.username !== ctx.me.username ? h('button', {
           class: 'link danger',
-          text: 'Delete',
+          text: t('common.delete'),
           onClick: async () => {
-            if (!await confirmDialog('Delete user', `Delete ${u.username}? Their sessions end at once.`, 'Delete', 'danger solid')) return;
-            act(() => api.del(USERS, { username: u.username }), `Deleted ${u.username}.`);
+            if (!await confirmDialog(t('users.deleteTitle'), t('users.deleteBody', { user: u.username }), t('common.delete'), 'danger solid')) return;
+            act(() => api.del(USERS, { username: u.username }), t('users.deleted', { user: u.username }));
           },
         }) : null),
     },
   ], page.pageItems));
 
-  const username = h('input', { autocomplete: 'off', attrs: { 'data-testid': 'new-username', 'aria-label': 'Username' } });
-  const newPassword = h('input', { type: 'password', autocomplete: 'new-password', attrs: { 'data-testid': 'new-password', 'aria-label': 'Password' } });
+  const username = h('input', { autocomplete: 'off', attrs: { 'data-testid': 'new-username', 'aria-label': t('login.username') } });
+  const newPassword = h('input', { type: 'password', autocomplete: 'new-password', attrs: { 'data-testid': 'new-password', 'aria-label': t('login.password') } });
   const admin = h('input', { type: 'checkbox' });
   const createSlot = h('div');
   const create = h('form', {
@@ -156,30 +167,30 @@ export async function render(main, params, ctx) {
     onSubmit: async (e) => {
       e.preventDefault();
       if (!/^[A-Za-z0-9_.@-]{1,64}$/.test(username.value)) {
-        show(createSlot, 'error', 'A username is 1 to 64 of letters, digits and _ . @ -');
+        show(createSlot, 'error', t('users.usernameRule'));
         return;
       }
       if (newPassword.value.length < 8) {
-        show(createSlot, 'error', 'A password has at least 8 characters.');
+        show(createSlot, 'error', t('app.passwordShort'));
         return;
       }
       try {
         await api.form('POST', USERS, { username: username.value, password: newPassword.value, admin: String(admin.checked) });
-        toast(`Created ${username.value}.`);
+        toast(t('users.createdUser', { user: username.value }));
         reload();
       } catch (e2) {
         show(createSlot, 'error', errorText(e2));
       }
     },
   },
-  field('Username', username), field('Password', newPassword),
-  h('label', { class: 'check' }, admin, 'admin'),
-  h('button', { class: 'primary', type: 'submit', text: 'Create user', attrs: { 'data-testid': 'create-user' } }));
+  field(t('login.username'), username), field(t('login.password'), newPassword),
+  h('label', { class: 'check' }, admin, t('users.admin')),
+  h('button', { class: 'primary', type: 'submit', text: t('users.createUser'), attrs: { 'data-testid': 'create-user' } }));
 
   main.append(
-    h('div', { class: 'page-head' }, h('h1', { text: 'Users & permissions' })),
+    h('div', { class: 'page-head' }, h('h1', { text: t('nav.users') })),
     slot,
     list,
-    h('div', { class: 'panel' }, h('h2', { text: 'Create a user' }), create, createSlot),
-    h('p', { class: 'muted', text: 'A user that is not an admin sees only the namespaces they have a permission in: read (r) lets them read and listen, read-write (rw) also publish and delete.' }));
+    h('div', { class: 'panel' }, h('h2', { text: t('users.createTitle') }), create, createSlot),
+    h('p', { class: 'muted', text: t('users.explain') }));
 }

@@ -84,13 +84,17 @@ impl ConfigService {
     /// (`tag` given).
     pub async fn publish(&self, req: PublishRequest, caller: &Caller) -> Result<(), ServiceError> {
         let (publish, gray) = self.checked_publish(req, caller)?;
-        match gray {
+        let done = match gray {
             Some(target) => self.publish_gray(publish, target, caller).await,
             None => {
                 let op = Op::PublishConfig(publish);
                 self.writer.propose(op, caller).await.map(|_| ())
             }
+        };
+        if done.is_ok() {
+            metrics::counter!("tacos_config_publishes_total").increment(1);
         }
+        done
     }
 
     /// Publishes several configs as one write: all of them, or (if one is
