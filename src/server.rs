@@ -250,6 +250,12 @@ fn serve(
         let grpc_listener = listeners.grpc;
         let grpc_runtime = listeners.grpc_runtime;
         grpc_runtime.spawn(async move { crate::grpc::serve(grpc, grpc_listener, max_message) });
+        if settings.grpc_connection_target > 0 {
+            grpc_runtime.spawn(crate::grpc::connection::balance(
+                connections.clone(),
+                settings.grpc_connection_target,
+            ));
+        }
         tracing::info!(
             "serving gRPC on {}:{}",
             settings.bind,

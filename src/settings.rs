@@ -276,6 +276,20 @@ pub struct Settings {
     )]
     pub unlistened_push_seconds: u64,
 
+    /// Most gRPC client connections this node keeps: above it, every 5 s it
+    /// asks the longest-connected clients to move to another node of their
+    /// server list (`ConnectResetRequest`, as Nacos' loader does; at most
+    /// 50 a round) and ends the streams of those still here 5 s later, so
+    /// clients spread over the nodes added after they connected. 0: off.
+    #[arg(
+        long,
+        global = true,
+        env = "TACOS_GRPC_CONNECTION_TARGET",
+        default_value_t = 0,
+        value_name = "CONNECTIONS"
+    )]
+    pub grpc_connection_target: usize,
+
     /// Most fuzzy watch patterns one gRPC connection may watch (Nacos 3's
     /// `ConfigFuzzyWatchRequest`); one more is refused with errorCode 50310
     /// (Nacos' `nacos.config.fuzzy.watch.max.pattern.count`, which Nacos

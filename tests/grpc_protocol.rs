@@ -1752,3 +1752,64 @@ async fn a_setup_with_an_ability_table_gets_the_servers_abilities() {
     let mut plain = Stream::open_set_up(&other).await;
     plain.assert_quiet("a setup without an ability table").await;
 }
+
+/// `--grpc-connection-target 2` with four set-up connections: the two
+/// oldest are asked to move (`ConnectResetRequest`) and, ignoring it, have
+/// their streams ended (`UNAVAILABLE`) a grace period later; the two newest
+/// hear nothing and stay.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_over_its_connection_target_moves_the_oldest_clients() {
+    let tmp = temp_dir();
+    let grpc_port = free_port();
+    let port = grpc_port.to_string();
+    let server = Server::start_with_args(
+        &tmp,
+        &["--grpc-port", &port, "--grpc-connection-target", "2"],
+    )
+    .await;
+    let mut conns = Vec::new();
+    let mut streams = Vec::new();
+    for _ in 0..4 {
+        let conn = Conn::open(grpc_port).await;
+        streams.push(Stream::open_set_up(&conn).await);
+        conns.push(conn);
+        // Opened one after the other: the first ones are the oldest.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Within two balance rounds and the grace period: a reset, then the end.
+    let bound = Duration::from_secs(20);
+    for (i, stream) in streams.iter_mut().take(2).enumerate() {
+        let deadline = tokio::time::Instant::now() + bound;
+        let mut reset = false;
+        let ended = loop {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            match tokio::time::timeout(left, stream.inbound.message()).await {
+                Err(_) => panic!("connection {i}: its stream was not ended within {bound:?}"),
+                Ok(Ok(Some(payload))) => {
+                    let msg = Msg::decode(payload);
+                    assert_eq!(msg.kind, "ConnectResetRequest", "connection {i}: {msg:?}");
+                    assert_eq!(msg.str("module"), "internal", "{msg:?}");
+                    reset = true;
+                }
+                Ok(Ok(None)) => break None,
+                Ok(Err(status)) => break Some(status),
+            }
+        };
+        assert!(reset, "connection {i} was not asked to move first");
+        if let Some(status) = ended {
+            assert_eq!(status.code(), tonic::Code::Unavailable, "{status:?}");
+        }
+    }
+    // The moved clients go (as an SDK reconnects elsewhere); the two
+    // within the target hear nothing through two more balance rounds.
+    drop(streams.drain(..2));
+    drop(conns.drain(..2));
+    let quiet_until = tokio::time::Instant::now() + Duration::from_secs(11);
+    for stream in streams.iter_mut() {
+        let left = quiet_until.saturating_duration_since(tokio::time::Instant::now());
+        if let Some(msg) = stream.next_within(left).await {
+            panic!("a connection within the target got {msg:?}");
+        }
+    }
+    drop(server);
+}

@@ -29,6 +29,15 @@
 //! they use the connection, and the Java client calls the fuzzy watch only
 //! when the table says `fuzzyWatch: true`.
 //!
+//! Balance ([`balance`], `--grpc-connection-target`): a node holding more
+//! set-up connections than its target asks the oldest of the excess to
+//! move (`ConnectResetRequest`, as Nacos' loader does), a bounded number
+//! per round; one still open [`MOVE_GRACE`] later is closed (its stream
+//! ends with `UNAVAILABLE`), because the Python (3.2.0) and Rust (0.8.3)
+//! SDKs do not act on the request but do reconnect, to the next server of
+//! their list, when the stream ends. Clients re-listen after a reconnect
+//! (and the unlistened push covers the gap), so no listener is lost.
+//!
 //! Stop ([`drain`]): the gRPC port stops accepting, every set-up connection
 //! gets a `ConnectResetRequest` without a `serverIp` (the client picks
 //! another node of its list itself), and the stop waits, bounded, for those
@@ -559,6 +568,92 @@ async fn send_fuzzy(conn: &Arc<Connection>, item: FuzzyPush) -> bool {
         }
     }
     true
+}
+
+/// How often [`balance`] compares the connections with the target.
+pub const BALANCE_PERIOD: Duration = Duration::from_secs(5);
+/// How long a client asked to move has before its stream is ended.
+pub const MOVE_GRACE: Duration = Duration::from_secs(5);
+/// Most connections asked to move per round: clients spread over a few
+/// rounds instead of reconnecting all at once.
+pub const MOVES_PER_ROUND: usize = 50;
+
+impl Connection {
+    /// Ends the stream: the client sees `UNAVAILABLE` and reconnects.
+    fn end_stream(&self, why: &str) -> bool {
+        self.outbound
+            .try_send(Err(Status::unavailable(why.to_string())))
+            .is_ok()
+    }
+}
+
+/// Keeps this node at or below `target` set-up connections (see the module
+/// doc); runs until the node stops.
+pub async fn balance(connections: Arc<Connections>, target: usize) {
+    let mut asked: HashMap<u64, tokio::time::Instant> = HashMap::new();
+    // Streams ended here whose connections have not closed yet: not counted.
+    let mut ended: std::collections::HashSet<u64> = std::collections::HashSet::new();
+    let mut tick = tokio::time::interval(BALANCE_PERIOD);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        if connections.is_stopping() {
+            return;
+        }
+        let mut set_up: Vec<Arc<Connection>> = connections
+            .by_peer
+            .iter()
+            .filter(|c| c.is_set_up())
+            .map(|c| c.value().clone())
+            .collect();
+        ended.retain(|num| set_up.iter().any(|c| c.num == *num));
+        set_up.retain(|c| !ended.contains(&c.num));
+        asked.retain(|num, _| set_up.iter().any(|c| c.num == *num));
+        // Asked long enough ago and still here: end the stream.
+        let now = tokio::time::Instant::now();
+        let overdue: Vec<&Arc<Connection>> = set_up
+            .iter()
+            .filter(|c| {
+                asked
+                    .get(&c.num)
+                    .is_some_and(|at| now.duration_since(*at) >= MOVE_GRACE)
+            })
+            .collect();
+        for conn in overdue {
+            if conn.end_stream("this node is over its connection target; connect to another node") {
+                metrics::counter!("tacos_grpc_rebalanced_total", "how" => "closed").increment(1);
+            }
+            asked.remove(&conn.num);
+            ended.insert(conn.num);
+        }
+        set_up.retain(|c| !ended.contains(&c.num));
+        let excess = set_up.len().saturating_sub(target);
+        let pending = asked.len();
+        if excess <= pending {
+            continue;
+        }
+        // Oldest first: those that have been here longest move.
+        set_up.sort_by_key(|c| c.num);
+        let to_ask = (excess - pending).min(MOVES_PER_ROUND);
+        let chosen: Vec<&Arc<Connection>> = set_up
+            .iter()
+            .filter(|c| !asked.contains_key(&c.num))
+            .take(to_ask)
+            .collect();
+        let n = chosen.len();
+        for conn in chosen {
+            if conn.send_reset() {
+                metrics::counter!("tacos_grpc_rebalanced_total", "how" => "asked").increment(1);
+            }
+            asked.insert(conn.num, now);
+        }
+        tracing::info!(
+            connections = set_up.len(),
+            target,
+            asked = n,
+            "over the gRPC connection target: asking clients to move"
+        );
+    }
 }
 
 /// What [`drain`] did.
