@@ -23,6 +23,7 @@
 //! [`convert::ConvertError`] and [`write::WriteError`].
 
 pub mod convert;
+pub mod nacos_mysql;
 pub mod report;
 pub mod rnacos;
 pub mod write;

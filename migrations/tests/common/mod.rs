@@ -326,3 +326,4 @@ pub fn assert_matches_expected(source: &Source, extra_configs: &[ConfigKey]) {
         assert!(got.gmt_modified >= got.gmt_create, "{name}");
     }
 }
+pub mod mariadb;
