@@ -1,4 +1,4 @@
-//! Turns what [`crate::rnacos::read`] found into the records of a Tacos snapshot.
+//! Turns a [`Source`] (what a reader found) into the records of a Tacos snapshot.
 //!
 //! The records are those `tacos_state::State::snapshot_records` writes, in its order:
 //! counters, namespaces, configs, history (per config, oldest first), users. No auth key
@@ -41,18 +41,19 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use tacos_app::auth::password::HashForm;
 use tacos_core::command as cmd;
 use tacos_core::snapshot as pb;
 use tacos_core::{md5_hex, validate};
 use tacos_state::{Access, ConfigKey, Record, State, ALL_NAMESPACES};
 
-use crate::rnacos::{self, Skipped, Source};
+use crate::source::{self, Password, Skipped, Source};
 
 /// The namespace id clients may use for the public namespace.
 const PUBLIC_ALIAS: &str = tacos_state::PUBLIC_NAMESPACE;
 /// Tacos's default `--history-limit` (rows kept per config).
 const TACOS_HISTORY_LIMIT: usize = 100;
-/// The config type given to every config (r-nacos 0.4 has none).
+/// The config type given to a config whose source has none (r-nacos 0.4), as Nacos does.
 pub const CONFIG_TYPE: &str = "text";
 
 /// How to convert.
@@ -183,8 +184,14 @@ pub struct UserLine {
     pub grant: Grant,
     pub enabled: bool,
     /// The password breaks Tacos's rule for new passwords (8 to 128 characters). It still
-    /// works for logging in; it should be changed.
+    /// works for logging in; it should be changed. Unknown (false) for a BCrypt hash.
     pub weak_password: bool,
+    /// The source kept a BCrypt hash, carried as it is (re-hashed with argon2id at the
+    /// user's first login); otherwise a plain password hashed with argon2id now.
+    pub bcrypt: bool,
+    /// The namespaces a developer or visitor was limited to (r-nacos namespace
+    /// privileges), as Tacos namespace ids; `None`: every namespace.
+    pub namespaces: Option<Vec<String>>,
 }
 
 /// What the conversion carried over, and what not.
@@ -253,15 +260,15 @@ pub fn convert(
     Converter {
         options,
         skipped: source.skipped.clone(),
-        notes: Vec::new(),
+        notes: source.notes.clone(),
     }
     .run(source, progress)
 }
 
 /// A config on its way: the source config and its history rows (ids still r-nacos's).
 struct Pending<'a> {
-    source: &'a rnacos::Config,
-    rows: &'a [rnacos::HistoryRow],
+    source: &'a source::Config,
+    rows: &'a [source::HistoryRow],
 }
 
 struct Converter<'o> {
@@ -316,8 +323,12 @@ impl Converter<'_> {
                 id: n as u64 + 1,
                 content: config.content.clone(),
                 md5: md5_hex(&config.content),
-                config_type: CONFIG_TYPE.to_string(),
-                desc: String::new(),
+                config_type: config
+                    .config_type
+                    .as_deref()
+                    .map_or(CONFIG_TYPE, validate::config_type)
+                    .to_string(),
+                desc: config.desc.clone().unwrap_or_default(),
                 app_name: String::new(),
                 tags: String::new(),
                 create_time,
@@ -334,13 +345,13 @@ impl Converter<'_> {
                     content: row.content.clone(),
                     md5: md5_hex(&row.content),
                     app_name: String::new(),
-                    src_user: String::new(),
+                    src_user: row.op_user.clone().unwrap_or_default(),
                     src_ip: String::new(),
                     op_type: if i == 0 { "I" } else { "U" }.to_string(),
                     created_time: row.last_time_ms,
                     last_modified_time: row.last_time_ms,
                     last_id,
-                    // r-nacos has no gray versions: every row is formal.
+                    // Every row is formal: gray versions are not carried (see `configs`).
                     publish_type: String::new(),
                     gray_name: String::new(),
                 }));
@@ -367,7 +378,10 @@ impl Converter<'_> {
         }
 
         progress.phase("users");
-        let (user_records, users) = self.users(source, progress)?;
+        let namespace_ids: Vec<String> = std::iter::once(String::new())
+            .chain(namespaces.keys().cloned())
+            .collect();
+        let (user_records, users) = self.users(source, &namespace_ids, progress)?;
 
         records.push(Record::Counters(pb::CountersRecord {
             next_config_id: configs.len() as u64,
@@ -521,6 +535,12 @@ impl Converter<'_> {
                     },
                 );
             }
+            for gray in &config.grays {
+                self.skipped.push(Skipped {
+                    what: format!("gray {:?} of config {source_key}", gray.name),
+                    reason: "gray versions are not carried over yet (the config is)".to_string(),
+                });
+            }
             out.insert(
                 key,
                 Pending {
@@ -573,7 +593,7 @@ impl Converter<'_> {
 
     fn config_notes(&mut self, key: &ConfigKey, pending: &Pending<'_>) {
         let name = || {
-            rnacos::ConfigKey {
+            source::ConfigKey {
                 tenant: key.namespace.clone(),
                 group: key.group.clone(),
                 data_id: key.data_id.clone(),
@@ -603,12 +623,13 @@ impl Converter<'_> {
     fn users(
         &mut self,
         source: &Source,
+        namespace_ids: &[String],
         progress: &mut dyn Progress,
     ) -> Result<(Vec<Record>, Vec<UserLine>), ConvertError> {
         let mut records = Vec::new();
         let mut lines = Vec::new();
         // In name order, as the state writes them.
-        let mut users: Vec<&rnacos::User> = source.users.iter().collect();
+        let mut users: Vec<&source::User> = source.users.iter().collect();
         users.sort_by(|a, b| a.username.cmp(&b.username));
         for user in users {
             progress.advance(1);
@@ -630,20 +651,59 @@ impl Converter<'_> {
                     continue;
                 }
             };
-            let password_hash = if self.options.hash_passwords {
-                tacos_app::auth::password::hash(&user.password).map_err(|e| ConvertError::Hash {
-                    username: user.username.clone(),
-                    reason: e.to_string(),
-                })?
-            } else {
-                String::new()
+            let (password_hash, weak_password, bcrypt) = match &user.password {
+                Password::Plain(plain) => {
+                    let hash = if self.options.hash_passwords {
+                        tacos_app::auth::password::hash(plain).map_err(|e| ConvertError::Hash {
+                            username: user.username.clone(),
+                            reason: e.to_string(),
+                        })?
+                    } else {
+                        String::new()
+                    };
+                    let weak = tacos_app::auth::password::check_new(plain).is_err();
+                    (hash, weak, false)
+                }
+                Password::Bcrypt(hash) => {
+                    if tacos_app::auth::password::form(hash) != HashForm::Bcrypt {
+                        self.bad(
+                            what(),
+                            "its password hash is not a BCrypt hash Tacos can verify \
+                             ($2a$, $2b$ or $2y$, cost 4 to 31)"
+                                .to_string(),
+                        )?;
+                        continue;
+                    }
+                    (hash.clone(), false, true)
+                }
             };
-            let permissions = match grant {
-                Grant::Everywhere(access) => vec![pb::PermissionRecord {
+            let limited = match (&grant, &user.namespace_privilege) {
+                (Grant::Everywhere(_), Some(privilege)) if !privilege.is_all() => {
+                    Some(self.allowed_namespaces(&user.username, privilege, namespace_ids))
+                }
+                (Grant::Admin, Some(privilege)) if !privilege.is_all() => {
+                    self.notes.push(format!(
+                        "user {:?} is a manager, an admin in Tacos: its r-nacos namespace \
+                         limits do not apply to an admin",
+                        user.username
+                    ));
+                    None
+                }
+                _ => None,
+            };
+            let permissions = match (grant, &limited) {
+                (Grant::Everywhere(access), None) => vec![pb::PermissionRecord {
                     namespace: ALL_NAMESPACES.to_string(),
                     access: access.to_pb() as i32,
                 }],
-                Grant::Admin | Grant::Nothing => Vec::new(),
+                (Grant::Everywhere(access), Some(list)) => list
+                    .iter()
+                    .map(|namespace| pb::PermissionRecord {
+                        namespace: namespace.clone(),
+                        access: access.to_pb() as i32,
+                    })
+                    .collect(),
+                (Grant::Admin | Grant::Nothing, _) => Vec::new(),
             };
             records.push(Record::User(pb::UserRecord {
                 username: user.username.clone(),
@@ -660,10 +720,57 @@ impl Converter<'_> {
                 roles: user.roles.clone(),
                 grant,
                 enabled: user.enabled,
-                weak_password: tacos_app::auth::password::check_new(&user.password).is_err(),
+                weak_password,
+                bcrypt,
+                namespaces: limited,
             });
         }
         Ok((records, lines))
+    }
+}
+
+impl Converter<'_> {
+    /// The namespaces (of `existing`, sorted, `""` = public) an r-nacos namespace
+    /// privilege allows. Tacos grants per namespace and has no "all but": a privilege of
+    /// every namespace but some is granted on the namespaces that exist now (noted).
+    fn allowed_namespaces(
+        &mut self,
+        username: &str,
+        privilege: &source::NamespacePrivilege,
+        existing: &[String],
+    ) -> Vec<String> {
+        let mut allowed: Vec<String> = existing
+            .iter()
+            .filter(|id| privilege.allows(id))
+            .cloned()
+            .collect();
+        allowed.sort();
+        if privilege.whitelist_is_all {
+            self.notes.push(format!(
+                "user {username:?} could see every namespace but {}: Tacos cannot say \
+                 \"all but\", so it is granted the {} namespace(s) that exist now; grant it \
+                 namespaces created later by hand",
+                if privilege.blacklist_is_all {
+                    "none".to_string()
+                } else {
+                    privilege.blacklist.join(", ")
+                },
+                allowed.len()
+            ));
+        }
+        let unknown: Vec<&str> = privilege
+            .whitelist
+            .iter()
+            .map(String::as_str)
+            .filter(|id| *id != PUBLIC_ALIAS && !existing.iter().any(|e| e == id))
+            .collect();
+        if !unknown.is_empty() {
+            self.notes.push(format!(
+                "user {username:?} was allowed namespace(s) that do not exist: {} (not granted)",
+                unknown.join(", ")
+            ));
+        }
+        allowed
     }
 }
 
@@ -776,8 +883,15 @@ fn check(
             Grant::Everywhere(access) => Some(access),
             Grant::Nothing => None,
         };
+        let rights_match = match &line.namespaces {
+            None => user.access("any-namespace") == access,
+            Some(list) => {
+                list.iter().all(|ns| user.access(ns) == access)
+                    && user.permissions.len() == list.len()
+            }
+        };
         if user.admin != (line.grant == Grant::Admin)
-            || user.access("any-namespace") != access
+            || !rights_match
             || user.enabled != line.enabled
         {
             return bad(format!(
@@ -795,7 +909,7 @@ fn check(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rnacos::{Config, HistoryRow, Namespace, User};
+    use crate::source::{Config, HistoryRow, Namespace, Password, User};
 
     fn config(tenant: &str, group: &str, data_id: &str, content: &str, t: i64) -> Config {
         Config {
@@ -804,6 +918,9 @@ mod tests {
             data_id: data_id.into(),
             content: content.into(),
             last_time_ms: t,
+            config_type: None,
+            desc: None,
+            grays: Vec::new(),
         }
     }
 
@@ -812,19 +929,21 @@ mod tests {
             id,
             content: content.into(),
             last_time_ms: t,
+            op_user: None,
         }
     }
 
     fn user(name: &str, password: &str, roles: &[&str], enabled: bool) -> User {
         User {
             username: name.into(),
-            password: password.into(),
+            password: Password::Plain(password.into()),
             nickname: String::new(),
             gmt_create: 1_700_000_000,
             gmt_modified: 1_700_000_100,
             enabled,
             roles: roles.iter().map(|r| r.to_string()).collect(),
             extend_info: BTreeMap::new(),
+            namespace_privilege: None,
         }
     }
 

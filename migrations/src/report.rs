@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 use crate::convert::UserLine;
-use crate::rnacos;
+use crate::source;
 use crate::write::TargetState;
 use crate::Outcome;
 
@@ -18,11 +18,7 @@ pub fn render(outcome: &Outcome) -> String {
     } else {
         let _ = writeln!(w, "\nMigration report");
     }
-    let _ = writeln!(
-        w,
-        "r-nacos 0.4 data dir: {} (read through a temporary copy; not modified)",
-        outcome.from.display()
-    );
+    let _ = writeln!(w, "Source: {} (only read; not modified)", outcome.from);
     match &outcome.target {
         Some(target) => {
             let node = target
@@ -36,11 +32,7 @@ pub fn render(outcome: &Outcome) -> String {
                     )
                 })
                 .unwrap_or_default();
-            let _ = writeln!(
-                w,
-                "Tacos data dir:       {} ({node})",
-                target.data_dir.display()
-            );
+            let _ = writeln!(w, "Tacos data dir: {} ({node})", target.data_dir.display());
             if outcome.dry_run
                 && outcome.target_state == Some(TargetState::NotEmpty)
                 && !target.force
@@ -53,7 +45,7 @@ pub fn render(outcome: &Outcome) -> String {
             }
         }
         None => {
-            let _ = writeln!(w, "Tacos data dir:       none given (--to)");
+            let _ = writeln!(w, "Tacos data dir: none given (--to)");
         }
     }
 
@@ -108,11 +100,12 @@ pub fn render(outcome: &Outcome) -> String {
 
     let _ = writeln!(
         w,
-        "\nUsers (passwords {} with argon2id as Tacos does; never shown):",
+        "\nUsers (plain passwords {} with argon2id as Tacos does; BCrypt hashes kept, \
+         re-hashed with argon2id at each user's first login; never shown):",
         if outcome.dry_run {
-            "would be re-hashed"
+            "would be hashed"
         } else {
-            "re-hashed"
+            "hashed"
         }
     );
     if r.users.is_empty() {
@@ -211,7 +204,7 @@ fn user_line(user: &UserLine) -> String {
     let roles: Vec<String> = user
         .roles
         .iter()
-        .map(|r| match rnacos::role_name(r) {
+        .map(|r| match source::role_name(r) {
             Some(name) => format!("{r} ({name})"),
             None => format!("{r} (unknown role)"),
         })
@@ -221,11 +214,33 @@ fn user_line(user: &UserLine) -> String {
     } else {
         roles.join(", ")
     };
+    let grant = match &user.namespaces {
+        Some(list) => format!(
+            "{} on {}",
+            match user.grant {
+                crate::convert::Grant::Everywhere(tacos_state::Access::ReadWrite) => "read-write",
+                _ => "read",
+            },
+            if list.is_empty() {
+                "no namespace".to_string()
+            } else {
+                list.iter()
+                    .map(|ns| if ns.is_empty() { "public" } else { ns })
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }
+        ),
+        None => user.grant.describe().to_string(),
+    };
     format!(
-        "{:?}  roles: {roles} -> {}  {}{}",
+        "{:?}  roles: {roles} -> {grant}  {}{}{}",
         user.username,
-        user.grant.describe(),
         if user.enabled { "enabled" } else { "disabled" },
+        if user.bcrypt {
+            "  [BCrypt hash kept]"
+        } else {
+            ""
+        },
         if user.weak_password {
             "  [weak password]"
         } else {

@@ -22,7 +22,7 @@ use serde_json::Value;
 use tacos_migrate::convert::NoProgress;
 use tacos_migrate::rnacos::{ReadError, ReadOptions};
 use tacos_migrate::write::{Target, WriteError};
-use tacos_migrate::{MigrateError, Options};
+use tacos_migrate::{Input, MigrateError, Options};
 
 const ADMIN_PASSWORD: &str = "some-long-pass";
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
@@ -607,7 +607,7 @@ fn non_empty_target_is_refused_without_force_and_moved_aside_with_it() {
 
     // The library says the same, typed.
     let options = Options {
-        from: source.clone(),
+        from: Input::RnacosSled(source.clone()),
         read: ReadOptions::default(),
         target: Some(Target::new(&target)),
         dry_run: false,
@@ -660,7 +660,7 @@ fn bad_source_fails_typed_and_writes_nothing() {
     let target = tmp.path().join("tacos_data");
 
     let options = Options {
-        from: source.clone(),
+        from: Input::RnacosSled(source.clone()),
         read: ReadOptions::default(),
         target: Some(Target::new(&target)),
         dry_run: false,
@@ -672,10 +672,18 @@ fn bad_source_fails_typed_and_writes_nothing() {
     );
 
     let (from, to) = (source.display().to_string(), target.display().to_string());
+    // Auto-detection names what it found; a kind given explicitly gets the reader's word.
     let out = migrate(&["--from", &from, "--to", &to]);
     assert!(!out.status.success());
     let stderr = text(&out.stderr);
     assert!(stderr.contains("not_sled"), "{stderr}");
+    assert!(
+        stderr.contains("neither an r-nacos 0.4 data dir") && stderr.contains("holds: db.txt"),
+        "{stderr}"
+    );
+    let out = migrate(&["--from", &from, "--from-kind", "rnacos04", "--to", &to]);
+    assert!(!out.status.success());
+    let stderr = text(&out.stderr);
     assert!(stderr.contains("no `conf` file"), "{stderr}");
     assert!(!target.exists());
     let left: Vec<_> = fs::read_dir(tmp.path()).unwrap().collect();
@@ -685,7 +693,7 @@ fn bad_source_fails_typed_and_writes_nothing() {
     let (tmp2, fixture) = copy_fixture();
     let inside = fixture.join("tacos");
     let options = Options {
-        from: fixture.clone(),
+        from: Input::RnacosSled(fixture.clone()),
         read: ReadOptions::default(),
         target: Some(Target::new(&inside)),
         dry_run: false,
@@ -711,7 +719,7 @@ fn dry_run_writes_nothing_and_says_what_would_happen() {
         "Dry run: nothing was written.",
         "Would move:",
         "configs:      30",
-        "passwords would be re-hashed",
+        "plain passwords would be hashed",
         "md5 check: 30 of 30 configs match",
     ] {
         assert!(stdout.contains(want), "missing {want:?} in:\n{stdout}");

@@ -297,7 +297,11 @@ pub fn assert_matches_expected(source: &Source, extra_configs: &[ConfigKey]) {
             .iter()
             .find(|g| g.username == name)
             .unwrap_or_else(|| panic!("user {name} not read"));
-        assert_eq!(got.password, s(u, "password"), "password of {name}");
+        assert_eq!(
+            got.password,
+            rnacos::Password::Plain(s(u, "password").to_string()),
+            "password of {name}"
+        );
         let roles: Vec<&str> = u["roles"]
             .as_array()
             .expect("roles")
