@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use crate::convert::UserLine;
+use crate::convert::{RoleLine, UserLine};
 use crate::source;
 use crate::write::TargetState;
 use crate::Outcome;
@@ -70,7 +70,16 @@ pub fn render(outcome: &Outcome) -> String {
             ""
         }
     );
+    if r.deleted_history > 0 {
+        let _ = writeln!(w, "    of which of deleted configs: {}", r.deleted_history);
+    }
+    if r.grays > 0 {
+        let _ = writeln!(w, "  grays:        {}", r.grays);
+    }
     let _ = writeln!(w, "  users:        {}", r.users.len());
+    if !r.roles.is_empty() {
+        let _ = writeln!(w, "  roles:        {}", r.roles.len());
+    }
 
     let _ = writeln!(w, "\nNamespaces (public is implicit):");
     if r.namespaces.is_empty() {
@@ -112,7 +121,19 @@ pub fn render(outcome: &Outcome) -> String {
         let _ = writeln!(w, "  none");
     }
     for user in &r.users {
-        let _ = writeln!(w, "  {}", user_line(user));
+        let named: Vec<&str> = r
+            .roles
+            .iter()
+            .filter(|role| role.users.contains(&user.username))
+            .map(|role| role.name.as_str())
+            .collect();
+        let _ = writeln!(w, "  {}", user_line(user, &named));
+    }
+    if !r.roles.is_empty() {
+        let _ = writeln!(w, "\nRoles (what each grants its users):");
+        for role in &r.roles {
+            let _ = writeln!(w, "  {}", role_line(role));
+        }
     }
 
     if r.created_namespaces.is_empty() {
@@ -200,7 +221,40 @@ pub fn render(outcome: &Outcome) -> String {
     out
 }
 
-fn user_line(user: &UserLine) -> String {
+fn role_line(role: &RoleLine) -> String {
+    let grants: Vec<String> = role
+        .permissions
+        .iter()
+        .map(|(namespace, access)| {
+            let access = match access {
+                tacos_state::Access::ReadWrite => "read-write",
+                tacos_state::Access::Read => "read",
+            };
+            match namespace.as_str() {
+                "" => format!("{access} on public"),
+                tacos_state::ALL_NAMESPACES => format!("{access} on every namespace"),
+                ns => format!("{access} on {ns}"),
+            }
+        })
+        .collect();
+    format!(
+        "{:?}  users: {} -> {}",
+        role.name,
+        if role.users.is_empty() {
+            "none".to_string()
+        } else {
+            role.users.join(", ")
+        },
+        if grants.is_empty() {
+            "nothing".to_string()
+        } else {
+            grants.join(", ")
+        }
+    )
+}
+
+/// `named`: the named roles (Java Nacos) the user is bound to.
+fn user_line(user: &UserLine, named: &[&str]) -> String {
     let roles: Vec<String> = user
         .roles
         .iter()
@@ -230,7 +284,17 @@ fn user_line(user: &UserLine) -> String {
                     .join(", ")
             }
         ),
+        None if !named.is_empty() && user.grant == crate::convert::Grant::Nothing => {
+            "what its roles grant".to_string()
+        }
         None => user.grant.describe().to_string(),
+    };
+    let roles = if named.is_empty() {
+        roles
+    } else if roles == "none" {
+        named.join(", ")
+    } else {
+        format!("{roles}, {}", named.join(", "))
     };
     format!(
         "{:?}  roles: {roles} -> {grant}  {}{}{}",

@@ -9,14 +9,15 @@
 //! [`crate::convert`] turns a `Source` into Tacos snapshot records and checks them; it does
 //! not know which server the data came from.
 //!
-//! Roles are r-nacos role codes (`"0"` manager, `"1"` developer, `"2"` visitor), the only
-//! role model so far; a reader for a server with another model maps it or extends [`User`].
+//! User roles are r-nacos role codes (`"0"` manager, `"1"` developer, `"2"` visitor).
+//! Java Nacos' named roles, which bind users to namespace permissions as Tacos's roles
+//! do, are [`Source::roles`] (its admins are code `"0"`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::PathBuf;
 
-pub use tacos_state::GrayRule;
+pub use tacos_state::{Access, GrayRule, OpType};
 
 /// How to read (every reader takes these).
 #[derive(Debug, Clone, Default)]
@@ -39,8 +40,13 @@ pub struct Source {
     /// empty), and there are no others. Rows are ordered by id, oldest first; the newest
     /// row normally holds the current content.
     pub history: BTreeMap<ConfigKey, Vec<HistoryRow>>,
+    /// History of configs that no longer exist (Java Nacos keeps it), by key; rows as in
+    /// [`Source::history`]. Keys of live configs are not here.
+    pub deleted_history: BTreeMap<ConfigKey, Vec<HistoryRow>>,
     /// Users, sorted by username.
     pub users: Vec<User>,
+    /// Named roles (Java Nacos), sorted by name. r-nacos has none.
+    pub roles: Vec<Role>,
     /// Registered namespaces in the order the source lists them. The public namespace
     /// (tenant `""`) is implicit and not listed.
     pub namespaces: Vec<Namespace>,
@@ -51,9 +57,13 @@ pub struct Source {
 }
 
 impl Source {
-    /// Total number of history rows.
+    /// Total number of history rows (of live and deleted configs).
     pub fn history_rows(&self) -> usize {
-        self.history.values().map(Vec::len).sum()
+        self.history
+            .values()
+            .chain(self.deleted_history.values())
+            .map(Vec::len)
+            .sum()
     }
 
     /// Tenants that hold configs but are neither public (`""`) nor in
@@ -107,6 +117,16 @@ pub struct Config {
     pub desc: Option<String>,
     /// Gray (beta or tag) versions. r-nacos has none.
     pub grays: Vec<Gray>,
+    /// When it was created, ms since the Unix epoch; `None`: at its oldest history row
+    /// (its last change if it has none).
+    pub create_time_ms: Option<i64>,
+    /// Java Nacos' app name; empty when none.
+    pub app_name: String,
+    /// Tags (Nacos' `config_tags`), sorted; empty when none.
+    pub tags: Vec<String>,
+    /// Who wrote the current version and from where; empty when unknown.
+    pub src_user: String,
+    pub src_ip: String,
 }
 
 impl Config {
@@ -131,6 +151,8 @@ pub struct Gray {
     pub content: String,
     /// As the source stored it.
     pub md5: String,
+    /// Java Nacos' app name; empty when none.
+    pub app_name: String,
     pub src_user: String,
     pub src_ip: String,
     /// ms since the Unix epoch.
@@ -149,6 +171,15 @@ pub struct HistoryRow {
     pub last_time_ms: i64,
     /// Who wrote it, when the source knows.
     pub op_user: Option<String>,
+    /// The op the source recorded, in Nacos' (and Tacos's) meaning: an insert holds the
+    /// content published, an update or delete the content before the change. `None`:
+    /// the row holds the content of its version (r-nacos); the first becomes an insert,
+    /// the others updates.
+    pub op: Option<OpType>,
+    /// Java Nacos' app name at the time; empty when none.
+    pub app_name: String,
+    /// Where it was written from; empty when unknown.
+    pub src_ip: String,
 }
 
 /// A password in the form the source keeps it. `Debug` never shows it.
@@ -233,6 +264,21 @@ pub struct Namespace {
     pub id: String,
     /// The display name (empty if the source had none).
     pub name: String,
+    /// The description; empty when none.
+    pub desc: String,
+    /// When it was created, ms since the Unix epoch; `None`: the migration's time.
+    pub create_time_ms: Option<i64>,
+}
+
+/// A named role (Java Nacos' `roles` and `permissions`): what it grants applies to every
+/// user bound to it, as in Tacos.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Role {
+    pub name: String,
+    /// Bound usernames, sorted.
+    pub users: Vec<String>,
+    /// Namespace id (`""` public, `"*"` every namespace) → access.
+    pub permissions: BTreeMap<String, Access>,
 }
 
 /// Something read but not carried over.

@@ -252,7 +252,7 @@ impl Reader<'_> {
             users,
             namespaces,
             skipped: self.skipped,
-            notes: Vec::new(),
+            ..Source::default()
         })
     }
 
@@ -419,6 +419,11 @@ fn decode_config(k: &[u8], v: &[u8]) -> Result<Config, String> {
         config_type: None,
         desc: None,
         grays: Vec::new(),
+        create_time_ms: None,
+        app_name: String::new(),
+        tags: Vec::new(),
+        src_user: String::new(),
+        src_ip: String::new(),
     })
 }
 
@@ -450,6 +455,9 @@ fn decode_history_row(config: &ConfigKey, k: &[u8], v: &[u8]) -> Result<HistoryR
         last_time_ms: value.last_time,
         // r-nacos 0.4 does not record who wrote a version.
         op_user: None,
+        op: None,
+        app_name: String::new(),
+        src_ip: String::new(),
     })
 }
 
@@ -495,7 +503,12 @@ fn parse_namespaces(content: &str) -> Result<(Vec<Namespace>, Vec<Skipped>), Str
                 reason: "listed twice; the first entry is kept".to_string(),
             });
         } else {
-            namespaces.push(Namespace { id, name });
+            namespaces.push(Namespace {
+                id,
+                name,
+                desc: String::new(),
+                create_time_ms: None,
+            });
         }
     }
     Ok((namespaces, notes))
