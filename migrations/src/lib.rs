@@ -54,6 +54,9 @@ pub enum Input {
     /// An r-nacos 0.5–0.8 data dir: Raft `index`, `log_*` and `snapshot_*` files, read
     /// by [`rnacos_raft::read`].
     RnacosRaft(PathBuf),
+    /// A Java Nacos database on MySQL or MariaDB (`mysql://user:password@host:port/db`),
+    /// read by [`nacos_mysql::read`] and mapped by [`nacos_mysql::map::map`].
+    NacosMysql(nacos_mysql::Url),
 }
 
 impl Input {
@@ -61,6 +64,7 @@ impl Input {
     pub fn dir(&self) -> Option<&Path> {
         match self {
             Input::RnacosSled(dir) | Input::RnacosRaft(dir) => Some(dir),
+            Input::NacosMysql(_) => None,
         }
     }
 
@@ -69,6 +73,22 @@ impl Input {
         Ok(match self {
             Input::RnacosSled(dir) => rnacos::read(dir, options)?,
             Input::RnacosRaft(dir) => rnacos_raft::read(dir, options)?,
+            Input::NacosMysql(url) => {
+                let tables = nacos_mysql::read(
+                    url.as_str(),
+                    &nacos_mysql::ReadOptions {
+                        skip_bad: options.skip_bad,
+                        ..nacos_mysql::ReadOptions::default()
+                    },
+                )?;
+                nacos_mysql::map::map(
+                    &tables,
+                    &nacos_mysql::map::MapOptions {
+                        skip_bad: options.skip_bad,
+                        now_s: convert::now_ms() / 1000,
+                    },
+                )?
+            }
         })
     }
 }
@@ -81,6 +101,7 @@ impl fmt::Display for Input {
             Input::RnacosRaft(dir) => {
                 write!(f, "r-nacos 0.5-0.8 data dir {}", dir.display())
             }
+            Input::NacosMysql(url) => write!(f, "Java Nacos database {url}"),
         }
     }
 }
@@ -278,6 +299,10 @@ pub enum MigrateError {
     Read(#[from] rnacos::ReadError),
     #[error("reading the r-nacos 0.5-0.8 data dir: {0}")]
     ReadRaft(#[from] rnacos_raft::ReadError),
+    #[error("reading the Java Nacos database: {0}")]
+    ReadMysql(#[from] nacos_mysql::ReadError),
+    #[error("reading the Java Nacos database: {0}")]
+    MapMysql(#[from] nacos_mysql::map::MapError),
     #[error("converting: {0}")]
     Convert(#[from] convert::ConvertError),
     #[error(transparent)]

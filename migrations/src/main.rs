@@ -14,8 +14,9 @@ use anyhow::Context;
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use tacos_migrate::convert::Progress;
+use tacos_migrate::nacos_mysql::Url;
 use tacos_migrate::write::Target;
-use tacos_migrate::{report, DirKind, Options, ReadOptions};
+use tacos_migrate::{report, DirKind, Input, Options, ReadOptions};
 
 /// Move the data of an r-nacos server (0.4 to 0.8) into a new Tacos data dir.
 ///
@@ -30,6 +31,14 @@ use tacos_migrate::{report, DirKind, Options, ReadOptions};
 ///             snapshot, then the log up to the last applied entry. BCrypt password
 ///             hashes are kept; Tacos checks them at login and re-hashes the password
 ///             with argon2id at each user's first login.
+///
+/// --from mysql://USER:PASSWORD@HOST:PORT/DATABASE reads a Java Nacos database (2.x, or
+/// 2.5+/3.x with config_info_gray) on MySQL or MariaDB, only with SELECTs, in one
+/// read-only consistent-snapshot transaction (TCP, no TLS). Configs keep type,
+/// description, app name, tags, author and betas/tag grays; history keeps Nacos' op
+/// types and ids, deleted configs' too; users keep their BCrypt hashes (re-hashed with
+/// argon2id at first login); ROLE_ADMIN makes an admin, other roles move with their
+/// whole-namespace permissions (NAMESPACE:*:*); the report lists what cannot move.
 ///
 /// Moves namespaces, configs with their history (contents, md5s, timestamps, and for 0.5+
 /// types, descriptions and who wrote each version) and users, so every user logs in with
@@ -56,8 +65,9 @@ use tacos_migrate::{report, DirKind, Options, ReadOptions};
     verbatim_doc_comment
 )]
 struct Args {
-    /// The r-nacos data dir. It is only read.
-    #[arg(long, value_name = "DIR")]
+    /// The r-nacos data dir, or a Java Nacos database as
+    /// mysql://USER:PASSWORD@HOST:PORT/DATABASE. It is only read.
+    #[arg(long, value_name = "DIR|URL")]
     from: PathBuf,
     /// What kind of dir --from is (default: found from its files).
     #[arg(long, value_enum, value_name = "KIND")]
@@ -143,8 +153,17 @@ fn main() -> anyhow::Result<()> {
         Kind::Rnacos04 => DirKind::Rnacos04,
         Kind::Rnacos => DirKind::Rnacos,
     });
-    let from = tacos_migrate::detect(&args.from, kind)
-        .with_context(|| format!("cannot read --from {}", args.from.display()))?;
+    let from = match args.from.to_str().filter(|s| Url::is_mysql(s)) {
+        Some(url) => {
+            anyhow::ensure!(
+                kind.is_none(),
+                "--from-kind is for data dirs; --from names a MySQL database"
+            );
+            Input::NacosMysql(Url::new(url))
+        }
+        None => tacos_migrate::detect(&args.from, kind)
+            .with_context(|| format!("cannot read --from {}", args.from.display()))?,
+    };
     let options = Options {
         from: from.clone(),
         read: ReadOptions {

@@ -35,8 +35,9 @@
 //! checked here except that text is UTF-8. A row with text that is not UTF-8 stops the
 //! read with [`ReadError::Corrupt`], or with [`ReadOptions::skip_bad`] is left out and
 //! listed in [`Tables::skipped`]. What Tacos makes of the rows is the mapping's business
-//! (the `map` module).
+//! ([`map`]).
 
+pub mod map;
 mod url;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -46,7 +47,7 @@ use std::time::Duration;
 use mysql_async::prelude::Queryable;
 use mysql_async::{IsolationLevel, Opts, OptsBuilder, Row, TxOpts, Value};
 
-pub use url::redact;
+pub use url::{redact, Url};
 
 /// The tables every Nacos schema has and a migration reads.
 pub const REQUIRED_TABLES: [&str; 7] = [

@@ -5,6 +5,38 @@ use mysql_async::Opts;
 
 use super::ReadError;
 
+/// A `--from mysql://...` URL. `Display` and `Debug` hide its password.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Url(String);
+
+impl Url {
+    /// Whether `text` is meant as a MySQL URL (the `mysql://` scheme).
+    pub fn is_mysql(text: &str) -> bool {
+        text.starts_with("mysql://")
+    }
+
+    pub fn new(url: impl Into<String>) -> Url {
+        Url(url.into())
+    }
+
+    /// The URL itself, password included.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for Url {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&redact(&self.0))
+    }
+}
+
+impl std::fmt::Debug for Url {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Url({:?})", redact(&self.0))
+    }
+}
+
 /// The URL with its password replaced by `***` (for messages and the report).
 pub fn redact(url: &str) -> String {
     let Some(scheme_end) = url.find("://") else {

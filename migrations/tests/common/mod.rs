@@ -331,3 +331,4 @@ pub fn assert_matches_expected(source: &Source, extra_configs: &[ConfigKey]) {
     }
 }
 pub mod mariadb;
+pub mod tacos;
