@@ -484,7 +484,7 @@ fn decode_user(k: &[u8], v: &[u8]) -> Result<User, String> {
 }
 
 /// Parses the namespace list. Returns the namespaces and notes on entries left out.
-fn parse_namespaces(content: &str) -> Result<(Vec<Namespace>, Vec<Skipped>), String> {
+pub(crate) fn parse_namespaces(content: &str) -> Result<(Vec<Namespace>, Vec<Skipped>), String> {
     let list: Vec<wire::NamespaceJson> = serde_json::from_str(content)
         .map_err(|e| format!("namespace list is not a JSON array of namespaces: {e}"))?;
     let mut namespaces: Vec<Namespace> = Vec::new();
