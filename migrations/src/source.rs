@@ -101,7 +101,7 @@ impl fmt::Display for ConfigKey {
 }
 
 /// A live config.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Config {
     /// `""` for the public namespace.
     pub tenant: String,
@@ -162,7 +162,7 @@ pub struct Gray {
 }
 
 /// One history row of a config.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct HistoryRow {
     /// The source's history id (global over all configs, increasing with time).
     pub id: u64,
@@ -258,7 +258,7 @@ pub fn role_name(code: &str) -> Option<&'static str> {
 }
 
 /// A registered namespace.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Namespace {
     /// The tenant id configs use.
     pub id: String,

@@ -142,6 +142,7 @@ impl Machine {
             content: set.value.clone(),
             last_time_ms: set.op_time,
             op_user: set.op_user,
+            ..HistoryRow::default()
         };
         match self.configs.get_mut(&set.key) {
             Some(config) => {
@@ -191,6 +192,7 @@ impl Machine {
                 content: h.content.unwrap_or_default(),
                 last_time_ms: h.last_time.unwrap_or_default(),
                 op_user: h.op_user,
+                ..HistoryRow::default()
             })
             .collect();
         let last_modified = histories.back().map_or(0, |h| h.last_time_ms);
@@ -304,6 +306,7 @@ impl Machine {
             None => self.namespaces.push(Namespace {
                 id,
                 name: name.unwrap_or_default(),
+                ..Namespace::default()
             }),
         }
     }
@@ -400,6 +403,7 @@ impl Machine {
                 config_type: state.config_type,
                 desc: state.desc,
                 grays: Vec::new(),
+                ..Config::default()
             });
             history.insert(key, Vec::from(state.histories));
         }
@@ -444,6 +448,7 @@ impl Machine {
             namespaces: self.namespaces,
             skipped: self.skipped,
             notes: self.notes,
+            ..Source::default()
         }
     }
 }
