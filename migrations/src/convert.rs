@@ -1,7 +1,8 @@
 //! Turns a [`Source`] (what a reader found) into the records of a Tacos snapshot.
 //!
 //! The records are those `tacos_state::State::snapshot_records` writes, in its order:
-//! counters, namespaces, configs, history (per config, oldest first), users. No auth key
+//! counters, namespaces, configs, grays, history (per config key, oldest first), users,
+//! roles. No auth key
 //! and no audit rows: when Tacos first starts on the migrated data dir its leader
 //! initializes auth itself (draws the token key and creates the first admin, `nacos` by
 //! default, only if no user of that name was migrated).
@@ -18,10 +19,15 @@
 //!   md5 of the UTF-8 content, type `text` (r-nacos 0.4 has no types), created at its
 //!   oldest history row's time (its last change if it has none), modified at its last
 //!   change.
-//! * Its history rows keep their order, timestamps and contents: each row holds the
-//!   content of that version, as r-nacos shows it (Tacos's own rows for updates hold the
-//!   replaced content instead, as Nacos does). The first row is an insert (`I`), the
-//!   others updates (`U`). r-nacos's history ids are kept when they are unique and not 0
+//!   Where the source has them (Java Nacos) the config keeps its type, description, app
+//!   name, tags (comma-joined), author and creation time, and its grays (beta and tag
+//!   versions) move with it.
+//! * Its history rows keep their order, timestamps and contents. Rows with the source's
+//!   own op type (Java Nacos, whose rows mean what Tacos's mean) keep it. Otherwise each
+//!   row holds the content of that version, as r-nacos shows it (Tacos's own rows for
+//!   updates hold the replaced content instead, as Nacos does); the first row becomes an
+//!   insert (`I`), the others updates (`U`). The history of deleted configs
+//!   ([`Source::deleted_history`]) moves too, with its ids unless they clash. r-nacos's history ids are kept when they are unique and not 0
 //!   (they are global and increasing); otherwise all rows are renumbered from 1, keeping
 //!   the order ([`Report::history_renumbered`]).
 //! * Users keep their name, enabled flag and times (seconds → ms). Their plain-text
@@ -29,13 +35,16 @@
 //!   admin; `1` (developer) → read-write on every namespace (`*`); `2` (visitor) → read on
 //!   every namespace. With several roles the strongest wins; no role → a user without
 //!   any access. Nicknames and `extend_info` have no place in Tacos and are dropped.
+//! * Named roles ([`Source::roles`], Java Nacos) become Tacos roles bound to the migrated
+//!   users, with their namespace permissions.
 //!
 //! # Entries Tacos cannot hold
 //!
 //! A config whose data id, group or tenant breaks Tacos's key rules (clients could not
 //! reach it), a config in tenant `"public"` that collides with the same key in `""`, a
-//! namespace id Tacos does not accept, a username Tacos does not accept and a user with a
-//! role code that is not `0`, `1` or `2` stop the conversion with
+//! namespace id Tacos does not accept, a username Tacos does not accept, a user with a
+//! role code that is not `0`, `1` or `2`, a deleted config's history under a key Tacos
+//! does not accept and a role named `ROLE_ADMIN` or not a valid name stop the conversion with
 //! [`ConvertError::Unsupported`]. With [`ConvertOptions::skip_bad`] they are left out
 //! (with the config's history) and listed in [`Report::skipped`] instead.
 

@@ -5,8 +5,9 @@
 //! 1. a reader turns the source into a [`source::Source`], the same plain model whatever
 //!    the source: [`rnacos::read`] for an r-nacos 0.4.x data dir (sled 0.34),
 //!    [`rnacos_raft::read`] for an r-nacos 0.5–0.8 data dir (its Raft index, log and
-//!    snapshot files). Readers never write to the source (they read through a temporary
-//!    copy, or read only);
+//!    snapshot files), [`nacos_mysql::read`] and [`nacos_mysql::map::map`] for a Java
+//!    Nacos database on MySQL/MariaDB (`--from mysql://...`). Readers never write to the
+//!    source (they read through a temporary copy, or read only);
 //! 2. [`convert::convert`] turns it into the records of a Tacos snapshot (namespaces,
 //!    configs, history, users: plain passwords hashed with argon2id, BCrypt hashes kept
 //!    for Tacos to verify and re-hash at first login), loads them into a

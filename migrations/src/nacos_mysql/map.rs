@@ -138,6 +138,7 @@ pub fn map(tables: &Tables, options: &MapOptions) -> Result<Source, MapError> {
             })
             .collect(),
         notes: Vec::new(),
+        left_out: BTreeSet::new(),
     };
     m.notes.push(format!(
         "read {} from database `{}` ({}; DATETIME columns read in time zone {})",
@@ -170,6 +171,8 @@ struct Mapper<'o> {
     options: &'o MapOptions,
     skipped: Vec<Skipped>,
     notes: Vec<String>,
+    /// Configs left out (with skip_bad): their grays and history go with them.
+    left_out: BTreeSet<ConfigKey>,
 }
 
 fn key(tenant: &str, group: &str, data_id: &str) -> ConfigKey {
@@ -238,9 +241,16 @@ impl Mapper<'_> {
                 self.bad(
                     format!("config {k}"),
                     "its content is encrypted by a Nacos encryption plugin \
-                     (encrypted_data_key is set), which Tacos cannot decrypt"
+                     (encrypted_data_key is set), which Tacos cannot decrypt; its history \
+                     and grays are left out with it"
                         .to_string(),
                 )?;
+                let tenant = if row.tenant == PUBLIC {
+                    ""
+                } else {
+                    &row.tenant
+                };
+                self.left_out.insert(key(tenant, &row.group, &row.data_id));
                 continue;
             }
             for (column, value) in [
@@ -376,6 +386,9 @@ impl Mapper<'_> {
                 &row.tenant
             };
             let folded = key(tenant, &row.group, &row.data_id);
+            if self.left_out.contains(&folded) {
+                continue;
+            }
             let Some(config) = configs.get_mut(&folded) else {
                 self.bad(
                     what(),
@@ -439,6 +452,15 @@ impl Mapper<'_> {
                 continue;
             }
             let k = key(&row.tenant, &row.group, &row.data_id);
+            let tenant = if row.tenant == PUBLIC {
+                ""
+            } else {
+                &row.tenant
+            };
+            let folded = key(tenant, &row.group, &row.data_id);
+            if self.left_out.contains(&folded) {
+                continue;
+            }
             let what = || format!("history row nid {} of {k}", row.nid);
             if !row.encrypted_data_key.is_empty() {
                 self.bad(
@@ -457,12 +479,6 @@ impl Mapper<'_> {
                 )?;
                 continue;
             };
-            let tenant = if row.tenant == PUBLIC {
-                ""
-            } else {
-                &row.tenant
-            };
-            let folded = key(tenant, &row.group, &row.data_id);
             if row.tenant == PUBLIC {
                 // 3.x writes none for its copies; if a Nacos did, the '' row of the same
                 // change (same op, md5 and time) is the one kept.

@@ -321,13 +321,10 @@ pub enum ReadError {
     /// The client's runtime could not start.
     #[error("starting the MySQL client: {0}")]
     Runtime(#[source] std::io::Error),
-    /// No connection: unreachable, refused, or the login was refused.
-    #[error("cannot connect to {url}: {source}")]
-    Connect {
-        url: String,
-        #[source]
-        source: mysql_async::Error,
-    },
+    /// No connection: unreachable, refused, or the login was refused. `reason` is the
+    /// innermost cause (`Connection refused ...`, `ERROR 28000 (1045): Access denied ...`).
+    #[error("cannot connect to {url}: {reason}")]
+    Connect { url: String, reason: String },
     /// No answer within [`ReadOptions::connect_timeout`].
     #[error("cannot connect to {url}: no answer within {}s", timeout.as_secs())]
     ConnectTimeout { url: String, timeout: Duration },
@@ -350,13 +347,9 @@ pub enum ReadError {
         table: String,
         column: String,
     },
-    /// A query failed.
-    #[error("reading {what}: {source}")]
-    Query {
-        what: String,
-        #[source]
-        source: mysql_async::Error,
-    },
+    /// A query failed (`reason` as for [`ReadError::Connect`]).
+    #[error("reading {what}: {reason}")]
+    Query { what: String, reason: String },
     /// A row could not be read (see [`ReadOptions::skip_bad`]).
     #[error("table `{table}`, {row}: {reason}")]
     Corrupt {
@@ -389,7 +382,12 @@ async fn read_async(url: &str, opts: Opts, options: &ReadOptions) -> Result<Tabl
                     timeout: options.connect_timeout,
                 })
             }
-            Ok(Err(source)) => return Err(ReadError::Connect { url: shown, source }),
+            Ok(Err(e)) => {
+                return Err(ReadError::Connect {
+                    url: shown,
+                    reason: cause(&e),
+                })
+            }
             Ok(Ok(conn)) => conn,
         };
     let mut conn = conn;
@@ -418,7 +416,7 @@ async fn read_tables(
         .await
         .map_err(|source| ReadError::Query {
             what: "(starting a read-only transaction)".to_string(),
-            source,
+            reason: cause(&source),
         })?;
 
     let mut reader = Reader {
@@ -446,7 +444,7 @@ async fn read_tables(
     let not_read = reader.not_read(&mut tx, schema).await?;
     tx.rollback().await.map_err(|source| ReadError::Query {
         what: "(ending the transaction)".to_string(),
-        source,
+        reason: cause(&source),
     })?;
     Ok(Tables {
         schema,
@@ -466,6 +464,16 @@ async fn read_tables(
     })
 }
 
+/// The innermost cause of a client error: what the server or the OS said, without the
+/// client's wrappers ("Input/output error: ...").
+fn cause(e: &mysql_async::Error) -> String {
+    let mut inner: &dyn std::error::Error = e;
+    while let Some(next) = inner.source() {
+        inner = next;
+    }
+    inner.to_string()
+}
+
 /// Table → its columns (lowercase), for the connection's database.
 type Columns = BTreeMap<String, BTreeSet<String>>;
 
@@ -479,7 +487,7 @@ async fn columns(conn: &mut mysql_async::Conn, database: &str) -> Result<Columns
         .await
         .map_err(|source| ReadError::Query {
             what: format!("the tables of database `{database}` (information_schema)"),
-            source,
+            reason: cause(&source),
         })?;
     let mut columns = Columns::new();
     for (table, column) in rows {
@@ -646,7 +654,7 @@ impl Reader<'_> {
             .await
             .map_err(|source| ReadError::Query {
                 what: "the server version and time zone".to_string(),
-                source,
+                reason: cause(&source),
             })?;
         let (version, zone, system) = row.unwrap_or_default();
         let zone = if zone.eq_ignore_ascii_case("SYSTEM") {
@@ -696,7 +704,7 @@ impl Reader<'_> {
         );
         let rows: Vec<Row> = tx.query(sql).await.map_err(|source| ReadError::Query {
             what: format!("table `{table}`"),
-            source,
+            reason: cause(&source),
         })?;
         let mut out = Vec::with_capacity(rows.len());
         for row in rows {
@@ -1099,7 +1107,7 @@ impl Reader<'_> {
                 .await
                 .map_err(|source| ReadError::Query {
                     what: format!("table `{table}`"),
-                    source,
+                    reason: cause(&source),
                 })?;
             let rows = rows.unwrap_or(0);
             if rows > 0 {
