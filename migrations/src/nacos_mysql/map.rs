@@ -445,7 +445,20 @@ impl Mapper<'_> {
         // nid order: Nacos' order.
         let mut rows: Vec<&HistoryRow> = tables.history.iter().collect();
         rows.sort_by_key(|r| r.nid);
-        let mut seen_public: BTreeSet<(ConfigKey, String)> = BTreeSet::new();
+        // The changes the '' rows record: a 'public' row of the same change is a copy.
+        let twin = |r: &HistoryRow| {
+            (
+                key("", &r.group, &r.data_id),
+                r.op_type.clone(),
+                r.md5.clone(),
+                r.gmt_modified_ms,
+            )
+        };
+        let public_changes: BTreeSet<_> = rows
+            .iter()
+            .filter(|r| r.tenant.is_empty())
+            .map(|r| twin(r))
+            .collect();
         for row in rows {
             if row.publish_type.as_deref().is_some_and(|p| p != "formal") {
                 gray_rows += 1;
@@ -483,11 +496,7 @@ impl Mapper<'_> {
                 // 3.x writes none for its copies; if a Nacos did, the '' row of the same
                 // change (same op, md5 and time) is the one kept.
                 public_twins += 1;
-                let twin = (
-                    folded.clone(),
-                    format!("{}|{:?}|{}", op.code(), row.md5, row.gmt_modified_ms),
-                );
-                if !seen_public.insert(twin) {
+                if public_changes.contains(&twin(row)) {
                     continue;
                 }
             }
@@ -592,7 +601,7 @@ impl Mapper<'_> {
             let held = role.permissions.entry(namespace).or_insert(access);
             *held = (*held).max(access);
         }
-        let users = tables
+        let mut users: Vec<User> = tables
             .users
             .iter()
             .map(|u| User {
@@ -612,6 +621,8 @@ impl Mapper<'_> {
                 namespace_privilege: None,
             })
             .collect();
+        // By name as the model says (the database's collation may order otherwise).
+        users.sort_by(|a, b| a.username.cmp(&b.username));
         let roles = roles
             .into_values()
             .map(|mut r| {
@@ -647,6 +658,241 @@ pub fn parse_gray_rule(json: &str) -> Result<(String, String, Option<i32>), Stri
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::nacos_mysql::{PermissionRow, RoleRow, Schema, TagRow, TenantRow, UserRow};
+
+    fn config(id: i64, tenant: &str, data_id: &str, content: &str) -> ConfigRow {
+        ConfigRow {
+            id,
+            tenant: tenant.into(),
+            group: "G".into(),
+            data_id: data_id.into(),
+            content: content.into(),
+            md5: Some(tacos_core::md5_hex(content)),
+            config_type: Some("yaml".into()),
+            desc: None,
+            app_name: Some(String::new()),
+            c_use: None,
+            effect: None,
+            c_schema: None,
+            encrypted_data_key: String::new(),
+            src_user: Some("nacos".into()),
+            src_ip: Some("10.0.0.1".into()),
+            gmt_create_ms: 1_000,
+            gmt_modified_ms: 2_000,
+        }
+    }
+
+    fn history(nid: u64, tenant: &str, data_id: &str, op: &str, content: &str) -> HistoryRow {
+        HistoryRow {
+            nid,
+            id: 0,
+            tenant: tenant.into(),
+            group: "G".into(),
+            data_id: data_id.into(),
+            app_name: Some(String::new()),
+            content: content.into(),
+            md5: Some(tacos_core::md5_hex(content)),
+            src_user: Some("nacos".into()),
+            src_ip: Some("10.0.0.1".into()),
+            op_type: Some(op.into()),
+            encrypted_data_key: String::new(),
+            publish_type: Some("formal".into()),
+            gray_name: None,
+            ext_info: None,
+            gmt_create_ms: nid as i64,
+            gmt_modified_ms: nid as i64,
+        }
+    }
+
+    fn gray(id: i64, tenant: &str, rule: &str) -> GrayRow {
+        GrayRow {
+            id,
+            source: GraySource::Gray {
+                gray_name: "beta".into(),
+                gray_rule: rule.into(),
+            },
+            tenant: tenant.into(),
+            group: "G".into(),
+            data_id: "a.yaml".into(),
+            content: "beta".into(),
+            md5: None,
+            app_name: None,
+            encrypted_data_key: String::new(),
+            src_user: None,
+            src_ip: None,
+            gmt_create_ms: 1,
+            gmt_modified_ms: 2,
+        }
+    }
+
+    /// A 3.x database: a public config and its 'public' copy (gray too), a deleted
+    /// config's history (with a 'public' copy of one row), an encrypted config, roles.
+    fn tables() -> Tables {
+        let beta = r#"{"type":"beta","version":"1.0.0","expr":"10.0.0.7","priority":2147483647}"#;
+        let mut secret = config(4, "dev", "secret.yaml", "x");
+        secret.encrypted_data_key = "k".into();
+        Tables {
+            schema: Schema::V3,
+            server_version: "test".into(),
+            database: "nacos".into(),
+            time_zone: "+00:00".into(),
+            configs: vec![
+                config(1, "", "a.yaml", "a"),
+                config(2, "public", "a.yaml", "a"),
+                config(3, "public", "only-public.yaml", "p"),
+                secret,
+            ],
+            history: vec![
+                history(10, "", "a.yaml", "I", "a"),
+                history(11, "", "gone.yaml", "I", "g"),
+                // The same change as nid 11, copied under 'public'.
+                HistoryRow {
+                    gmt_create_ms: 11,
+                    gmt_modified_ms: 11,
+                    ..history(12, "public", "gone.yaml", "I", "g")
+                },
+                history(13, "", "gone.yaml", "D", "g"),
+                history(14, "dev", "secret.yaml", "I", "x"),
+            ],
+            grays: vec![
+                gray(1, "", beta),
+                gray(2, "public", beta),
+                gray(3, "", r#"{"type":"ip-range","expr":"x"}"#),
+            ],
+            tags: vec![TagRow {
+                nid: 1,
+                config_id: 1,
+                tag_name: "t".into(),
+                tag_type: None,
+                tenant: String::new(),
+                group: "G".into(),
+                data_id: "a.yaml".into(),
+            }],
+            tenants: vec![TenantRow {
+                id: 1,
+                kp: "1".into(),
+                tenant_id: "dev".into(),
+                tenant_name: Some("Dev".into()),
+                tenant_desc: Some("d".into()),
+                create_source: Some("nacos".into()),
+                gmt_create_ms: 5,
+                gmt_modified_ms: 6,
+            }],
+            users: vec![
+                UserRow {
+                    username: "nacos".into(),
+                    password: "$2a$10$x".into(),
+                    enabled: true,
+                },
+                UserRow {
+                    username: "alice".into(),
+                    password: "$2a$10$y".into(),
+                    enabled: false,
+                },
+            ],
+            roles: vec![
+                RoleRow {
+                    username: "nacos".into(),
+                    role: ADMIN_ROLE.into(),
+                },
+                RoleRow {
+                    username: "alice".into(),
+                    role: "devs".into(),
+                },
+            ],
+            permissions: vec![
+                PermissionRow {
+                    role: "devs".into(),
+                    resource: "dev:*:*".into(),
+                    action: "r".into(),
+                },
+                PermissionRow {
+                    role: "devs".into(),
+                    resource: "dev:*:config/*".into(),
+                    action: "rw".into(),
+                },
+                PermissionRow {
+                    role: "devs".into(),
+                    resource: ":*:*".into(),
+                    action: "w".into(),
+                },
+            ],
+            not_read: Vec::new(),
+            skipped: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn stops_on_what_tacos_cannot_hold_unless_skip_bad() {
+        let err = map(&tables(), &MapOptions::default()).expect_err("encrypted config");
+        assert!(err.to_string().contains("dev/G/secret.yaml"), "{err}");
+        let source = map(
+            &tables(),
+            &MapOptions {
+                skip_bad: true,
+                now_s: 7,
+            },
+        )
+        .expect("with skip_bad");
+        let skipped: Vec<&str> = source.skipped.iter().map(|s| s.what.as_str()).collect();
+        assert_eq!(skipped.len(), 3, "{skipped:?}");
+        assert!(skipped[0].contains("secret.yaml"));
+        assert!(skipped[1].contains("gray row 3"));
+        assert!(skipped[2].contains(r#""w""#));
+
+        // 'public' folds into '': one a.yaml (the '' row, with its tag), the
+        // public-only config moved; one beta.
+        let keys: Vec<String> = source.configs.iter().map(|c| c.key().to_string()).collect();
+        assert_eq!(keys, ["(public)/G/a.yaml", "(public)/G/only-public.yaml"]);
+        let a = &source.configs[0];
+        assert_eq!(a.tags, ["t"]);
+        assert_eq!(a.config_type.as_deref(), Some("yaml"));
+        assert_eq!(a.create_time_ms, Some(1_000));
+        assert_eq!(a.grays.len(), 1);
+        assert_eq!(
+            a.grays[0].rule,
+            GrayRule::Beta {
+                ips: vec!["10.0.0.7".into()]
+            }
+        );
+        // The deleted config's history, its 'public' copy row dropped; the encrypted
+        // config's history left out with it.
+        assert_eq!(source.history[&a.key()].len(), 1);
+        let gone: Vec<(u64, Option<OpType>)> = source
+            .deleted_history
+            .values()
+            .flatten()
+            .map(|r| (r.id, r.op))
+            .collect();
+        assert_eq!(
+            gone,
+            [(11, Some(OpType::Insert)), (13, Some(OpType::Delete))]
+        );
+        assert_eq!(source.deleted_history.len(), 1);
+
+        // Users: nacos admin, alice disabled with role devs (r and rw on dev: rw).
+        let names: Vec<(&str, &[String], bool)> = source
+            .users
+            .iter()
+            .map(|u| (u.username.as_str(), u.roles.as_slice(), u.enabled))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("alice", &[][..], false),
+                ("nacos", &["0".to_string()][..], true)
+            ]
+        );
+        assert!(matches!(source.users[0].password, Password::Bcrypt(_)));
+        assert_eq!(source.roles.len(), 1);
+        assert_eq!(source.roles[0].users, ["alice"]);
+        assert_eq!(
+            source.roles[0].permissions,
+            [("dev".to_string(), Access::ReadWrite)].into()
+        );
+        assert_eq!(source.namespaces[0].desc, "d");
+        assert_eq!(source.namespaces[0].create_time_ms, Some(5));
+    }
 
     #[test]
     fn resources_tacos_can_hold() {
