@@ -2,6 +2,8 @@
 
 #![allow(dead_code)]
 
+pub mod server;
+
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -26,6 +28,36 @@ pub fn fixture_root() -> PathBuf {
         .map(|dir| dir.join("shared").join(FIXTURE))
         .find(|candidate| candidate.join("nacos_db").is_dir())
         .unwrap_or_else(|| PathBuf::from("/work/shared").join(FIXTURE))
+}
+
+/// The shared r-nacos 0.8.8 fixture (`fixtures/rnacos-0.8.8`), found like
+/// [`fixture_root`]. Tests only ever open copies of its `data` dir.
+pub fn fixture08_root() -> PathBuf {
+    const FIXTURE: &str = "fixtures/rnacos-0.8.8";
+    if let Some(shared) = std::env::var_os("TACOS_SHARED") {
+        return PathBuf::from(shared).join(FIXTURE);
+    }
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    manifest
+        .ancestors()
+        .map(|dir| dir.join("shared").join(FIXTURE))
+        .find(|candidate| candidate.join("data").join("index").is_file())
+        .unwrap_or_else(|| PathBuf::from("/work/shared").join(FIXTURE))
+}
+
+pub fn expected08() -> Value {
+    let path = fixture08_root().join("expected.json");
+    let text = fs::read_to_string(&path).expect("read expected.json");
+    serde_json::from_str(&text).expect("parse expected.json")
+}
+
+/// Copies the 0.8.8 fixture's `data` dir into a new writable temp dir; returns (guard,
+/// path of the copy).
+pub fn copy_fixture08() -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dst = tmp.path().join("rnacos_data");
+    copy_dir(&fixture08_root().join("data"), &dst);
+    (tmp, dst)
 }
 
 pub fn fixture_db() -> PathBuf {
