@@ -5,17 +5,19 @@
 //! with a clear message and nothing written.
 //!
 //! Needs Debian's `mariadb-server` (scripts/test.sh installs it) and the `tacos` binary
-//! (see `common::tacos`).
+//! (see `common::server`).
 
 mod common;
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Instant;
 
-use common::mariadb::{free_port, nacos_expected, MariaDb, READER_PASSWORD, READER_USER};
-use common::tacos::{migrate, text, Ports, Server};
+use common::mariadb::{nacos_expected, MariaDb, READER_PASSWORD, READER_USER};
+use common::server::{free_port, migrate, text, Ports, Server};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
+use tacos_app::auth::password::{self, HashForm};
 
 /// What the fixture has that Tacos cannot hold: migrating it needs `--skip-bad`.
 const GROUP_PERMISSION: &str = "dev:DEFAULT_GROUP:config/app-*";
@@ -60,12 +62,30 @@ fn assert_refused(out: &std::process::Output, to: &Path, needles: &[&str]) {
     assert!(!to.exists(), "{} was written", to.display());
 }
 
+/// `GET path?query` with `token` (as `accessToken`) and `headers`.
+fn get(
+    server: &Server,
+    path: &str,
+    token: Option<&str>,
+    query: &[(&str, &str)],
+    headers: &[(&str, &str)],
+) -> reqwest::blocking::Response {
+    let mut request = server.http.get(server.url(path)).query(query);
+    if let Some(token) = token {
+        request = request.query(&[("accessToken", token)]);
+    }
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    request.send().unwrap_or_else(|e| panic!("GET {path}: {e}"))
+}
+
 /// Checks every config, history row, gray, namespace and user of `expected.json`
 /// against the server; `admin` is a token of an admin.
 fn assert_served(server: &Server, admin: &str) {
     let exp = nacos_expected();
     let get = |path: &str, query: &[(&str, &str)], headers: &[(&str, &str)]| {
-        server.get(path, Some(admin), query, headers)
+        get(server, path, Some(admin), query, headers)
     };
 
     for c in exp["configs"].as_array().expect("configs") {
@@ -209,7 +229,8 @@ fn assert_served(server: &Server, admin: &str) {
 /// The server's history of `c` (expected.json entry) equals `c.history`, newest first.
 fn assert_history(server: &Server, admin: &str, c: &Value) {
     let (ns, group, data_id) = (s(c, "namespace"), s(c, "group"), s(c, "dataId"));
-    let reply = server.get(
+    let reply = get(
+        server,
         "/nacos/v1/cs/history",
         Some(admin),
         &[
@@ -242,6 +263,23 @@ fn assert_history(server: &Server, admin: &str, c: &Value) {
         assert_eq!(s(g, "srcIp"), s(w, "src_ip"), "{row}");
         assert_eq!(s(g, "lastModifiedTime"), iso(s(w, "gmt_modified")), "{row}");
     }
+}
+
+/// Every user's stored password hash, from an admin backup of the server's state.
+fn stored_hashes(server: &Server) -> BTreeMap<String, String> {
+    let reply = server
+        .http
+        .get(server.url("/tacos/v1/admin/backup"))
+        .basic_auth("nacos", Some("nacos"))
+        .send()
+        .expect("backup");
+    assert_eq!(reply.status(), 200, "backup");
+    let bytes = reply.bytes().expect("backup bytes");
+    let (_, state) = tacos::ops::decode_snapshot(&bytes).expect("decode backup");
+    state
+        .users()
+        .map(|u| (u.username.clone(), u.password_hash.clone()))
+        .collect()
 }
 
 fn token(body: &str) -> String {
@@ -285,12 +323,15 @@ fn both_fixture_dumps_migrate_and_tacos_serves_them() {
         }
         assert!(!report.contains(READER_PASSWORD), "{report}");
 
-        let server = Server::start(&target, ports, &["--open-api-auth"]);
-        // Java Nacos' users log in with their passwords (BCrypt hashes carried over).
+        let server = Server::start_with(&target, ports, &["--open-api-auth"]);
+        // Java Nacos' users log in with their passwords: the BCrypt hash carried over
+        // verifies, and the first login replaces it with an argon2id one (a disabled
+        // user is refused and keeps its hash; so does a wrong password).
         let users = exp["users"].as_array().expect("users");
-        let mut tokens = std::collections::BTreeMap::new();
+        let mut tokens = BTreeMap::new();
         for u in users {
             let (name, password) = (s(u, "username"), s(u, "password"));
+            assert_eq!(server.login(name, "not-the-password").0, 403, "{name}");
             let (status, body) = server.login(name, password);
             if u["enabled"].as_bool().expect("enabled") {
                 assert_eq!(status, 200, "{dump}: {name}: {body}");
@@ -298,7 +339,16 @@ fn both_fixture_dumps_migrate_and_tacos_serves_them() {
             } else {
                 assert_eq!(status, 403, "{dump}: disabled {name} logged in: {body}");
             }
-            assert_eq!(server.login(name, "not-the-password").0, 403, "{name}");
+        }
+        let hashes = stored_hashes(&server);
+        for u in users {
+            let (name, password) = (s(u, "username"), s(u, "password"));
+            if u["enabled"].as_bool().expect("enabled") {
+                assert_eq!(password::form(&hashes[name]), HashForm::Argon2, "{name}");
+                assert!(password::verify(password, &hashes[name]), "{name}");
+            } else {
+                assert_eq!(hashes[name], s(u, "password_hash"), "{name}");
+            }
         }
         let admin = tokens["nacos"].clone();
         assert_served(&server, &admin);
@@ -311,9 +361,7 @@ fn both_fixture_dumps_migrate_and_tacos_serves_them() {
             ("dataId", "search.yaml"),
         ];
         assert_eq!(
-            server
-                .get("/nacos/v1/cs/configs", Some(alice), &dev, &[])
-                .status(),
+            get(&server, "/nacos/v1/cs/configs", Some(alice), &dev, &[]).status(),
             200
         );
         let prod = [
@@ -322,13 +370,11 @@ fn both_fixture_dumps_migrate_and_tacos_serves_them() {
             ("dataId", "orders.properties"),
         ];
         assert_eq!(
-            server
-                .get("/nacos/v1/cs/configs", Some(alice), &prod, &[])
-                .status(),
+            get(&server, "/nacos/v1/cs/configs", Some(alice), &prod, &[]).status(),
             403
         );
 
-        // The first login re-hashed the BCrypt password with argon2id; the next works.
+        // The second login works against the argon2id hash, which stays as it is.
         for name in ["nacos", "alice"] {
             let password = users
                 .iter()
@@ -338,6 +384,7 @@ fn both_fixture_dumps_migrate_and_tacos_serves_them() {
             let (status, body) = server.login(name, password);
             assert_eq!(status, 200, "{dump}: second login of {name}: {body}");
         }
+        assert_eq!(stored_hashes(&server), hashes, "{dump}: re-hashed twice");
         drop(server);
         let _ = tmp;
     }

@@ -7,10 +7,11 @@
 //! with it. `scripts/test.sh` installs Debian's `mariadb-server` when it is missing.
 
 use std::fs;
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+use super::server::free_port;
 
 /// The account the tests read with (only `SELECT` granted).
 pub const READER_USER: &str = "nacos_reader";
@@ -62,14 +63,6 @@ fn is_root() -> bool {
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
         .unwrap_or(false)
-}
-
-/// A loopback port nobody listens on (now).
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
 }
 
 /// A running private `mariadbd`; killed on drop.

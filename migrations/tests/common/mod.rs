@@ -363,4 +363,3 @@ pub fn assert_matches_expected(source: &Source, extra_configs: &[ConfigKey]) {
     }
 }
 pub mod mariadb;
-pub mod tacos;
