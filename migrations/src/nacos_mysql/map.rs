@@ -4,12 +4,14 @@
 //!   reads) become namespaces with their name, description and creation time. Tenant
 //!   `''` is the public namespace; 3.x's copies of it under tenant `'public'`
 //!   (namespace-compatibility mode, `src_user 'nacos_namespace_migrate'`) fold into it:
-//!   a `'public'` config, gray or history row whose key also exists under `''` is
-//!   dropped (a different content is noted), one that does not moves to `''`.
+//!   a `'public'` config or gray whose key also exists under `''` is dropped (a
+//!   different content is noted), a history row when `''` records the same change (op,
+//!   md5, time); the others move to `''`.
 //! * **Configs** keep content, type (NULL: `text`), description, app name, tags
 //!   (`config_tags_relation` by config id, sorted, as Nacos joins them), who wrote them
 //!   and when. A config whose `encrypted_data_key` is set holds ciphertext of a Nacos
-//!   encryption plugin Tacos cannot decrypt: it cannot be held.
+//!   encryption plugin Tacos cannot decrypt: it cannot be held (with `skip_bad` its
+//!   grays and history are left out with it).
 //! * **History** (`his_config_info`, formal rows only) keeps Nacos' own rows: nid (the
 //!   id), op type, content, app name, user, IP and time. Nacos and Tacos agree on what a
 //!   row holds (an `I` the new content, a `U` or `D` the content before), so rows move
