@@ -15,27 +15,33 @@
 //!   registered gets a namespace named after its id, so its configs stay reachable; those
 //!   are listed in [`Report::created_namespaces`].
 //! * Each live config becomes a config with id 1, 2, ... in key order, md5 = lowercase hex
-//!   md5 of the UTF-8 content, type `text` (r-nacos 0.4 has no types), created at its
-//!   oldest history row's time (its last change if it has none), modified at its last
-//!   change.
-//! * Its history rows keep their order, timestamps and contents: each row holds the
-//!   content of that version, as r-nacos shows it (Tacos's own rows for updates hold the
-//!   replaced content instead, as Nacos does). The first row is an insert (`I`), the
-//!   others updates (`U`). r-nacos's history ids are kept when they are unique and not 0
-//!   (they are global and increasing); otherwise all rows are renumbered from 1, keeping
-//!   the order ([`Report::history_renumbered`]).
-//! * Users keep their name, enabled flag and times (seconds → ms). Their plain-text
-//!   passwords are hashed with argon2id, as Tacos hashes them. Roles: `0` (manager) →
+//!   md5 of the UTF-8 content, the source's type (one Nacos knows, else `text`; `text`
+//!   when it has none) and description, created at its oldest history row's time (its
+//!   last change if it has none), modified at its last change. Gray versions are not
+//!   carried yet: each is listed in [`Report::skipped`] (its config moves).
+//! * Its history rows keep their order, timestamps, contents and the user who wrote them:
+//!   each row holds the content of that version, as r-nacos shows it (Tacos's own rows
+//!   for updates hold the replaced content instead, as Nacos does). The first row is an
+//!   insert (`I`), the others updates (`U`). The source's history ids are kept when they
+//!   are unique and not 0 (r-nacos's are global and increasing); otherwise all rows are
+//!   renumbered from 1, keeping the order ([`Report::history_renumbered`]).
+//! * Users keep their name, enabled flag and times (seconds → ms). A plain password is
+//!   hashed with argon2id, as Tacos hashes them; a BCrypt hash is kept as it is (Tacos
+//!   verifies it at login and re-hashes the password then). Roles: `0` (manager) →
 //!   admin; `1` (developer) → read-write on every namespace (`*`); `2` (visitor) → read on
-//!   every namespace. With several roles the strongest wins; no role → a user without
-//!   any access. Nicknames and `extend_info` have no place in Tacos and are dropped.
+//!   every namespace, or, for a user an r-nacos namespace privilege limits, on each
+//!   allowed namespace that exists ([`UserLine::namespaces`]; an "all but" list becomes
+//!   the namespaces of now, noted). With several roles the strongest wins; no role → a
+//!   user without any access. Nicknames and `extend_info` have no place in Tacos and are
+//!   dropped.
 //!
 //! # Entries Tacos cannot hold
 //!
 //! A config whose data id, group or tenant breaks Tacos's key rules (clients could not
 //! reach it), a config in tenant `"public"` that collides with the same key in `""`, a
-//! namespace id Tacos does not accept, a username Tacos does not accept and a user with a
-//! role code that is not `0`, `1` or `2` stop the conversion with
+//! namespace id Tacos does not accept, a username Tacos does not accept, a user with a
+//! role code that is not `0`, `1` or `2` and a password hash that is no BCrypt hash Tacos
+//! can verify stop the conversion with
 //! [`ConvertError::Unsupported`]. With [`ConvertOptions::skip_bad`] they are left out
 //! (with the config's history) and listed in [`Report::skipped`] instead.
 

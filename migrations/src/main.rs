@@ -27,7 +27,7 @@ use tacos_migrate::{report, DirKind, Options, ReadOptions};
 ///
 ///   rnacos    r-nacos 0.5 to 0.8: Raft files (`index`, `log_*`, `snapshot_*`; the dir
 ///             RNACOS_DATA_DIR names). Read as r-nacos reads them at start: the last
-///             snapshot, then the log up to the last applied entry. BCrypt password
+///             snapshot, then the log after it (docs/migration.md). BCrypt password
 ///             hashes are kept; Tacos checks them at login and re-hashes the password
 ///             with argon2id at each user's first login.
 ///
