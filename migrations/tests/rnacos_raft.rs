@@ -513,3 +513,22 @@ fn a_generated_dir_with_several_log_files_and_a_snapshot_reads_whole() {
     assert_eq!(viewer.namespaces, Some(vec!["dev".to_string()]));
     assert!(viewer.bcrypt);
 }
+
+#[test]
+fn records_after_last_applied_are_applied_for_a_single_member_and_said() {
+    let (_tmp, source) = copy_fixture08();
+    // r-nacos stopped before applying 81..=85 (its `index` says 80).
+    let index_path = source.join("index");
+    let mut index = fs::read(&index_path).unwrap();
+    index[..8].copy_from_slice(&80u64.to_be_bytes());
+    fs::write(&index_path, index).unwrap();
+    let read = rnacos_raft::read(&source, &ReadOptions::default()).expect("read");
+    assert_eq!(read.configs.len(), 30);
+    assert_eq!(read.history_rows(), 42);
+    assert!(
+        read.notes.iter().any(|n| n
+            .contains("5 log record(s) after last_applied_log 80 (index 81..=85) were applied")),
+        "{:?}",
+        read.notes
+    );
+}
