@@ -16,25 +16,29 @@
 //!   registered gets a namespace named after its id, so its configs stay reachable; those
 //!   are listed in [`Report::created_namespaces`].
 //! * Each live config becomes a config with id 1, 2, ... in key order, md5 = lowercase hex
-//!   md5 of the UTF-8 content, type `text` (r-nacos 0.4 has no types), created at its
-//!   oldest history row's time (its last change if it has none), modified at its last
-//!   change.
-//!   Where the source has them (Java Nacos) the config keeps its type, description, app
-//!   name, tags (comma-joined), author and creation time, and its grays (beta and tag
-//!   versions) move with it.
-//! * Its history rows keep their order, timestamps and contents. Rows with the source's
-//!   own op type (Java Nacos, whose rows mean what Tacos's mean) keep it. Otherwise each
-//!   row holds the content of that version, as r-nacos shows it (Tacos's own rows for
-//!   updates hold the replaced content instead, as Nacos does); the first row becomes an
-//!   insert (`I`), the others updates (`U`). The history of deleted configs
-//!   ([`Source::deleted_history`]) moves too, with its ids unless they clash. r-nacos's history ids are kept when they are unique and not 0
-//!   (they are global and increasing); otherwise all rows are renumbered from 1, keeping
-//!   the order ([`Report::history_renumbered`]).
-//! * Users keep their name, enabled flag and times (seconds → ms). Their plain-text
-//!   passwords are hashed with argon2id, as Tacos hashes them. Roles: `0` (manager) →
+//!   md5 of the UTF-8 content, the source's type (one Nacos knows, else `text`; `text`
+//!   when it has none) and description, created at its oldest history row's time (its
+//!   last change if it has none), modified at its last change. Where the source has
+//!   them (Java Nacos) the config also keeps its app name, tags (comma-joined), author
+//!   and creation time, and its grays (beta and tag versions) move with it.
+//! * Its history rows keep their order, timestamps, contents and the user who wrote them.
+//!   Rows with the source's own op type (Java Nacos, whose rows mean what Tacos's mean)
+//!   keep it, with their app name and IP. Otherwise each row holds the content of that
+//!   version, as r-nacos shows it (Tacos's own rows for updates hold the replaced content
+//!   instead, as Nacos does); the first row becomes an insert (`I`), the others updates
+//!   (`U`). The source's history ids are kept when they are unique and not 0 (r-nacos's
+//!   and Nacos' are global and increasing); otherwise all rows are renumbered from 1,
+//!   keeping the order ([`Report::history_renumbered`]). The history of deleted configs
+//!   ([`Source::deleted_history`]) moves too, with its ids unless they clash.
+//! * Users keep their name, enabled flag and times (seconds → ms). A plain password is
+//!   hashed with argon2id, as Tacos hashes them; a BCrypt hash is kept as it is (Tacos
+//!   verifies it at login and re-hashes the password then). Roles: `0` (manager) →
 //!   admin; `1` (developer) → read-write on every namespace (`*`); `2` (visitor) → read on
-//!   every namespace. With several roles the strongest wins; no role → a user without
-//!   any access. Nicknames and `extend_info` have no place in Tacos and are dropped.
+//!   every namespace, or, for a user an r-nacos namespace privilege limits, on each
+//!   allowed namespace that exists ([`UserLine::namespaces`]; an "all but" list becomes
+//!   the namespaces of now, noted). With several roles the strongest wins; no role → a
+//!   user without any access. Nicknames and `extend_info` have no place in Tacos and are
+//!   dropped.
 //! * Named roles ([`Source::roles`], Java Nacos) become Tacos roles bound to the migrated
 //!   users, with their namespace permissions.
 //!
@@ -43,8 +47,9 @@
 //! A config whose data id, group or tenant breaks Tacos's key rules (clients could not
 //! reach it), a config in tenant `"public"` that collides with the same key in `""`, a
 //! namespace id Tacos does not accept, a username Tacos does not accept, a user with a
-//! role code that is not `0`, `1` or `2`, a deleted config's history under a key Tacos
-//! does not accept and a role named `ROLE_ADMIN` or not a valid name stop the conversion with
+//! role code that is not `0`, `1` or `2`, a password hash that is no BCrypt hash Tacos
+//! can verify, a deleted config's history under a key Tacos does not accept and a role
+//! named `ROLE_ADMIN` or not a valid name stop the conversion with
 //! [`ConvertError::Unsupported`]. With [`ConvertOptions::skip_bad`] they are left out
 //! (with the config's history) and listed in [`Report::skipped`] instead.
 

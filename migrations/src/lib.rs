@@ -338,6 +338,8 @@ pub fn run(options: &Options, progress: &mut dyn Progress) -> Result<Outcome, Mi
         now_ms: convert::now_ms(),
     };
     let converted = convert::convert(&source, &convert_options, progress);
+    // The converted records and state hold everything from here on.
+    drop(source);
     progress.finish();
     let converted: Converted = converted?;
     let written = match (&options.target, options.dry_run) {

@@ -1,9 +1,11 @@
-//! `tacos-migrate`: moves an r-nacos data dir (0.4 to 0.8) into a new Tacos data dir.
+//! `tacos-migrate`: moves an r-nacos data dir (0.4 to 0.8) or a Java Nacos MySQL/MariaDB
+//! database into a new Tacos data dir.
 //!
 //! `tacos-migrate --from nacos_db --to tacos_data` finds the kind of the r-nacos dir
-//! ([`tacos_migrate::detect`], or `--from-kind`), reads it without modifying it, converts
-//! it, checks the result and writes the Tacos data dir the way `tacos restore` does;
-//! `--dry-run` stops before writing. See the library docs and docs/migration.md.
+//! ([`tacos_migrate::detect`], or `--from-kind`); `--from mysql://...` names a Java Nacos
+//! database. It reads the source without modifying it, converts it, checks the result
+//! and writes the Tacos data dir the way `tacos restore` does; `--dry-run` stops before
+//! writing. See the library docs and docs/migration.md.
 
 use std::io::Write;
 use std::net::IpAddr;
@@ -18,7 +20,8 @@ use tacos_migrate::nacos_mysql::Url;
 use tacos_migrate::write::Target;
 use tacos_migrate::{report, DirKind, Input, Options, ReadOptions};
 
-/// Move the data of an r-nacos server (0.4 to 0.8) into a new Tacos data dir.
+/// Move the data of an r-nacos server (0.4 to 0.8) or a Java Nacos database into a new
+/// Tacos data dir.
 ///
 /// --from names the r-nacos data dir; its kind is found from its files, or given with
 /// --from-kind:
@@ -28,7 +31,7 @@ use tacos_migrate::{report, DirKind, Input, Options, ReadOptions};
 ///
 ///   rnacos    r-nacos 0.5 to 0.8: Raft files (`index`, `log_*`, `snapshot_*`; the dir
 ///             RNACOS_DATA_DIR names). Read as r-nacos reads them at start: the last
-///             snapshot, then the log up to the last applied entry. BCrypt password
+///             snapshot, then the log after it (docs/migration.md). BCrypt password
 ///             hashes are kept; Tacos checks them at login and re-hashes the password
 ///             with argon2id at each user's first login.
 ///

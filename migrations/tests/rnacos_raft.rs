@@ -448,3 +448,87 @@ fn reading_the_fixture_copy_changes_nothing_and_gives_rnacos_state() {
     }
     assert!(!Path::new(&source.join("nacos_db")).exists());
 }
+
+#[test]
+fn a_generated_dir_with_several_log_files_and_a_snapshot_reads_whole() {
+    use common::gen08;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("generated");
+    let spec = gen08::Spec {
+        configs: 50,
+        history: 6,
+        records_per_file: 70,
+        // Mid-way through the third version.
+        snapshot_after: Some(120),
+    };
+    let written = gen08::write(&dir, &spec);
+    assert!(written.log_files >= 4, "{written:?}");
+    let read = rnacos_raft::read(&dir, &ReadOptions::default()).expect("read");
+    assert!(
+        read.notes.iter().any(|n| n.starts_with("read snapshot_1")),
+        "{:?}",
+        read.notes
+    );
+    assert_eq!(read.configs.len(), 50);
+    assert_eq!(read.history_rows(), 300);
+    for config in &read.configs {
+        let i: usize = config.data_id["config-".len()..config.data_id.len() - ".yaml".len()]
+            .parse()
+            .unwrap();
+        let (tenant, group, _) = gen08::key_of(i);
+        assert_eq!(
+            (config.tenant.as_str(), config.group.as_str()),
+            (tenant, group.as_str())
+        );
+        assert_eq!(config.content, gen08::content_of(i, 5));
+        assert_eq!(config.config_type.as_deref(), Some("yaml"));
+        assert_eq!(config.desc.as_deref(), Some(format!("config {i}").as_str()));
+        let rows = &read.history[&config.key()];
+        let contents: Vec<String> = rows.iter().map(|r| r.content.clone()).collect();
+        let want: Vec<String> = (0..6).map(|rev| gen08::content_of(i, rev)).collect();
+        assert_eq!(contents, want, "{}", config.data_id);
+        assert!(rows.windows(2).all(|w| w[0].id < w[1].id));
+        assert_eq!(rows[1].op_user.as_deref(), Some("dev"));
+    }
+    let names: Vec<&str> = read.users.iter().map(|u| u.username.as_str()).collect();
+    assert_eq!(names, ["admin", "dev", "viewer"]);
+
+    // The visitor limited to `dev` gets read there only.
+    let outcome = tacos_migrate::run(
+        &tacos_migrate::Options {
+            from: Input::RnacosRaft(dir.clone()),
+            read: ReadOptions::default(),
+            target: None,
+            dry_run: true,
+        },
+        &mut tacos_migrate::convert::NoProgress,
+    )
+    .expect("dry run");
+    let viewer = outcome
+        .report
+        .users
+        .iter()
+        .find(|u| u.username == "viewer")
+        .expect("viewer");
+    assert_eq!(viewer.namespaces, Some(vec!["dev".to_string()]));
+    assert!(viewer.bcrypt);
+}
+
+#[test]
+fn records_after_last_applied_are_applied_for_a_single_member_and_said() {
+    let (_tmp, source) = copy_fixture08();
+    // r-nacos stopped before applying 81..=85 (its `index` says 80).
+    let index_path = source.join("index");
+    let mut index = fs::read(&index_path).unwrap();
+    index[..8].copy_from_slice(&80u64.to_be_bytes());
+    fs::write(&index_path, index).unwrap();
+    let read = rnacos_raft::read(&source, &ReadOptions::default()).expect("read");
+    assert_eq!(read.configs.len(), 30);
+    assert_eq!(read.history_rows(), 42);
+    assert!(
+        read.notes.iter().any(|n| n
+            .contains("5 log record(s) after last_applied_log 80 (index 81..=85) were applied")),
+        "{:?}",
+        read.notes
+    );
+}

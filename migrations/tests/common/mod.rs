@@ -2,6 +2,7 @@
 
 #![allow(dead_code)]
 
+pub mod gen08;
 pub mod server;
 
 use std::collections::BTreeMap;
