@@ -45,7 +45,7 @@ use std::fmt;
 use std::time::Duration;
 
 use mysql_async::prelude::Queryable;
-use mysql_async::{IsolationLevel, Opts, OptsBuilder, Row, TxOpts, Value};
+use mysql_async::{IsolationLevel, Opts, OptsBuilder, TxOpts, Value};
 
 pub use url::{redact, Url};
 
@@ -702,12 +702,14 @@ impl Reader<'_> {
             "SELECT {} FROM `{table}` ORDER BY {order}",
             exprs.join(", ")
         );
-        let rows: Vec<Row> = tx.query(sql).await.map_err(|source| ReadError::Query {
+        let failed = |source: mysql_async::Error| ReadError::Query {
             what: format!("table `{table}`"),
             reason: cause(&source),
-        })?;
-        let mut out = Vec::with_capacity(rows.len());
-        for row in rows {
+        };
+        // Row by row: only one row is held twice (as read and as converted).
+        let mut rows = tx.query_iter(sql).await.map_err(failed)?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next().await.map_err(failed)? {
             let fields = Fields {
                 table,
                 cols,
