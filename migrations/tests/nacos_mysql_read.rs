@@ -1,12 +1,13 @@
 //! The Java Nacos MySQL reader against a real MariaDB holding the shared fixture
 //! (`dump.sql`, Nacos 2.4.3, and `dump-3x.sql`, 3.0.3): every row as `expected.json`
-//! describes it, and the database unchanged.
+//! describes it, the database unchanged, and (MariaDB's general log) nothing but reads
+//! sent, every table read inside one read-only consistent-snapshot transaction.
 
 mod common;
 
 use std::collections::BTreeMap;
 
-use common::mariadb::{nacos_expected, MariaDb};
+use common::mariadb::{nacos_expected, MariaDb, READER_USER};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use tacos_migrate::nacos_mysql::{self, GraySource, ReadOptions, Schema, Tables};
@@ -303,6 +304,62 @@ fn checksums(db: &MariaDb, database: &str) -> String {
     db.query(database, &format!("CHECKSUM TABLE {}", list.join(", ")))
 }
 
+/// What the reader's account sent (MariaDB's general log): (command, statement).
+fn statements_sent(db: &MariaDb) -> Vec<(String, String)> {
+    db.query(
+        "mysql",
+        &format!(
+            "SELECT command_type, REPLACE(CONVERT(argument USING utf8mb4), '\\t', ' ') \
+             FROM mysql.general_log WHERE user_host LIKE '{READER_USER}[%'"
+        ),
+    )
+    .lines()
+    .map(|line| {
+        let (command, argument) = line.split_once('\t').unwrap_or((line, ""));
+        (command.to_string(), argument.to_string())
+    })
+    .collect()
+}
+
+/// The reader only reads, and reads every table inside one read-only transaction with a
+/// consistent snapshot.
+fn assert_read_only_snapshot(sent: &[(String, String)]) {
+    let statements: Vec<String> = sent
+        .iter()
+        .filter(|(command, _)| matches!(command.as_str(), "Query" | "Prepare" | "Execute"))
+        .map(|(_, statement)| statement.trim().to_uppercase())
+        .collect();
+    for statement in &statements {
+        assert!(
+            ["SELECT ", "SET ", "SHOW ", "START TRANSACTION", "ROLLBACK"]
+                .iter()
+                .any(|ok| statement.starts_with(ok)),
+            "the reader sent {statement:?}"
+        );
+    }
+    let at = |wanted: &str| {
+        statements
+            .iter()
+            .position(|s| s == wanted)
+            .unwrap_or_else(|| panic!("{wanted:?} not sent: {statements:#?}"))
+    };
+    let read_only = at("SET TRANSACTION READ ONLY");
+    let start = at("START TRANSACTION WITH CONSISTENT SNAPSHOT");
+    let end = at("ROLLBACK");
+    assert!(read_only < start && start < end, "{statements:#?}");
+    let tables: Vec<usize> = statements
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.contains(" FROM `") || s.contains("INFORMATION_SCHEMA"))
+        .map(|(i, _)| i)
+        .collect();
+    assert!(tables.len() >= 10, "{statements:#?}");
+    assert!(
+        tables.iter().all(|&i| start < i && i < end),
+        "a table read outside the transaction: {statements:#?}"
+    );
+}
+
 #[test]
 fn reads_both_fixture_dumps_as_they_are() {
     let db = MariaDb::start();
@@ -312,8 +369,15 @@ fn reads_both_fixture_dumps_as_they_are() {
     ] {
         db.load_fixture(database, dump);
         let before = checksums(&db, database);
+        db.sql(
+            None,
+            "TRUNCATE TABLE mysql.general_log; SET GLOBAL log_output = 'TABLE'; \
+             SET GLOBAL general_log = 1",
+        );
         let tables =
             nacos_mysql::read(&db.url(database), &ReadOptions::default()).expect("read the dump");
+        db.sql(None, "SET GLOBAL general_log = 0");
+        assert_read_only_snapshot(&statements_sent(&db));
         assert_eq!(tables.schema, schema, "{dump}");
         assert_eq!(tables.database, database);
         assert_tables(&tables, dump);

@@ -403,9 +403,6 @@ async fn read_tables(
     database: &str,
     options: &ReadOptions,
 ) -> Result<Tables, ReadError> {
-    let columns = columns(conn, database).await?;
-    let schema = detect(database, &columns)?;
-
     let mut tx_opts = TxOpts::default();
     tx_opts
         .with_consistent_snapshot(true)
@@ -418,6 +415,8 @@ async fn read_tables(
             what: "(starting a read-only transaction)".to_string(),
             reason: cause(&source),
         })?;
+    let columns = columns(&mut tx, database).await?;
+    let schema = detect(database, &columns)?;
 
     let mut reader = Reader {
         database,
@@ -477,7 +476,7 @@ fn cause(e: &mysql_async::Error) -> String {
 /// Table → its columns (lowercase), for the connection's database.
 type Columns = BTreeMap<String, BTreeSet<String>>;
 
-async fn columns(conn: &mut mysql_async::Conn, database: &str) -> Result<Columns, ReadError> {
+async fn columns(conn: &mut impl Queryable, database: &str) -> Result<Columns, ReadError> {
     let rows: Vec<(Vec<u8>, Vec<u8>)> = conn
         .exec(
             "SELECT TABLE_NAME, COLUMN_NAME FROM information_schema.COLUMNS \
