@@ -194,6 +194,64 @@ fn assert_served(server: &Server, admin: &str) {
         );
     }
 
+    // Users (enabled as in Nacos) and role bindings (admins show as ROLE_ADMIN).
+    let page: Value = get(
+        "/nacos/v1/auth/users",
+        &[("pageNo", "1"), ("pageSize", "100")],
+        &[],
+    )
+    .json()
+    .expect("users JSON");
+    let mut users: Vec<(String, bool, bool)> = page["pageItems"]
+        .as_array()
+        .expect("pageItems")
+        .iter()
+        .map(|u| {
+            (
+                s(u, "username").to_string(),
+                u["enabled"].as_bool().expect("enabled"),
+                u["admin"].as_bool().expect("admin"),
+            )
+        })
+        .collect();
+    users.sort();
+    let mut bindings: Vec<(String, String)> = Vec::new();
+    let mut want: Vec<(String, bool, bool)> = Vec::new();
+    for u in exp["users"].as_array().expect("users") {
+        let roles: Vec<&str> = u["roles"]
+            .as_array()
+            .expect("roles")
+            .iter()
+            .map(|r| r.as_str().expect("role"))
+            .collect();
+        want.push((
+            s(u, "username").to_string(),
+            u["enabled"].as_bool().expect("enabled"),
+            roles.contains(&"ROLE_ADMIN"),
+        ));
+        for role in roles {
+            bindings.push((role.to_string(), s(u, "username").to_string()));
+        }
+    }
+    want.sort();
+    assert_eq!(users, want);
+    let page: Value = get(
+        "/nacos/v1/auth/roles",
+        &[("pageNo", "1"), ("pageSize", "100")],
+        &[],
+    )
+    .json()
+    .expect("roles JSON");
+    let mut listed: Vec<(String, String)> = page["pageItems"]
+        .as_array()
+        .expect("pageItems")
+        .iter()
+        .map(|b| (s(b, "role").to_string(), s(b, "username").to_string()))
+        .collect();
+    listed.sort();
+    bindings.sort();
+    assert_eq!(listed, bindings);
+
     // Namespaces: id, name, description (public first, no namespace "public").
     let listed: Value = get("/nacos/v1/console/namespaces", &[], &[])
         .json()
