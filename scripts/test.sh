@@ -44,6 +44,16 @@ if ! fc-list :lang=zh | grep -q .; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq fonts-wqy-zenhei
 fi
 
+# The Java Nacos (MySQL) migration tests (migrations/tests/nacos_mysql_*.rs)
+# start a private MariaDB of their own; they need Debian's server and client.
+if ! command -v mariadbd >/dev/null 2>&1 && ! [ -x /usr/sbin/mariadbd ]; then
+  echo "== installing Debian mariadb-server for the MySQL migration tests"
+  SUDO=""
+  if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq mariadb-server mariadb-client
+fi
+
 if ! [ -d tests/console/node_modules/playwright-core ]; then
   echo "== installing npm playwright-core for the console tests"
   (cd tests/console && npm install --no-audit --no-fund --silent)

@@ -1,7 +1,8 @@
-//! Turns what [`crate::rnacos::read`] found into the records of a Tacos snapshot.
+//! Turns a [`Source`] (what a reader found) into the records of a Tacos snapshot.
 //!
 //! The records are those `tacos_state::State::snapshot_records` writes, in its order:
-//! counters, namespaces, configs, history (per config, oldest first), users. No auth key
+//! counters, namespaces, configs, grays, history (per config key, oldest first), users,
+//! roles. No auth key
 //! and no audit rows: when Tacos first starts on the migrated data dir its leader
 //! initializes auth itself (draws the token key and creates the first admin, `nacos` by
 //! default, only if no user of that name was migrated).
@@ -15,44 +16,58 @@
 //!   registered gets a namespace named after its id, so its configs stay reachable; those
 //!   are listed in [`Report::created_namespaces`].
 //! * Each live config becomes a config with id 1, 2, ... in key order, md5 = lowercase hex
-//!   md5 of the UTF-8 content, type `text` (r-nacos 0.4 has no types), created at its
-//!   oldest history row's time (its last change if it has none), modified at its last
-//!   change.
-//! * Its history rows keep their order, timestamps and contents: each row holds the
-//!   content of that version, as r-nacos shows it (Tacos's own rows for updates hold the
-//!   replaced content instead, as Nacos does). The first row is an insert (`I`), the
-//!   others updates (`U`). r-nacos's history ids are kept when they are unique and not 0
-//!   (they are global and increasing); otherwise all rows are renumbered from 1, keeping
-//!   the order ([`Report::history_renumbered`]).
-//! * Users keep their name, enabled flag and times (seconds → ms). Their plain-text
-//!   passwords are hashed with argon2id, as Tacos hashes them. Roles: `0` (manager) →
+//!   md5 of the UTF-8 content, the source's type (one Nacos knows, else `text`; `text`
+//!   when it has none) and description, created at its oldest history row's time (its
+//!   last change if it has none), modified at its last change. Where the source has
+//!   them (Java Nacos) the config also keeps its app name, tags (comma-joined), author
+//!   and creation time, and its grays (beta and tag versions) move with it.
+//! * Its history rows keep their order, timestamps, contents and the user who wrote them.
+//!   Rows with the source's own op type (Java Nacos, whose rows mean what Tacos's mean)
+//!   keep it, with their app name and IP. Otherwise each row holds the content of that
+//!   version, as r-nacos shows it (Tacos's own rows for updates hold the replaced content
+//!   instead, as Nacos does); the first row becomes an insert (`I`), the others updates
+//!   (`U`). The source's history ids are kept when they are unique and not 0 (r-nacos's
+//!   and Nacos' are global and increasing); otherwise all rows are renumbered from 1,
+//!   keeping the order ([`Report::history_renumbered`]). The history of deleted configs
+//!   ([`Source::deleted_history`]) moves too, with its ids unless they clash.
+//! * Users keep their name, enabled flag and times (seconds → ms). A plain password is
+//!   hashed with argon2id, as Tacos hashes them; a BCrypt hash is kept as it is (Tacos
+//!   verifies it at login and re-hashes the password then). Roles: `0` (manager) →
 //!   admin; `1` (developer) → read-write on every namespace (`*`); `2` (visitor) → read on
-//!   every namespace. With several roles the strongest wins; no role → a user without
-//!   any access. Nicknames and `extend_info` have no place in Tacos and are dropped.
+//!   every namespace, or, for a user an r-nacos namespace privilege limits, on each
+//!   allowed namespace that exists ([`UserLine::namespaces`]; an "all but" list becomes
+//!   the namespaces of now, noted). With several roles the strongest wins; no role → a
+//!   user without any access. Nicknames and `extend_info` have no place in Tacos and are
+//!   dropped.
+//! * Named roles ([`Source::roles`], Java Nacos) become Tacos roles bound to the migrated
+//!   users, with their namespace permissions.
 //!
 //! # Entries Tacos cannot hold
 //!
 //! A config whose data id, group or tenant breaks Tacos's key rules (clients could not
 //! reach it), a config in tenant `"public"` that collides with the same key in `""`, a
-//! namespace id Tacos does not accept, a username Tacos does not accept and a user with a
-//! role code that is not `0`, `1` or `2` stop the conversion with
+//! namespace id Tacos does not accept, a username Tacos does not accept, a user with a
+//! role code that is not `0`, `1` or `2`, a password hash that is no BCrypt hash Tacos
+//! can verify, a deleted config's history under a key Tacos does not accept and a role
+//! named `ROLE_ADMIN` or not a valid name stop the conversion with
 //! [`ConvertError::Unsupported`]. With [`ConvertOptions::skip_bad`] they are left out
 //! (with the config's history) and listed in [`Report::skipped`] instead.
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use tacos_app::auth::password::HashForm;
 use tacos_core::command as cmd;
 use tacos_core::snapshot as pb;
 use tacos_core::{md5_hex, validate};
 use tacos_state::{Access, ConfigKey, Record, State, ALL_NAMESPACES};
 
-use crate::rnacos::{self, Skipped, Source};
+use crate::source::{self, Password, Skipped, Source};
 
 /// The namespace id clients may use for the public namespace.
 const PUBLIC_ALIAS: &str = tacos_state::PUBLIC_NAMESPACE;
 /// Tacos's default `--history-limit` (rows kept per config).
 const TACOS_HISTORY_LIMIT: usize = 100;
-/// The config type given to every config (r-nacos 0.4 has none).
+/// The config type given to a config whose source has none (r-nacos 0.4), as Nacos does.
 pub const CONFIG_TYPE: &str = "text";
 
 /// How to convert.
@@ -183,8 +198,23 @@ pub struct UserLine {
     pub grant: Grant,
     pub enabled: bool,
     /// The password breaks Tacos's rule for new passwords (8 to 128 characters). It still
-    /// works for logging in; it should be changed.
+    /// works for logging in; it should be changed. Unknown (false) for a BCrypt hash.
     pub weak_password: bool,
+    /// The source kept a BCrypt hash, carried as it is (re-hashed with argon2id at the
+    /// user's first login); otherwise a plain password hashed with argon2id now.
+    pub bcrypt: bool,
+    /// The namespaces a developer or visitor was limited to (r-nacos namespace
+    /// privileges), as Tacos namespace ids; `None`: every namespace.
+    pub namespaces: Option<Vec<String>>,
+}
+
+/// A named role the migrated data dir holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoleLine {
+    pub name: String,
+    pub users: Vec<String>,
+    /// Namespace id (`""` public, `"*"` every namespace) → access.
+    pub permissions: BTreeMap<String, Access>,
 }
 
 /// What the conversion carried over, and what not.
@@ -200,8 +230,14 @@ pub struct Report {
     pub per_namespace: BTreeMap<String, (usize, usize)>,
     /// The history ids were not usable as they were and were renumbered.
     pub history_renumbered: bool,
+    /// Gray (beta and tag) versions carried over.
+    pub grays: usize,
+    /// Of `history_rows`, the rows of configs that no longer exist.
+    pub deleted_history: usize,
     /// Users, by name.
     pub users: Vec<UserLine>,
+    /// Named roles (Java Nacos), by name.
+    pub roles: Vec<RoleLine>,
     /// What was read but not carried over, and why (the reader's and the conversion's).
     pub skipped: Vec<Skipped>,
     /// Things carried over that deserve a look.
@@ -253,15 +289,15 @@ pub fn convert(
     Converter {
         options,
         skipped: source.skipped.clone(),
-        notes: Vec::new(),
+        notes: source.notes.clone(),
     }
     .run(source, progress)
 }
 
 /// A config on its way: the source config and its history rows (ids still r-nacos's).
 struct Pending<'a> {
-    source: &'a rnacos::Config,
-    rows: &'a [rnacos::HistoryRow],
+    source: &'a source::Config,
+    rows: &'a [source::HistoryRow],
 }
 
 struct Converter<'o> {
@@ -302,48 +338,86 @@ impl Converter<'_> {
         let mut records = Vec::new();
         let mut per_namespace: BTreeMap<String, (usize, usize)> = BTreeMap::new();
         let mut config_records = Vec::new();
-        let mut history_records = Vec::new();
+        let mut gray_records = Vec::new();
+        // By key, as the state orders history (deleted configs' among the live ones).
+        let mut history_records: BTreeMap<ConfigKey, Vec<Record>> = BTreeMap::new();
         let mut max_history_id = 0;
         for (n, (key, pending)) in configs.iter().enumerate() {
             let config = pending.source;
             let pb_key = cmd::ConfigKey::from(key);
-            let create_time = pending
-                .rows
-                .first()
-                .map_or(config.last_time_ms, |r| r.last_time_ms);
+            let create_time = config.create_time_ms.unwrap_or_else(|| {
+                pending
+                    .rows
+                    .first()
+                    .map_or(config.last_time_ms, |r| r.last_time_ms)
+            });
+            let config_type = config
+                .config_type
+                .as_deref()
+                .map_or(CONFIG_TYPE, validate::config_type)
+                .to_string();
             config_records.push(Record::Config(pb::ConfigRecord {
                 key: Some(pb_key.clone()),
                 id: n as u64 + 1,
                 content: config.content.clone(),
                 md5: md5_hex(&config.content),
-                config_type: CONFIG_TYPE.to_string(),
-                desc: String::new(),
-                app_name: String::new(),
-                tags: String::new(),
+                config_type: config_type.clone(),
+                desc: config.desc.clone().unwrap_or_default(),
+                app_name: config.app_name.clone(),
+                tags: config.tags.join(","),
                 create_time,
                 modify_time: config.last_time_ms,
-                src_user: String::new(),
-                src_ip: String::new(),
+                src_user: config.src_user.clone(),
+                src_ip: config.src_ip.clone(),
             }));
+            // In the order the state keeps a config's grays.
+            let mut grays: Vec<&source::Gray> = config.grays.iter().collect();
+            grays.sort_by(|a, b| {
+                (std::cmp::Reverse(a.priority), &a.name)
+                    .cmp(&(std::cmp::Reverse(b.priority), &b.name))
+            });
+            for gray in grays {
+                gray_records.push(Record::Gray(pb::GrayRecord {
+                    key: Some(pb_key.clone()),
+                    name: gray.name.clone(),
+                    rule: Some(cmd::GrayRule {
+                        r#type: gray.rule.kind().to_string(),
+                        version: tacos_state::GRAY_RULE_VERSION.to_string(),
+                        expr: gray.rule.expr(),
+                        priority: gray.priority,
+                    }),
+                    content: gray.content.clone(),
+                    md5: md5_hex(&gray.content),
+                    config_type: config_type.clone(),
+                    app_name: gray.app_name.clone(),
+                    src_user: gray.src_user.clone(),
+                    src_ip: gray.src_ip.clone(),
+                    create_time: gray.create_time_ms,
+                    modify_time: gray.modify_time_ms,
+                }));
+            }
             let mut last_id = 0;
             for (i, row) in pending.rows.iter().enumerate() {
                 let id = ids.ids[n][i];
-                history_records.push(Record::History(pb::HistoryRecord {
-                    id,
-                    key: Some(pb_key.clone()),
-                    content: row.content.clone(),
-                    md5: md5_hex(&row.content),
-                    app_name: String::new(),
-                    src_user: String::new(),
-                    src_ip: String::new(),
-                    op_type: if i == 0 { "I" } else { "U" }.to_string(),
-                    created_time: row.last_time_ms,
-                    last_modified_time: row.last_time_ms,
-                    last_id,
-                    // r-nacos has no gray versions: every row is formal.
-                    publish_type: String::new(),
-                    gray_name: String::new(),
-                }));
+                history_records
+                    .entry(key.clone())
+                    .or_default()
+                    .push(Record::History(pb::HistoryRecord {
+                        id,
+                        key: Some(pb_key.clone()),
+                        content: row.content.clone(),
+                        md5: md5_hex(&row.content),
+                        app_name: row.app_name.clone(),
+                        src_user: row.op_user.clone().unwrap_or_default(),
+                        src_ip: row.src_ip.clone(),
+                        op_type: history_op(row, i).to_string(),
+                        created_time: row.last_time_ms,
+                        last_modified_time: row.last_time_ms,
+                        last_id,
+                        // Every row is formal (gray history is not carried).
+                        publish_type: String::new(),
+                        gray_name: String::new(),
+                    }));
                 last_id = id;
                 max_history_id = max_history_id.max(id);
             }
@@ -366,8 +440,42 @@ impl Converter<'_> {
             ));
         }
 
+        let deleted = self.deleted_history(source, &ids, progress)?;
+        for (key, rows) in &deleted {
+            let pb_key = cmd::ConfigKey::from(key);
+            let mut last_id = 0;
+            for (i, (id, row)) in rows.iter().enumerate() {
+                history_records
+                    .entry(key.clone())
+                    .or_default()
+                    .push(Record::History(pb::HistoryRecord {
+                        id: *id,
+                        key: Some(pb_key.clone()),
+                        content: row.content.clone(),
+                        md5: md5_hex(&row.content),
+                        app_name: row.app_name.clone(),
+                        src_user: row.op_user.clone().unwrap_or_default(),
+                        src_ip: row.src_ip.clone(),
+                        op_type: history_op(row, i).to_string(),
+                        created_time: row.last_time_ms,
+                        last_modified_time: row.last_time_ms,
+                        last_id,
+                        publish_type: String::new(),
+                        gray_name: String::new(),
+                    }));
+                last_id = *id;
+                max_history_id = max_history_id.max(*id);
+            }
+            let entry = per_namespace.entry(key.namespace.clone()).or_default();
+            entry.1 += rows.len();
+        }
+
         progress.phase("users");
-        let (user_records, users) = self.users(source, progress)?;
+        let namespace_ids: Vec<String> = std::iter::once(String::new())
+            .chain(namespaces.keys().cloned())
+            .collect();
+        let (user_records, users) = self.users(source, &namespace_ids, progress)?;
+        let (role_records, roles) = self.roles(source, &users)?;
 
         records.push(Record::Counters(pb::CountersRecord {
             next_config_id: configs.len() as u64,
@@ -378,17 +486,21 @@ impl Converter<'_> {
             Record::Namespace(pb::NamespaceRecord {
                 id: n.id.clone(),
                 name: n.name.clone(),
-                desc: String::new(),
-                create_time: self.options.now_ms,
+                desc: n.desc.clone(),
+                create_time: n.create_time_ms.unwrap_or(self.options.now_ms),
             })
         }));
-        let history_rows = history_records.len();
+        let history_rows = history_records.values().map(Vec::len).sum();
+        let gray_count = gray_records.len();
         records.extend(config_records);
-        records.extend(history_records);
+        records.extend(gray_records);
+        records.extend(history_records.into_values().flatten());
         records.extend(user_records);
+        records.extend(role_records);
 
         let state = load(&records)?;
         let (md5_checked, md5_matched) = check(&state, &configs, &namespaces, &users)?;
+        check_extra(&state, &configs, &deleted, &roles)?;
 
         let report = Report {
             namespaces: namespaces
@@ -404,7 +516,10 @@ impl Converter<'_> {
             history_rows,
             per_namespace,
             history_renumbered,
+            grays: gray_count,
+            deleted_history: deleted.iter().map(|(_, rows)| rows.len()).sum(),
             users,
+            roles,
             skipped: self.skipped,
             notes: self.notes,
             md5_checked,
@@ -450,6 +565,8 @@ impl Converter<'_> {
                 NewNamespace {
                     id: ns.id.clone(),
                     name,
+                    desc: ns.desc.clone(),
+                    create_time_ms: ns.create_time_ms,
                     created: false,
                 },
             );
@@ -517,6 +634,8 @@ impl Converter<'_> {
                     NewNamespace {
                         id: key.namespace.clone(),
                         name: key.namespace.clone(),
+                        desc: String::new(),
+                        create_time_ms: None,
                         created: true,
                     },
                 );
@@ -573,7 +692,7 @@ impl Converter<'_> {
 
     fn config_notes(&mut self, key: &ConfigKey, pending: &Pending<'_>) {
         let name = || {
-            rnacos::ConfigKey {
+            source::ConfigKey {
                 tenant: key.namespace.clone(),
                 group: key.group.clone(),
                 data_id: key.data_id.clone(),
@@ -588,14 +707,17 @@ impl Converter<'_> {
         }
         match pending.rows.last() {
             None => self.notes.push(format!(
-                "config {} has no history in r-nacos (none is made up)",
+                "config {} has no history in the source (none is made up)",
                 name()
             )),
-            Some(newest) if newest.content != pending.source.content => self.notes.push(format!(
-                "config {}: its newest history row differs from its current content \
+            // Op-typed rows (Nacos) hold the content before an update: no match expected.
+            Some(newest) if newest.op.is_none() && newest.content != pending.source.content => {
+                self.notes.push(format!(
+                    "config {}: its newest history row differs from its current content \
                      (both carried over as they are)",
-                name()
-            )),
+                    name()
+                ))
+            }
             Some(_) => {}
         }
     }
@@ -603,12 +725,13 @@ impl Converter<'_> {
     fn users(
         &mut self,
         source: &Source,
+        namespace_ids: &[String],
         progress: &mut dyn Progress,
     ) -> Result<(Vec<Record>, Vec<UserLine>), ConvertError> {
         let mut records = Vec::new();
         let mut lines = Vec::new();
         // In name order, as the state writes them.
-        let mut users: Vec<&rnacos::User> = source.users.iter().collect();
+        let mut users: Vec<&source::User> = source.users.iter().collect();
         users.sort_by(|a, b| a.username.cmp(&b.username));
         for user in users {
             progress.advance(1);
@@ -630,20 +753,59 @@ impl Converter<'_> {
                     continue;
                 }
             };
-            let password_hash = if self.options.hash_passwords {
-                tacos_app::auth::password::hash(&user.password).map_err(|e| ConvertError::Hash {
-                    username: user.username.clone(),
-                    reason: e.to_string(),
-                })?
-            } else {
-                String::new()
+            let (password_hash, weak_password, bcrypt) = match &user.password {
+                Password::Plain(plain) => {
+                    let hash = if self.options.hash_passwords {
+                        tacos_app::auth::password::hash(plain).map_err(|e| ConvertError::Hash {
+                            username: user.username.clone(),
+                            reason: e.to_string(),
+                        })?
+                    } else {
+                        String::new()
+                    };
+                    let weak = tacos_app::auth::password::check_new(plain).is_err();
+                    (hash, weak, false)
+                }
+                Password::Bcrypt(hash) => {
+                    if tacos_app::auth::password::form(hash) != HashForm::Bcrypt {
+                        self.bad(
+                            what(),
+                            "its password hash is not a BCrypt hash Tacos can verify \
+                             ($2a$, $2b$ or $2y$, cost 4 to 31)"
+                                .to_string(),
+                        )?;
+                        continue;
+                    }
+                    (hash.clone(), false, true)
+                }
             };
-            let permissions = match grant {
-                Grant::Everywhere(access) => vec![pb::PermissionRecord {
+            let limited = match (&grant, &user.namespace_privilege) {
+                (Grant::Everywhere(_), Some(privilege)) if !privilege.is_all() => {
+                    Some(self.allowed_namespaces(&user.username, privilege, namespace_ids))
+                }
+                (Grant::Admin, Some(privilege)) if !privilege.is_all() => {
+                    self.notes.push(format!(
+                        "user {:?} is a manager, an admin in Tacos: its r-nacos namespace \
+                         limits do not apply to an admin",
+                        user.username
+                    ));
+                    None
+                }
+                _ => None,
+            };
+            let permissions = match (grant, &limited) {
+                (Grant::Everywhere(access), None) => vec![pb::PermissionRecord {
                     namespace: ALL_NAMESPACES.to_string(),
                     access: access.to_pb() as i32,
                 }],
-                Grant::Admin | Grant::Nothing => Vec::new(),
+                (Grant::Everywhere(access), Some(list)) => list
+                    .iter()
+                    .map(|namespace| pb::PermissionRecord {
+                        namespace: namespace.clone(),
+                        access: access.to_pb() as i32,
+                    })
+                    .collect(),
+                (Grant::Admin | Grant::Nothing, _) => Vec::new(),
             };
             records.push(Record::User(pb::UserRecord {
                 username: user.username.clone(),
@@ -660,16 +822,65 @@ impl Converter<'_> {
                 roles: user.roles.clone(),
                 grant,
                 enabled: user.enabled,
-                weak_password: tacos_app::auth::password::check_new(&user.password).is_err(),
+                weak_password,
+                bcrypt,
+                namespaces: limited,
             });
         }
         Ok((records, lines))
     }
 }
 
+impl Converter<'_> {
+    /// The namespaces (of `existing`, sorted, `""` = public) an r-nacos namespace
+    /// privilege allows. Tacos grants per namespace and has no "all but": a privilege of
+    /// every namespace but some is granted on the namespaces that exist now (noted).
+    fn allowed_namespaces(
+        &mut self,
+        username: &str,
+        privilege: &source::NamespacePrivilege,
+        existing: &[String],
+    ) -> Vec<String> {
+        let mut allowed: Vec<String> = existing
+            .iter()
+            .filter(|id| privilege.allows(id))
+            .cloned()
+            .collect();
+        allowed.sort();
+        if privilege.whitelist_is_all {
+            self.notes.push(format!(
+                "user {username:?} could see every namespace but {}: Tacos cannot say \
+                 \"all but\", so it is granted the {} namespace(s) that exist now; grant it \
+                 namespaces created later by hand",
+                if privilege.blacklist_is_all {
+                    "none".to_string()
+                } else {
+                    privilege.blacklist.join(", ")
+                },
+                allowed.len()
+            ));
+        }
+        let unknown: Vec<&str> = privilege
+            .whitelist
+            .iter()
+            .map(String::as_str)
+            .filter(|id| *id != PUBLIC_ALIAS && !existing.iter().any(|e| e == id))
+            .collect();
+        if !unknown.is_empty() {
+            self.notes.push(format!(
+                "user {username:?} was allowed namespace(s) that do not exist: {} (not granted)",
+                unknown.join(", ")
+            ));
+        }
+        allowed
+    }
+}
+
 struct NewNamespace {
     id: String,
     name: String,
+    desc: String,
+    create_time_ms: Option<i64>,
     created: bool,
 }
 
@@ -677,6 +888,208 @@ struct HistoryIds {
     /// Per config (in key order), per row.
     ids: Vec<Vec<u64>>,
     renumbered: bool,
+}
+
+/// The op type Tacos records for the `i`th row of a config: the source's own (Nacos'
+/// meaning is Tacos's), else an insert first and updates after.
+fn history_op(row: &source::HistoryRow, i: usize) -> &'static str {
+    match row.op {
+        Some(op) => op.code(),
+        None if i == 0 => "I",
+        None => "U",
+    }
+}
+
+/// History rows of deleted configs, with their Tacos ids, by key.
+type DeletedHistory<'s> = Vec<(ConfigKey, Vec<(u64, &'s source::HistoryRow)>)>;
+
+impl Converter<'_> {
+    /// The history of deleted configs Tacos can hold. Ids are the source's when they do
+    /// not clash with the live configs' (and are not 0), else numbered after them.
+    fn deleted_history<'s>(
+        &mut self,
+        source: &'s Source,
+        live: &HistoryIds,
+        progress: &mut dyn Progress,
+    ) -> Result<DeletedHistory<'s>, ConvertError> {
+        let mut used: BTreeSet<u64> = live.ids.iter().flatten().copied().collect();
+        let mut kept: Vec<(ConfigKey, &'s [source::HistoryRow])> = Vec::new();
+        for (source_key, rows) in &source.deleted_history {
+            progress.advance(rows.len() as u64);
+            let what = || {
+                format!(
+                    "history of deleted config {source_key} ({} row{})",
+                    rows.len(),
+                    if rows.len() == 1 { "" } else { "s" }
+                )
+            };
+            let checked = validate::data_id(&source_key.data_id)
+                .and_then(|()| validate::group(&source_key.group))
+                .and_then(|()| validate::namespace(&source_key.tenant));
+            if let Err(e) = checked {
+                self.bad(what(), format!("Tacos does not accept this key ({e})"))?;
+                continue;
+            }
+            let key = ConfigKey::new(&source_key.tenant, &source_key.group, &source_key.data_id);
+            if kept.iter().any(|(k, _)| *k == key) {
+                self.bad(
+                    what(),
+                    "tenant \"public\" is the public namespace in Tacos, which already holds \
+                     the history of this key"
+                        .to_string(),
+                )?;
+                continue;
+            }
+            kept.push((key, rows));
+        }
+        let own_ids_usable = !live.renumbered
+            && kept.iter().all(|(_, rows)| {
+                rows.windows(2).all(|w| w[0].id < w[1].id)
+                    && rows.iter().all(|r| r.id != 0 && used.insert(r.id))
+            });
+        let mut next = live.ids.iter().flatten().copied().max().unwrap_or(0);
+        if !own_ids_usable && !kept.is_empty() {
+            self.notes.push(
+                "the history ids of deleted configs clashed with others (or were 0); they \
+                 were numbered after the live configs' rows, keeping their order"
+                    .to_string(),
+            );
+        }
+        Ok(kept
+            .into_iter()
+            .map(|(key, rows)| {
+                let rows = rows
+                    .iter()
+                    .map(|row| {
+                        if own_ids_usable {
+                            (row.id, row)
+                        } else {
+                            next += 1;
+                            (next, row)
+                        }
+                    })
+                    .collect();
+                (key, rows)
+            })
+            .collect())
+    }
+
+    /// The named roles Tacos can hold, bound to the converted users only.
+    fn roles(
+        &mut self,
+        source: &Source,
+        users: &[UserLine],
+    ) -> Result<(Vec<Record>, Vec<RoleLine>), ConvertError> {
+        let mut records = Vec::new();
+        let mut lines = Vec::new();
+        let mut roles: Vec<&source::Role> = source.roles.iter().collect();
+        roles.sort_by(|a, b| a.name.cmp(&b.name));
+        for role in roles {
+            let what = || format!("role {:?}", role.name);
+            if role.name == tacos_state::ADMIN_ROLE {
+                self.bad(
+                    what(),
+                    "Tacos reserves this name for its admins (they are admin users)".to_string(),
+                )?;
+                continue;
+            }
+            if let Err(e) = tacos_app::auth::check_role(&role.name) {
+                self.bad(
+                    what(),
+                    format!("Tacos does not accept this role name ({e})"),
+                )?;
+                continue;
+            }
+            let mut bound = Vec::new();
+            for username in &role.users {
+                if users.iter().any(|u| &u.username == username) {
+                    bound.push(username.clone());
+                } else {
+                    self.notes.push(format!(
+                        "role {:?}: its user {username:?} was not carried over, nor is the binding",
+                        role.name
+                    ));
+                }
+            }
+            bound.sort();
+            bound.dedup();
+            if bound.is_empty() && role.permissions.is_empty() {
+                continue;
+            }
+            records.push(Record::Role(pb::RoleRecord {
+                role: role.name.clone(),
+                usernames: bound.clone(),
+                permissions: role
+                    .permissions
+                    .iter()
+                    .map(|(namespace, access)| pb::PermissionRecord {
+                        namespace: namespace.clone(),
+                        access: access.to_pb() as i32,
+                    })
+                    .collect(),
+            }));
+            lines.push(RoleLine {
+                name: role.name.clone(),
+                users: bound,
+                permissions: role.permissions.clone(),
+            });
+        }
+        Ok((records, lines))
+    }
+}
+
+/// Checks what [`check`] does not: grays, the history of deleted configs and roles.
+fn check_extra(
+    state: &State,
+    configs: &BTreeMap<ConfigKey, Pending<'_>>,
+    deleted: &DeletedHistory<'_>,
+    roles: &[RoleLine],
+) -> Result<(), ConvertError> {
+    let bad = |what: String| Err(ConvertError::Inconsistent(what));
+    for (key, pending) in configs {
+        let grays = state.grays(key);
+        if grays.len() != pending.source.grays.len() {
+            return bad(format!(
+                "config {key}: {} grays converted, the state holds {}",
+                pending.source.grays.len(),
+                grays.len()
+            ));
+        }
+        for gray in &pending.source.grays {
+            match state.gray(key, &gray.name) {
+                Some(g) if *g.md5 == md5_hex(&gray.content) && g.rule == gray.rule => {}
+                _ => return bad(format!("config {key}: gray {:?} differs", gray.name)),
+            }
+        }
+    }
+    for (key, rows) in deleted {
+        let held: Vec<_> = state.history(key).collect();
+        if held.len() != rows.len()
+            || held
+                .iter()
+                .zip(rows)
+                .any(|(h, (id, row))| h.id != *id || *h.md5 != md5_hex(&row.content))
+        {
+            return bad(format!("the history of deleted config {key} differs"));
+        }
+    }
+    if state.roles().count() != roles.len() {
+        return bad(format!(
+            "{} roles converted, the state holds {}",
+            roles.len(),
+            state.roles().count()
+        ));
+    }
+    for line in roles {
+        let Some(role) = state.role(&line.name) else {
+            return bad(format!("role {:?} is missing", line.name));
+        };
+        let users: Vec<&String> = role.users.iter().collect();
+        if users != line.users.iter().collect::<Vec<_>>() || role.permissions != line.permissions {
+            return bad(format!("role {:?} differs", line.name));
+        }
+    }
+    Ok(())
 }
 
 /// Loads the records into a fresh state, as a node loads a snapshot.
@@ -776,8 +1189,15 @@ fn check(
             Grant::Everywhere(access) => Some(access),
             Grant::Nothing => None,
         };
+        let rights_match = match &line.namespaces {
+            None => user.access("any-namespace") == access,
+            Some(list) => {
+                list.iter().all(|ns| user.access(ns) == access)
+                    && user.permissions.len() == list.len()
+            }
+        };
         if user.admin != (line.grant == Grant::Admin)
-            || user.access("any-namespace") != access
+            || !rights_match
             || user.enabled != line.enabled
         {
             return bad(format!(
@@ -795,7 +1215,7 @@ fn check(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rnacos::{Config, HistoryRow, Namespace, User};
+    use crate::source::{Config, GrayRule, HistoryRow, Namespace, OpType, Password, User};
 
     fn config(tenant: &str, group: &str, data_id: &str, content: &str, t: i64) -> Config {
         Config {
@@ -804,6 +1224,14 @@ mod tests {
             data_id: data_id.into(),
             content: content.into(),
             last_time_ms: t,
+            config_type: None,
+            desc: None,
+            grays: Vec::new(),
+            create_time_ms: None,
+            app_name: String::new(),
+            tags: Vec::new(),
+            src_user: String::new(),
+            src_ip: String::new(),
         }
     }
 
@@ -812,19 +1240,24 @@ mod tests {
             id,
             content: content.into(),
             last_time_ms: t,
+            op_user: None,
+            op: None,
+            app_name: String::new(),
+            src_ip: String::new(),
         }
     }
 
     fn user(name: &str, password: &str, roles: &[&str], enabled: bool) -> User {
         User {
             username: name.into(),
-            password: password.into(),
+            password: Password::Plain(password.into()),
             nickname: String::new(),
             gmt_create: 1_700_000_000,
             gmt_modified: 1_700_000_100,
             enabled,
             roles: roles.iter().map(|r| r.to_string()).collect(),
             extend_info: BTreeMap::new(),
+            namespace_privilege: None,
         }
     }
 
@@ -834,6 +1267,8 @@ mod tests {
             namespaces: vec![Namespace {
                 id: "dev".into(),
                 name: "Development".into(),
+                desc: String::new(),
+                create_time_ms: None,
             }],
             users,
             ..Source::default()
@@ -890,8 +1325,10 @@ mod tests {
                 Record::Counters(_) => "counters",
                 Record::Namespace(_) => "namespace",
                 Record::Config(_) => "config",
+                Record::Gray(_) => "gray",
                 Record::History(_) => "history",
                 Record::User(_) => "user",
+                Record::Role(_) => "role",
                 Record::Audit(_) => "audit",
             })
             .collect();
@@ -1198,5 +1635,109 @@ mod tests {
         assert_eq!(count.total, 3 + 4 + 4);
         assert_eq!(count.done, count.total);
         assert_eq!(count.phases, ["configs", "history", "users"]);
+    }
+
+    /// A Java Nacos shaped source: op-typed history, grays, a deleted config's history,
+    /// named roles; records still come in the state's own order.
+    #[test]
+    fn nacos_grays_roles_and_deleted_history_load_in_snapshot_order() {
+        let mut source = sample();
+        let key = source.configs[0].key();
+        let config = &mut source.configs[0];
+        config.app_name = "gateway".into();
+        config.tags = vec!["a".into(), "b".into()];
+        for (name, rule, priority) in [
+            (
+                "tag_canary",
+                GrayRule::Tag {
+                    tag: "canary".into(),
+                },
+                i32::MAX - 1,
+            ),
+            (
+                "beta",
+                GrayRule::Beta {
+                    ips: vec!["10.0.0.1".into()],
+                },
+                i32::MAX,
+            ),
+        ] {
+            config.grays.push(source::Gray {
+                name: name.into(),
+                rule,
+                priority,
+                content: format!("{name} content"),
+                md5: String::new(),
+                app_name: String::new(),
+                src_user: "nacos".into(),
+                src_ip: "10.0.0.9".into(),
+                create_time_ms: 10,
+                modify_time_ms: 20,
+            });
+        }
+        let rows = source.history.get_mut(&key).unwrap();
+        rows[1].op = Some(OpType::Update);
+        // Deleted, sorting between the live keys' history.
+        let mut gone = row(3, "gone v1", 90);
+        gone.op = Some(OpType::Insert);
+        let mut gone_d = row(4, "gone v1", 95);
+        gone_d.op = Some(OpType::Delete);
+        source.deleted_history.insert(
+            source::ConfigKey {
+                tenant: "dev".into(),
+                group: "APP_GROUP".into(),
+                data_id: "a-gone.txt".into(),
+            },
+            vec![gone, gone_d],
+        );
+        source.roles = vec![source::Role {
+            name: "dev-rw".into(),
+            users: vec!["nobody".into(), "not-a-user".into()],
+            permissions: [("dev".to_string(), Access::ReadWrite)].into(),
+        }];
+        let converted = convert(&source, &options(false), &mut NoProgress).unwrap();
+        let ours: Vec<Vec<u8>> = converted.records.iter().map(Record::encode).collect();
+        let state: Vec<Vec<u8>> = converted.state.snapshot_records().collect();
+        assert_eq!(ours, state);
+
+        let tacos_key = ConfigKey::new("", "DEFAULT_GROUP", "a.yaml");
+        let names: Vec<&str> = converted
+            .state
+            .grays(&tacos_key)
+            .iter()
+            .map(|g| g.name.as_str())
+            .collect();
+        assert_eq!(names, ["beta", "tag_canary"]);
+        let ops: Vec<&str> = converted
+            .state
+            .history(&tacos_key)
+            .map(|r| r.op.code())
+            .collect();
+        assert_eq!(ops, ["I", "U", "U"]);
+        let gone_key = ConfigKey::new("dev", "APP_GROUP", "a-gone.txt");
+        assert!(converted.state.config(&gone_key).is_none());
+        let ops: Vec<(u64, &str)> = converted
+            .state
+            .history(&gone_key)
+            .map(|r| (r.id, r.op.code()))
+            .collect();
+        assert_eq!(ops, [(3, "I"), (4, "D")]);
+        let role = converted.state.role("dev-rw").expect("role");
+        assert_eq!(role.users.iter().collect::<Vec<_>>(), ["nobody"]);
+        assert_eq!(
+            converted
+                .state
+                .user_with_roles("nobody")
+                .unwrap()
+                .access("dev"),
+            Some(Access::ReadWrite)
+        );
+        let report = &converted.report;
+        assert_eq!((report.grays, report.deleted_history), (2, 2));
+        assert!(report.notes.iter().any(|n| n.contains("not-a-user")));
+        assert_eq!(
+            converted.state.config(&tacos_key).unwrap().tags,
+            "a,b".to_string()
+        );
     }
 }

@@ -1,9 +1,11 @@
-//! `tacos-migrate`: moves an r-nacos 0.4.x data dir into a new Tacos data dir.
+//! `tacos-migrate`: moves an r-nacos data dir (0.4 to 0.8) or a Java Nacos MySQL/MariaDB
+//! database into a new Tacos data dir.
 //!
-//! `tacos-migrate --from nacos_db --to tacos_data` reads the r-nacos dir (through a
-//! temporary copy, without modifying it), converts it, checks the result and writes the
-//! Tacos data dir the way `tacos restore` does; `--dry-run` stops before writing. See
-//! the library docs and docs/migration.md.
+//! `tacos-migrate --from nacos_db --to tacos_data` finds the kind of the r-nacos dir
+//! ([`tacos_migrate::detect`], or `--from-kind`); `--from mysql://...` names a Java Nacos
+//! database. It reads the source without modifying it, converts it, checks the result
+//! and writes the Tacos data dir the way `tacos restore` does; `--dry-run` stops before
+//! writing. See the library docs and docs/migration.md.
 
 use std::io::Write;
 use std::net::IpAddr;
@@ -14,21 +16,41 @@ use anyhow::Context;
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use tacos_migrate::convert::Progress;
-use tacos_migrate::rnacos::ReadOptions;
+use tacos_migrate::nacos_mysql::Url;
 use tacos_migrate::write::Target;
-use tacos_migrate::{report, Options};
+use tacos_migrate::{report, DirKind, Input, Options, ReadOptions};
 
-/// Move the data of an r-nacos 0.4.x server (its sled `nacos_db` dir) into a new Tacos
-/// data dir.
+/// Move the data of an r-nacos server (0.4 to 0.8) or a Java Nacos database into a new
+/// Tacos data dir.
 ///
-/// Moves namespaces, configs with their history (contents, md5s and timestamps kept) and
-/// users. Passwords, which r-nacos 0.4 keeps in plain text, are re-hashed with argon2id
-/// as Tacos hashes them, so every user logs in with the same password. Roles: 0
-/// (manager) becomes an admin, 1 (developer) read-write and 2 (visitor) read on every
-/// namespace.
+/// --from names the r-nacos data dir; its kind is found from its files, or given with
+/// --from-kind:
 ///
-/// The r-nacos dir is only read (through a temporary copy), and may not be in use by a
-/// running r-nacos. The Tacos dir is written like `tacos restore` writes one: the node
+///   rnacos04  r-nacos 0.4.x: a sled database (`conf`, `db`; by default `nacos_db`).
+///             Passwords are plain text there and are hashed with argon2id.
+///
+///   rnacos    r-nacos 0.5 to 0.8: Raft files (`index`, `log_*`, `snapshot_*`; the dir
+///             RNACOS_DATA_DIR names). Read as r-nacos reads them at start: the last
+///             snapshot, then the log after it (docs/migration.md). BCrypt password
+///             hashes are kept; Tacos checks them at login and re-hashes the password
+///             with argon2id at each user's first login.
+///
+/// --from mysql://USER:PASSWORD@HOST:PORT/DATABASE reads a Java Nacos database (2.x, or
+/// 2.5+/3.x with config_info_gray) on MySQL or MariaDB, only with SELECTs, in one
+/// read-only consistent-snapshot transaction (TCP, no TLS). Configs keep type,
+/// description, app name, tags, author and betas/tag grays; history keeps Nacos' op
+/// types and ids, deleted configs' too; users keep their BCrypt hashes (re-hashed with
+/// argon2id at first login); ROLE_ADMIN makes an admin, other roles move with their
+/// whole-namespace permissions (NAMESPACE:*:*); the report lists what cannot move.
+///
+/// Moves namespaces, configs with their history (contents, md5s, timestamps, and for 0.5+
+/// types, descriptions and who wrote each version) and users, so every user logs in with
+/// the same password. Roles: 0 (manager) becomes an admin, 1 (developer) read-write and 2
+/// (visitor) read on every namespace, or on the namespaces an r-nacos 0.6+ namespace
+/// privilege allows.
+///
+/// The r-nacos dir is only read (0.4: through a temporary copy), and may not be in use by
+/// a running r-nacos. The Tacos dir is written like `tacos restore` writes one: the node
 /// (--node-id and its addresses) is the only voter of a new cluster, and a dir that is
 /// not empty is refused unless --force (then it is moved aside, never deleted). At the
 /// end a report lists what moved, what was skipped and why, and an md5 check of every
@@ -38,12 +60,21 @@ use tacos_migrate::{report, Options};
 /// key and the admin named by its --admin-username (default nacos), with its
 /// --admin-password or a generated one, unless a user of that name was migrated.
 #[derive(Debug, Parser)]
-#[command(name = "tacos-migrate", version, about, long_about)]
+#[command(
+    name = "tacos-migrate",
+    version,
+    about,
+    long_about,
+    verbatim_doc_comment
+)]
 struct Args {
-    /// The r-nacos data dir (the one holding `conf` and `db`, by default `nacos_db`).
-    /// It is only read: the tool opens a temporary copy.
-    #[arg(long, value_name = "DIR")]
+    /// The r-nacos data dir, or a Java Nacos database as
+    /// mysql://USER:PASSWORD@HOST:PORT/DATABASE. It is only read.
+    #[arg(long, value_name = "DIR|URL")]
     from: PathBuf,
+    /// What kind of dir --from is (default: found from its files).
+    #[arg(long, value_enum, value_name = "KIND")]
+    from_kind: Option<Kind>,
     /// The Tacos data dir to create (start tacos with --data-dir DIR afterwards).
     #[arg(long, value_name = "DIR", required_unless_present = "dry_run")]
     to: Option<PathBuf>,
@@ -83,6 +114,15 @@ struct Args {
     advertise: Option<String>,
 }
 
+/// `--from-kind` values.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum Kind {
+    /// r-nacos 0.4.x (sled: `conf` and `db`).
+    Rnacos04,
+    /// r-nacos 0.5 to 0.8 (Raft: `index`, `log_*`, `snapshot_*`).
+    Rnacos,
+}
+
 /// A progress bar on stderr (hidden when stderr is not a terminal).
 struct Bar(ProgressBar);
 
@@ -112,8 +152,23 @@ impl Progress for Bar {
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    let kind = args.from_kind.map(|kind| match kind {
+        Kind::Rnacos04 => DirKind::Rnacos04,
+        Kind::Rnacos => DirKind::Rnacos,
+    });
+    let from = match args.from.to_str().filter(|s| Url::is_mysql(s)) {
+        Some(url) => {
+            anyhow::ensure!(
+                kind.is_none(),
+                "--from-kind is for data dirs; --from names a MySQL database"
+            );
+            Input::NacosMysql(Url::new(url))
+        }
+        None => tacos_migrate::detect(&args.from, kind)
+            .with_context(|| format!("cannot read --from {}", args.from.display()))?,
+    };
     let options = Options {
-        from: args.from.clone(),
+        from: from.clone(),
         read: ReadOptions {
             skip_bad: args.skip_bad,
             work_dir: args.work_dir.clone(),
@@ -135,12 +190,7 @@ fn main() -> anyhow::Result<()> {
     let mut progress = Bar(bar);
     let outcome = tacos_migrate::run(&options, &mut progress);
     progress.0.finish_and_clear();
-    let outcome = outcome.with_context(|| {
-        format!(
-            "migrating the r-nacos data dir {} failed",
-            args.from.display()
-        )
-    })?;
+    let outcome = outcome.with_context(|| format!("migrating the {from} failed"))?;
     let report = report::render(&outcome);
     let mut stdout = std::io::stdout().lock();
     match stdout

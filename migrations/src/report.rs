@@ -2,8 +2,8 @@
 
 use std::fmt::Write as _;
 
-use crate::convert::UserLine;
-use crate::rnacos;
+use crate::convert::{RoleLine, UserLine};
+use crate::source;
 use crate::write::TargetState;
 use crate::Outcome;
 
@@ -18,11 +18,7 @@ pub fn render(outcome: &Outcome) -> String {
     } else {
         let _ = writeln!(w, "\nMigration report");
     }
-    let _ = writeln!(
-        w,
-        "r-nacos 0.4 data dir: {} (read through a temporary copy; not modified)",
-        outcome.from.display()
-    );
+    let _ = writeln!(w, "Source: {} (only read; not modified)", outcome.from);
     match &outcome.target {
         Some(target) => {
             let node = target
@@ -36,11 +32,7 @@ pub fn render(outcome: &Outcome) -> String {
                     )
                 })
                 .unwrap_or_default();
-            let _ = writeln!(
-                w,
-                "Tacos data dir:       {} ({node})",
-                target.data_dir.display()
-            );
+            let _ = writeln!(w, "Tacos data dir: {} ({node})", target.data_dir.display());
             if outcome.dry_run
                 && outcome.target_state == Some(TargetState::NotEmpty)
                 && !target.force
@@ -53,7 +45,7 @@ pub fn render(outcome: &Outcome) -> String {
             }
         }
         None => {
-            let _ = writeln!(w, "Tacos data dir:       none given (--to)");
+            let _ = writeln!(w, "Tacos data dir: none given (--to)");
         }
     }
 
@@ -78,7 +70,16 @@ pub fn render(outcome: &Outcome) -> String {
             ""
         }
     );
+    if r.deleted_history > 0 {
+        let _ = writeln!(w, "    of which of deleted configs: {}", r.deleted_history);
+    }
+    if r.grays > 0 {
+        let _ = writeln!(w, "  grays:        {}", r.grays);
+    }
     let _ = writeln!(w, "  users:        {}", r.users.len());
+    if !r.roles.is_empty() {
+        let _ = writeln!(w, "  roles:        {}", r.roles.len());
+    }
 
     let _ = writeln!(w, "\nNamespaces (public is implicit):");
     if r.namespaces.is_empty() {
@@ -108,18 +109,31 @@ pub fn render(outcome: &Outcome) -> String {
 
     let _ = writeln!(
         w,
-        "\nUsers (passwords {} with argon2id as Tacos does; never shown):",
+        "\nUsers (plain passwords {} with argon2id as Tacos does; BCrypt hashes kept, \
+         re-hashed with argon2id at each user's first login; never shown):",
         if outcome.dry_run {
-            "would be re-hashed"
+            "would be hashed"
         } else {
-            "re-hashed"
+            "hashed"
         }
     );
     if r.users.is_empty() {
         let _ = writeln!(w, "  none");
     }
     for user in &r.users {
-        let _ = writeln!(w, "  {}", user_line(user));
+        let named: Vec<&str> = r
+            .roles
+            .iter()
+            .filter(|role| role.users.contains(&user.username))
+            .map(|role| role.name.as_str())
+            .collect();
+        let _ = writeln!(w, "  {}", user_line(user, &named));
+    }
+    if !r.roles.is_empty() {
+        let _ = writeln!(w, "\nRoles (what each grants its users):");
+        for role in &r.roles {
+            let _ = writeln!(w, "  {}", role_line(role));
+        }
     }
 
     if r.created_namespaces.is_empty() {
@@ -207,11 +221,44 @@ pub fn render(outcome: &Outcome) -> String {
     out
 }
 
-fn user_line(user: &UserLine) -> String {
+fn role_line(role: &RoleLine) -> String {
+    let grants: Vec<String> = role
+        .permissions
+        .iter()
+        .map(|(namespace, access)| {
+            let access = match access {
+                tacos_state::Access::ReadWrite => "read-write",
+                tacos_state::Access::Read => "read",
+            };
+            match namespace.as_str() {
+                "" => format!("{access} on public"),
+                tacos_state::ALL_NAMESPACES => format!("{access} on every namespace"),
+                ns => format!("{access} on {ns}"),
+            }
+        })
+        .collect();
+    format!(
+        "{:?}  users: {} -> {}",
+        role.name,
+        if role.users.is_empty() {
+            "none".to_string()
+        } else {
+            role.users.join(", ")
+        },
+        if grants.is_empty() {
+            "nothing".to_string()
+        } else {
+            grants.join(", ")
+        }
+    )
+}
+
+/// `named`: the named roles (Java Nacos) the user is bound to.
+fn user_line(user: &UserLine, named: &[&str]) -> String {
     let roles: Vec<String> = user
         .roles
         .iter()
-        .map(|r| match rnacos::role_name(r) {
+        .map(|r| match source::role_name(r) {
             Some(name) => format!("{r} ({name})"),
             None => format!("{r} (unknown role)"),
         })
@@ -221,11 +268,43 @@ fn user_line(user: &UserLine) -> String {
     } else {
         roles.join(", ")
     };
+    let grant = match &user.namespaces {
+        Some(list) => format!(
+            "{} on {}",
+            match user.grant {
+                crate::convert::Grant::Everywhere(tacos_state::Access::ReadWrite) => "read-write",
+                _ => "read",
+            },
+            if list.is_empty() {
+                "no namespace".to_string()
+            } else {
+                list.iter()
+                    .map(|ns| if ns.is_empty() { "public" } else { ns })
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }
+        ),
+        None if !named.is_empty() && user.grant == crate::convert::Grant::Nothing => {
+            "what its roles grant".to_string()
+        }
+        None => user.grant.describe().to_string(),
+    };
+    let roles = if named.is_empty() {
+        roles
+    } else if roles == "none" {
+        named.join(", ")
+    } else {
+        format!("{roles}, {}", named.join(", "))
+    };
     format!(
-        "{:?}  roles: {roles} -> {}  {}{}",
+        "{:?}  roles: {roles} -> {grant}  {}{}{}",
         user.username,
-        user.grant.describe(),
         if user.enabled { "enabled" } else { "disabled" },
+        if user.bcrypt {
+            "  [BCrypt hash kept]"
+        } else {
+            ""
+        },
         if user.weak_password {
             "  [weak password]"
         } else {

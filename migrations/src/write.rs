@@ -132,14 +132,14 @@ pub enum WriteError {
     TargetNotADirectory { path: PathBuf },
     /// The target is the source, inside it, or holds it.
     #[error(
-        "the Tacos data dir {} must be outside the r-nacos data dir {} (and not hold it); \
+        "the Tacos data dir {} must be outside the source data dir {} (and not hold it); \
          nothing was written",
         target.display(),
-        rnacos_dir.display()
+        source_dir.display()
     )]
     Overlap {
         target: PathBuf,
-        rnacos_dir: PathBuf,
+        source_dir: PathBuf,
     },
     /// The node settings are not valid for tacos.
     #[error("invalid node settings: {reason}")]
@@ -159,9 +159,10 @@ pub enum WriteError {
     ReadBack { target: PathBuf, reason: String },
 }
 
-/// Checks the target before anything is converted: not overlapping `source`, a directory
-/// if it exists, empty unless `force`, and valid node settings.
-pub fn check_target(target: &Target, source: &Path) -> Result<TargetState, WriteError> {
+/// Checks the target before anything is converted: not overlapping `source` (the source
+/// dir, when the source is one), a directory if it exists, empty unless `force`, and valid
+/// node settings.
+pub fn check_target(target: &Target, source: Option<&Path>) -> Result<TargetState, WriteError> {
     target.settings()?;
     let dir = &target.data_dir;
     if dir.file_name().is_none() {
@@ -169,10 +170,10 @@ pub fn check_target(target: &Target, source: &Path) -> Result<TargetState, Write
             reason: format!("--to {} must name a directory (not . or ..)", dir.display()),
         });
     }
-    if overlaps(dir, source) {
+    if let Some(source) = source.filter(|source| overlaps(dir, source)) {
         return Err(WriteError::Overlap {
             target: dir.clone(),
-            rnacos_dir: source.to_path_buf(),
+            source_dir: source.to_path_buf(),
         });
     }
     let state = match std::fs::read_dir(dir) {
@@ -388,29 +389,32 @@ mod tests {
         let source = tmp.path().join("nacos_db");
         let mut target = Target::new(tmp.path().join("data"));
         assert_eq!(
-            check_target(&target, &source).unwrap(),
+            check_target(&target, Some(&source)).unwrap(),
             TargetState::Missing
         );
         std::fs::create_dir(&target.data_dir).unwrap();
-        assert_eq!(check_target(&target, &source).unwrap(), TargetState::Empty);
+        assert_eq!(
+            check_target(&target, Some(&source)).unwrap(),
+            TargetState::Empty
+        );
         std::fs::write(target.data_dir.join("x"), "x").unwrap();
         assert!(matches!(
-            check_target(&target, &source),
+            check_target(&target, Some(&source)),
             Err(WriteError::TargetNotEmpty { .. })
         ));
         target.force = true;
         assert_eq!(
-            check_target(&target, &source).unwrap(),
+            check_target(&target, Some(&source)).unwrap(),
             TargetState::NotEmpty
         );
         let file = Target::new(target.data_dir.join("x"));
         assert!(matches!(
-            check_target(&file, &source),
+            check_target(&file, Some(&source)),
             Err(WriteError::TargetNotADirectory { .. })
         ));
         let inside = Target::new(source.join("tacos"));
         assert!(matches!(
-            check_target(&inside, &source),
+            check_target(&inside, Some(&source)),
             Err(WriteError::Overlap { .. })
         ));
     }

@@ -11,280 +11,16 @@
 mod common;
 
 use std::fs;
-use std::net::{Ipv4Addr, TcpListener};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
 
 use common::{copy_fixture, expected, md5_hex, snapshot, ConfigKeyPb, ConfigPb};
 use serde_json::Value;
 use tacos_migrate::convert::NoProgress;
 use tacos_migrate::rnacos::{ReadError, ReadOptions};
 use tacos_migrate::write::{Target, WriteError};
-use tacos_migrate::{MigrateError, Options};
+use tacos_migrate::{Input, MigrateError, Options};
 
-const ADMIN_PASSWORD: &str = "some-long-pass";
-const READY_TIMEOUT: Duration = Duration::from_secs(60);
-
-// ---- harness -------------------------------------------------------------------------
-
-/// The `tacos` server binary (see the module docs).
-fn tacos_bin() -> PathBuf {
-    let mut tried = Vec::new();
-    // <target>/<profile>/deps/<this test> -> <target>/<profile>/tacos
-    if let Ok(exe) = std::env::current_exe() {
-        if let Some(profile_dir) = exe.parent().and_then(Path::parent) {
-            tried.push(profile_dir.join("tacos"));
-        }
-    }
-    if let Some(dir) = std::env::var_os("CARGO_TARGET_DIR") {
-        tried.push(PathBuf::from(dir).join("debug/tacos"));
-    }
-    tried.push(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/debug/tacos"));
-    if let Some(found) = tried.iter().find(|p| p.is_file()) {
-        return found.clone();
-    }
-    panic!(
-        "the tacos server binary is not built (looked at {tried:?}). `cargo test --workspace` \
-         builds it before the tests run; with `cargo test -p tacos-migrate` run \
-         `cargo build --bin tacos` first"
-    );
-}
-
-/// A loopback port that was free a moment ago, never handed out twice in this process.
-fn free_port() -> u16 {
-    static HANDED_OUT: Mutex<Vec<u16>> = Mutex::new(Vec::new());
-    loop {
-        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind 127.0.0.1:0");
-        let port = listener.local_addr().expect("local addr").port();
-        let mut handed_out = HANDED_OUT.lock().unwrap();
-        if !handed_out.contains(&port) {
-            handed_out.push(port);
-            return port;
-        }
-    }
-}
-
-/// Ports of one node.
-#[derive(Debug, Clone, Copy)]
-struct Ports {
-    http: u16,
-    grpc: u16,
-    cluster: u16,
-}
-
-impl Ports {
-    fn new() -> Ports {
-        Ports {
-            http: free_port(),
-            grpc: free_port(),
-            cluster: free_port(),
-        }
-    }
-
-    fn args(&self) -> Vec<String> {
-        vec![
-            "--http-port".into(),
-            self.http.to_string(),
-            "--grpc-port".into(),
-            self.grpc.to_string(),
-            "--cluster-port".into(),
-            self.cluster.to_string(),
-        ]
-    }
-}
-
-/// A command without the `TACOS_*` variables of the environment running the tests.
-fn clean_command(bin: &Path) -> Command {
-    let mut command = Command::new(bin);
-    for (name, _) in std::env::vars_os() {
-        if name.to_string_lossy().starts_with("TACOS_") {
-            command.env_remove(name);
-        }
-    }
-    command.env("NO_COLOR", "1").stdin(Stdio::null());
-    command
-}
-
-/// Runs `tacos-migrate` with `args`.
-fn migrate(args: &[&str]) -> Output {
-    clean_command(Path::new(env!("CARGO_BIN_EXE_tacos-migrate")))
-        .args(args)
-        .output()
-        .expect("run tacos-migrate")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-/// Runs `tacos-migrate --from FROM --to TO` plus `extra` and the ports; must succeed.
-fn migrate_ok(from: &Path, to: &Path, ports: Ports, extra: &[&str]) -> String {
-    let (from, to) = (from.display().to_string(), to.display().to_string());
-    let port_args = ports.args();
-    let mut args = vec!["--from", &from, "--to", &to];
-    args.extend(port_args.iter().map(String::as_str));
-    args.extend(extra);
-    let out = migrate(&args);
-    let stdout = text(&out.stdout);
-    assert!(
-        out.status.success(),
-        "tacos-migrate failed:\n{stdout}\n{}",
-        text(&out.stderr)
-    );
-    stdout
-}
-
-/// A running `tacos` server; killed (and reaped) when dropped.
-struct Server {
-    child: Child,
-    base: String,
-    log: PathBuf,
-    http: reqwest::blocking::Client,
-    /// Sent as HTTP Basic auth by [`Server::get`].
-    basic: Option<(String, String)>,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Server {
-    /// Starts tacos on `data_dir` and waits until it answers `/health` with 200.
-    fn start(data_dir: &Path, ports: Ports) -> Server {
-        Server::start_with(data_dir, ports, &[])
-    }
-
-    /// [`Server::start`] with more flags for tacos.
-    fn start_with(data_dir: &Path, ports: Ports, extra: &[&str]) -> Server {
-        let log = data_dir.with_extension("server.log");
-        let log_file = fs::File::create(&log).expect("create server log");
-        let child = clean_command(&tacos_bin())
-            .arg("--data-dir")
-            .arg(data_dir)
-            .args(ports.args())
-            .args(["--admin-password", ADMIN_PASSWORD])
-            .args(extra)
-            .stdout(log_file.try_clone().expect("clone log file"))
-            .stderr(log_file)
-            .spawn()
-            .expect("start tacos");
-        let mut server = Server {
-            child,
-            base: format!("http://127.0.0.1:{}", ports.http),
-            log,
-            http: reqwest::blocking::Client::builder()
-                .timeout(Duration::from_secs(30))
-                .build()
-                .expect("http client"),
-            basic: None,
-        };
-        let deadline = Instant::now() + READY_TIMEOUT;
-        loop {
-            if let Some(status) = server.child.try_wait().expect("try_wait") {
-                panic!(
-                    "tacos exited ({status}) while starting; log:\n{}",
-                    server.log_text()
-                );
-            }
-            let health = server.http.get(server.url("/health")).send();
-            if matches!(&health, Ok(r) if r.status() == 200) {
-                return server;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "tacos not healthy within {READY_TIMEOUT:?} (last: {health:?}); log:\n{}",
-                server.log_text()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.base)
-    }
-
-    fn log_text(&self) -> String {
-        fs::read(&self.log).map(|b| text(&b)).unwrap_or_default()
-    }
-
-    fn get(&self, path: &str, query: &[(&str, &str)]) -> reqwest::blocking::Response {
-        let mut request = self.http.get(self.url(path)).query(query);
-        if let Some((user, password)) = &self.basic {
-            request = request.basic_auth(user, Some(password));
-        }
-        request.send().unwrap_or_else(|e| panic!("GET {path}: {e}"))
-    }
-
-    /// `POST /nacos/v1/auth/login`: (status, body).
-    fn login(&self, username: &str, password: &str) -> (u16, String) {
-        let reply = self
-            .http
-            .post(self.url("/nacos/v1/auth/login"))
-            .form(&[("username", username), ("password", password)])
-            .send()
-            .expect("login");
-        let status = reply.status().as_u16();
-        (status, reply.text().expect("login body"))
-    }
-}
-
-fn s<'a>(v: &'a Value, field: &str) -> &'a str {
-    v[field]
-        .as_str()
-        .unwrap_or_else(|| panic!("{field} in {v}"))
-}
-
-/// Asserts `server` serves the config with `content` (md5 in the Content-MD5 header).
-fn assert_config(server: &Server, tenant: &str, group: &str, data_id: &str, content: &str) {
-    let reply = server.get(
-        "/nacos/v1/cs/configs",
-        &[("dataId", data_id), ("group", group), ("tenant", tenant)],
-    );
-    let name = format!("{tenant}/{group}/{data_id}");
-    assert_eq!(reply.status(), 200, "GET {name}");
-    let md5 = reply
-        .headers()
-        .get("content-md5")
-        .unwrap_or_else(|| panic!("no Content-MD5 for {name}"))
-        .to_str()
-        .expect("ascii md5")
-        .to_string();
-    let body = reply.text().expect("body");
-    assert_eq!(body, content, "content of {name}");
-    assert_eq!(md5, md5_hex(content), "Content-MD5 of {name}");
-}
-
-/// The history rows' md5s of a config, newest first, as the server lists them.
-fn history_md5s(server: &Server, tenant: &str, group: &str, data_id: &str) -> Vec<String> {
-    let reply = server.get(
-        "/nacos/v1/cs/history",
-        &[
-            ("search", "accurate"),
-            ("dataId", data_id),
-            ("group", group),
-            ("tenant", tenant),
-            ("pageNo", "1"),
-            ("pageSize", "100"),
-        ],
-    );
-    assert_eq!(reply.status(), 200, "history of {tenant}/{group}/{data_id}");
-    let page: Value = reply.json().expect("history JSON");
-    page["pageItems"]
-        .as_array()
-        .expect("pageItems")
-        .iter()
-        .map(|row| {
-            // Each row's md5 is its content's.
-            assert_eq!(s(row, "md5"), md5_hex(s(row, "content")), "{row}");
-            s(row, "md5").to_string()
-        })
-        .collect()
-}
+use common::server::*;
 
 // ---- tests ---------------------------------------------------------------------------
 
@@ -607,7 +343,7 @@ fn non_empty_target_is_refused_without_force_and_moved_aside_with_it() {
 
     // The library says the same, typed.
     let options = Options {
-        from: source.clone(),
+        from: Input::RnacosSled(source.clone()),
         read: ReadOptions::default(),
         target: Some(Target::new(&target)),
         dry_run: false,
@@ -660,7 +396,7 @@ fn bad_source_fails_typed_and_writes_nothing() {
     let target = tmp.path().join("tacos_data");
 
     let options = Options {
-        from: source.clone(),
+        from: Input::RnacosSled(source.clone()),
         read: ReadOptions::default(),
         target: Some(Target::new(&target)),
         dry_run: false,
@@ -672,10 +408,18 @@ fn bad_source_fails_typed_and_writes_nothing() {
     );
 
     let (from, to) = (source.display().to_string(), target.display().to_string());
+    // Auto-detection names what it found; a kind given explicitly gets the reader's word.
     let out = migrate(&["--from", &from, "--to", &to]);
     assert!(!out.status.success());
     let stderr = text(&out.stderr);
     assert!(stderr.contains("not_sled"), "{stderr}");
+    assert!(
+        stderr.contains("neither an r-nacos 0.4 data dir") && stderr.contains("holds: db.txt"),
+        "{stderr}"
+    );
+    let out = migrate(&["--from", &from, "--from-kind", "rnacos04", "--to", &to]);
+    assert!(!out.status.success());
+    let stderr = text(&out.stderr);
     assert!(stderr.contains("no `conf` file"), "{stderr}");
     assert!(!target.exists());
     let left: Vec<_> = fs::read_dir(tmp.path()).unwrap().collect();
@@ -685,7 +429,7 @@ fn bad_source_fails_typed_and_writes_nothing() {
     let (tmp2, fixture) = copy_fixture();
     let inside = fixture.join("tacos");
     let options = Options {
-        from: fixture.clone(),
+        from: Input::RnacosSled(fixture.clone()),
         read: ReadOptions::default(),
         target: Some(Target::new(&inside)),
         dry_run: false,
@@ -711,7 +455,7 @@ fn dry_run_writes_nothing_and_says_what_would_happen() {
         "Dry run: nothing was written.",
         "Would move:",
         "configs:      30",
-        "passwords would be re-hashed",
+        "plain passwords would be hashed",
         "md5 check: 30 of 30 configs match",
     ] {
         assert!(stdout.contains(want), "missing {want:?} in:\n{stdout}");

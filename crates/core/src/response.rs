@@ -72,4 +72,8 @@ pub enum ApplyError {
     RoleReserved(String),
     #[error("user '{username}' already bound to the role '{role}'!")]
     RoleBound { role: String, username: String },
+    /// A rehash found another hash than the one the login verified (cluster
+    /// protocol 5).
+    #[error("the password hash of {0} changed meanwhile; it was not re-hashed")]
+    PasswordHashChanged(String),
 }

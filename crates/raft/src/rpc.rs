@@ -35,8 +35,9 @@ pub const PROTOCOL_HEADER: &str = "x-tacos-cluster-protocol";
 /// role commands (and their `ApplyError`s); 3, adds `PromoteBeta`, the
 /// publish's `expect` and their `ApplyError`s; 4, the gray model
 /// (`PublishGray`, `StopGray`, `PromoteGray`, the gray `ApplyError`s, and
-/// the beta errors gone).
-pub const PROTOCOL_VERSION: &str = "4";
+/// the beta errors gone); 5, `RehashPassword` and
+/// `ApplyError::PasswordHashChanged` (migrated BCrypt passwords).
+pub const PROTOCOL_VERSION: &str = "5";
 
 /// Largest frame accepted: a snapshot chunk or an entry batch with headroom.
 pub const MAX_FRAME: usize = 96 * 1024 * 1024;

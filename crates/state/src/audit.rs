@@ -152,6 +152,12 @@ fn describe(op: Option<&Op>) -> (&str, String, String) {
             ("user.update", u.username.clone(), changed.join(" "))
         }
         Some(Op::RemoveUser(r)) => ("user.remove", r.username.clone(), String::new()),
+        // Never the hashes themselves.
+        Some(Op::RehashPassword(r)) => (
+            "user.rehash",
+            r.username.clone(),
+            "bcrypt -> argon2id".to_string(),
+        ),
         Some(Op::SetPermission(p)) => (
             "permission.set",
             p.username.clone(),

@@ -206,6 +206,21 @@ impl State {
         Ok(Response::Done)
     }
 
+    /// Replaces a migrated hash after a login verified it: only if the stored
+    /// hash is still the one verified; the generation (tokens) is kept.
+    pub(super) fn rehash_password(
+        &mut self,
+        r: &pb::RehashPassword,
+    ) -> Result<Response, ApplyError> {
+        let mut user = self.existing_user(&r.username)?;
+        if user.password_hash != r.expected_hash || r.new_hash.is_empty() {
+            return Err(ApplyError::PasswordHashChanged(r.username.clone()));
+        }
+        user.password_hash = r.new_hash.clone();
+        self.users.insert(r.username.clone(), Arc::new(user));
+        Ok(Response::Done)
+    }
+
     pub(super) fn remove_user(&mut self, r: &pb::RemoveUser) -> Result<Response, ApplyError> {
         self.existing_user(&r.username)?;
         if self.is_last_admin(&r.username) {

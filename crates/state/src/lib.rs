@@ -199,6 +199,7 @@ impl State {
             Some(Op::CreateUser(create)) => self.create_user(create),
             Some(Op::UpdateUser(update)) => self.update_user(update),
             Some(Op::RemoveUser(remove)) => self.remove_user(remove),
+            Some(Op::RehashPassword(rehash)) => self.rehash_password(rehash),
             Some(Op::SetPermission(permission)) => self.set_permission(permission),
             Some(Op::AuditNote(_)) => Ok(Response::Done),
             Some(Op::ImportConfigs(import)) => self.import(import, changed),

@@ -64,8 +64,10 @@ pub enum Record {
     Counters(pb::CountersRecord),
     Namespace(pb::NamespaceRecord),
     Config(pb::ConfigRecord),
+    Gray(pb::GrayRecord),
     History(pb::HistoryRecord),
     User(pb::UserRecord),
+    Role(pb::RoleRecord),
     Audit(pb::AuditRecord),
 }
 
@@ -76,8 +78,10 @@ impl Record {
             Record::Counters(r) => record(COUNTERS, r),
             Record::Namespace(r) => record(NAMESPACE, r),
             Record::Config(r) => record(CONFIG, r),
+            Record::Gray(r) => record(GRAY, r),
             Record::History(r) => record(HISTORY, r),
             Record::User(r) => record(USER, r),
+            Record::Role(r) => record(ROLE, r),
             Record::Audit(r) => record(AUDIT, r),
         }
     }

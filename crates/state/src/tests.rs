@@ -469,6 +469,68 @@ fn a_new_password_bumps_the_generation() {
     assert_eq!(bob.modify_time, 9);
 }
 
+fn rehash(name: &str, expected: &str, new: &str) -> Command {
+    Command::by(
+        Op::RehashPassword(pb::RehashPassword {
+            username: name.into(),
+            expected_hash: expected.into(),
+            new_hash: new.into(),
+        }),
+        actor(name, 20, 100),
+    )
+}
+
+#[test]
+fn a_rehash_replaces_only_the_hash_the_login_verified() {
+    let mut s = State::default();
+    apply(&mut s, create_user("bob", false));
+    let before = s.user("bob").unwrap().clone();
+
+    // A login verified "hash-of-bob": replaced, tokens kept (same generation).
+    let (response, _) = apply(&mut s, rehash("bob", "hash-of-bob", "$argon2id$new"));
+    assert_eq!(response, Response::Done);
+    let bob = s.user("bob").unwrap();
+    assert_eq!(bob.password_hash, "$argon2id$new");
+    assert_eq!(
+        (bob.generation, bob.modify_time, bob.admin),
+        (before.generation, before.modify_time, before.admin)
+    );
+
+    // A second login that verified the old hash (a concurrent one) changes nothing.
+    let (response, _) = apply(&mut s, rehash("bob", "hash-of-bob", "$argon2id$other"));
+    assert_eq!(
+        response,
+        Response::Rejected(ApplyError::PasswordHashChanged("bob".into()))
+    );
+    assert_eq!(s.user("bob").unwrap().password_hash, "$argon2id$new");
+
+    // Nor after a password change, nor for a user that is gone.
+    let change = Command::of(Op::UpdateUser(pb::UpdateUser {
+        username: "bob".into(),
+        password_hash: Some("changed".into()),
+        time_ms: 21,
+        ..Default::default()
+    }));
+    apply(&mut s, change);
+    let (response, _) = apply(&mut s, rehash("bob", "$argon2id$new", "$argon2id$late"));
+    assert!(matches!(response, Response::Rejected(_)), "{response:?}");
+    assert_eq!(s.user("bob").unwrap().password_hash, "changed");
+    let (response, _) = apply(&mut s, rehash("carol", "x", "y"));
+    assert_eq!(
+        response,
+        Response::Rejected(ApplyError::UserNotFound("carol".into()))
+    );
+
+    // Audited, without a hash.
+    let rows: Vec<_> = s.audit().filter(|r| &*r.action == "user.rehash").collect();
+    assert_eq!(rows.len(), 4);
+    assert_eq!(&*rows[0].outcome, "ok");
+    assert_eq!(rows[0].detail, "bcrypt -> argon2id");
+    assert!(rows
+        .iter()
+        .all(|r| !r.detail.contains("argon2id$") && !r.detail.contains("hash-of")));
+}
+
 #[test]
 fn the_audit_log_records_outcomes_and_keeps_its_limit() {
     let mut s = State::default();

@@ -61,7 +61,6 @@ mod dir;
 mod wire;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::fmt;
 use std::path::{Path, PathBuf};
 
 use prost::Message;
@@ -77,169 +76,10 @@ const CONFIG_TREE: &str = "config";
 const USER_TREE: &str = "t_user";
 const HISTORY_PREFIX: &[u8] = b"config_history_";
 
-/// How to read.
-#[derive(Debug, Clone, Default)]
-pub struct ReadOptions {
-    /// Leave out entries that cannot be decoded and list them in [`Source::skipped`],
-    /// instead of failing with [`ReadError::Corrupt`].
-    pub skip_bad: bool,
-    /// Where to put the temporary copy of the data dir (it needs about the size of the
-    /// dir). `None`: the system temp dir.
-    pub work_dir: Option<PathBuf>,
-}
-
-/// Everything read from an r-nacos data dir.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Source {
-    /// Live configs, sorted by [`ConfigKey`] (tenant, group, data id). Never includes
-    /// `__INNER_SYSTEM__` configs.
-    pub configs: Vec<Config>,
-    /// History per config. Every config in [`Source::configs`] has an entry (possibly
-    /// empty), and there are no others. Rows are ordered by id, oldest first; the newest
-    /// row normally holds the current content.
-    pub history: BTreeMap<ConfigKey, Vec<HistoryRow>>,
-    /// Users, sorted by username.
-    pub users: Vec<User>,
-    /// Registered namespaces in the order r-nacos lists them. The public namespace
-    /// (tenant `""`) is implicit and not listed.
-    pub namespaces: Vec<Namespace>,
-    /// What was read but is not carried over, and why.
-    pub skipped: Vec<Skipped>,
-}
-
-impl Source {
-    /// Total number of history rows.
-    pub fn history_rows(&self) -> usize {
-        self.history.values().map(Vec::len).sum()
-    }
-
-    /// Tenants that hold configs but are neither public (`""`) nor in
-    /// [`Source::namespaces`], sorted.
-    pub fn unregistered_tenants(&self) -> Vec<String> {
-        let registered: BTreeSet<&str> = self.namespaces.iter().map(|n| n.id.as_str()).collect();
-        let tenants: BTreeSet<&str> = self
-            .configs
-            .iter()
-            .map(|c| c.tenant.as_str())
-            .filter(|t| !t.is_empty() && !registered.contains(t))
-            .collect();
-        tenants.into_iter().map(str::to_string).collect()
-    }
-}
-
-/// Identifies a config. Tenant `""` is the public namespace.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct ConfigKey {
-    pub tenant: String,
-    pub group: String,
-    pub data_id: String,
-}
-
-impl fmt::Display for ConfigKey {
-    /// `tenant/group/data_id`, with `(public)` for tenant `""`.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let tenant = if self.tenant.is_empty() {
-            "(public)"
-        } else {
-            &self.tenant
-        };
-        write!(f, "{tenant}/{}/{}", self.group, self.data_id)
-    }
-}
-
-/// A live config.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Config {
-    /// `""` for the public namespace.
-    pub tenant: String,
-    pub group: String,
-    pub data_id: String,
-    pub content: String,
-    /// Last modification, ms since the Unix epoch.
-    pub last_time_ms: i64,
-}
-
-impl Config {
-    /// This config's key.
-    pub fn key(&self) -> ConfigKey {
-        ConfigKey {
-            tenant: self.tenant.clone(),
-            group: self.group.clone(),
-            data_id: self.data_id.clone(),
-        }
-    }
-}
-
-/// One history row of a config.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HistoryRow {
-    /// r-nacos's history id (global over all configs, increasing with time).
-    pub id: u64,
-    pub content: String,
-    /// When this version was written, ms since the Unix epoch.
-    pub last_time_ms: i64,
-}
-
-/// A console user.
-#[derive(Clone, PartialEq, Eq)]
-pub struct User {
-    pub username: String,
-    /// Plain text: r-nacos 0.4 does not hash passwords. Not shown by `Debug`.
-    pub password: String,
-    pub nickname: String,
-    /// Seconds since the Unix epoch.
-    pub gmt_create: i64,
-    /// Seconds since the Unix epoch.
-    pub gmt_modified: i64,
-    pub enabled: bool,
-    /// r-nacos role codes: `"0"` manager, `"1"` developer, `"2"` visitor.
-    pub roles: Vec<String>,
-    /// r-nacos's free-form `extend_info` map (empty in the data seen so far).
-    pub extend_info: BTreeMap<String, String>,
-}
-
-impl fmt::Debug for User {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("User")
-            .field("username", &self.username)
-            .field("password", &"<redacted>")
-            .field("nickname", &self.nickname)
-            .field("gmt_create", &self.gmt_create)
-            .field("gmt_modified", &self.gmt_modified)
-            .field("enabled", &self.enabled)
-            .field("roles", &self.roles)
-            .field("extend_info", &self.extend_info)
-            .finish()
-    }
-}
-
-/// The name of an r-nacos role code (`"0"` → `Some("manager")`), `None` if unknown.
-pub fn role_name(code: &str) -> Option<&'static str> {
-    match code {
-        "0" => Some("manager"),
-        "1" => Some("developer"),
-        "2" => Some("visitor"),
-        _ => None,
-    }
-}
-
-/// A registered namespace.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Namespace {
-    /// The tenant id configs use.
-    pub id: String,
-    /// The display name (empty if r-nacos had none).
-    pub name: String,
-}
-
-/// Something read but not carried over.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Skipped {
-    /// What it is: tree and key, e.g. ``tree `config`, key ...``.
-    pub what: String,
-    /// Why it was left out.
-    pub reason: String,
-}
+pub use crate::source::{
+    role_name, Config, ConfigKey, HistoryRow, Namespace, Password, ReadOptions, Skipped, Source,
+    User,
+};
 
 /// Why reading failed.
 #[derive(Debug, thiserror::Error)]
@@ -412,6 +252,7 @@ impl Reader<'_> {
             users,
             namespaces,
             skipped: self.skipped,
+            ..Source::default()
         })
     }
 
@@ -574,6 +415,15 @@ fn decode_config(k: &[u8], v: &[u8]) -> Result<Config, String> {
         data_id: value.data_id,
         content: value.content,
         last_time_ms: value.last_time,
+        // r-nacos 0.4 has no types, descriptions or grays.
+        config_type: None,
+        desc: None,
+        grays: Vec::new(),
+        create_time_ms: None,
+        app_name: String::new(),
+        tags: Vec::new(),
+        src_user: String::new(),
+        src_ip: String::new(),
     })
 }
 
@@ -603,6 +453,11 @@ fn decode_history_row(config: &ConfigKey, k: &[u8], v: &[u8]) -> Result<HistoryR
         id,
         content: value.content,
         last_time_ms: value.last_time,
+        // r-nacos 0.4 does not record who wrote a version.
+        op_user: None,
+        op: None,
+        app_name: String::new(),
+        src_ip: String::new(),
     })
 }
 
@@ -617,18 +472,19 @@ fn decode_user(k: &[u8], v: &[u8]) -> Result<User, String> {
     }
     Ok(User {
         username: user.username,
-        password: user.password,
+        password: Password::Plain(user.password),
         nickname: user.nickname,
         gmt_create: user.gmt_create,
         gmt_modified: user.gmt_modified,
         enabled: user.enable,
         roles: user.roles,
         extend_info: user.extend_info,
+        namespace_privilege: None,
     })
 }
 
 /// Parses the namespace list. Returns the namespaces and notes on entries left out.
-fn parse_namespaces(content: &str) -> Result<(Vec<Namespace>, Vec<Skipped>), String> {
+pub(crate) fn parse_namespaces(content: &str) -> Result<(Vec<Namespace>, Vec<Skipped>), String> {
     let list: Vec<wire::NamespaceJson> = serde_json::from_str(content)
         .map_err(|e| format!("namespace list is not a JSON array of namespaces: {e}"))?;
     let mut namespaces: Vec<Namespace> = Vec::new();
@@ -647,7 +503,12 @@ fn parse_namespaces(content: &str) -> Result<(Vec<Namespace>, Vec<Skipped>), Str
                 reason: "listed twice; the first entry is kept".to_string(),
             });
         } else {
-            namespaces.push(Namespace { id, name });
+            namespaces.push(Namespace {
+                id,
+                name,
+                desc: String::new(),
+                create_time_ms: None,
+            });
         }
     }
     Ok((namespaces, notes))

@@ -2,6 +2,9 @@
 
 #![allow(dead_code)]
 
+pub mod gen08;
+pub mod server;
+
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -26,6 +29,36 @@ pub fn fixture_root() -> PathBuf {
         .map(|dir| dir.join("shared").join(FIXTURE))
         .find(|candidate| candidate.join("nacos_db").is_dir())
         .unwrap_or_else(|| PathBuf::from("/work/shared").join(FIXTURE))
+}
+
+/// The shared r-nacos 0.8.8 fixture (`fixtures/rnacos-0.8.8`), found like
+/// [`fixture_root`]. Tests only ever open copies of its `data` dir.
+pub fn fixture08_root() -> PathBuf {
+    const FIXTURE: &str = "fixtures/rnacos-0.8.8";
+    if let Some(shared) = std::env::var_os("TACOS_SHARED") {
+        return PathBuf::from(shared).join(FIXTURE);
+    }
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    manifest
+        .ancestors()
+        .map(|dir| dir.join("shared").join(FIXTURE))
+        .find(|candidate| candidate.join("data").join("index").is_file())
+        .unwrap_or_else(|| PathBuf::from("/work/shared").join(FIXTURE))
+}
+
+pub fn expected08() -> Value {
+    let path = fixture08_root().join("expected.json");
+    let text = fs::read_to_string(&path).expect("read expected.json");
+    serde_json::from_str(&text).expect("parse expected.json")
+}
+
+/// Copies the 0.8.8 fixture's `data` dir into a new writable temp dir; returns (guard,
+/// path of the copy).
+pub fn copy_fixture08() -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dst = tmp.path().join("rnacos_data");
+    copy_dir(&fixture08_root().join("data"), &dst);
+    (tmp, dst)
 }
 
 pub fn fixture_db() -> PathBuf {
@@ -297,7 +330,11 @@ pub fn assert_matches_expected(source: &Source, extra_configs: &[ConfigKey]) {
             .iter()
             .find(|g| g.username == name)
             .unwrap_or_else(|| panic!("user {name} not read"));
-        assert_eq!(got.password, s(u, "password"), "password of {name}");
+        assert_eq!(
+            got.password,
+            rnacos::Password::Plain(s(u, "password").to_string()),
+            "password of {name}"
+        );
         let roles: Vec<&str> = u["roles"]
             .as_array()
             .expect("roles")
@@ -326,3 +363,4 @@ pub fn assert_matches_expected(source: &Source, extra_configs: &[ConfigKey]) {
         assert!(got.gmt_modified >= got.gmt_create, "{name}");
     }
 }
+pub mod mariadb;

@@ -3,6 +3,8 @@
 //! * Users live in the replicated state ([`tacos_state::User`]): a password
 //!   hash (argon2id, [`password`]), an admin flag, and per-namespace access
 //!   (read, or read-write; `*` for every namespace).
+//! * A user a migration carried over may hold a BCrypt hash: a login verifies
+//!   it and replaces it with argon2id ([`password`]; `Auth::rehash`).
 //! * A login checks the password and returns a token ([`token`]) signed with
 //!   the cluster's key, which the first leader draws at cluster init and
 //!   replicates ([`bootstrap`]), so a token from one node works on all.
@@ -32,13 +34,14 @@ use dashmap::DashMap;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use crate::service::{Caller, Writer};
+use crate::service::{Caller, ServiceError, Writer};
 use tacos_core::validate::InvalidInput;
+use tacos_core::{ApplyError, Op};
 use tacos_raft::node::Node;
 use tacos_state::{Access, User};
 
 use limiter::LoginLimiter;
-use password::Hasher;
+use password::{HashForm, Hasher};
 
 /// Why a request is not allowed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -279,6 +282,9 @@ impl Auth {
         }
         let user = user.ok_or(AuthError::WrongCredentials)?;
         self.limiter.succeeded(username);
+        if user.enabled && password::form(&user.password_hash) == HashForm::Bcrypt {
+            self.rehash(&user, password, ip).await;
+        }
         if self.verified.len() >= MAX_VERIFIED {
             self.verified.retain(|_, v| now < v.until);
         }
@@ -293,6 +299,41 @@ impl Auth {
             );
         }
         enabled(user)
+    }
+
+    /// A login verified a BCrypt hash a migration carried over: replaces it
+    /// with an argon2id hash of the same password, as a replicated write that
+    /// applies only while the stored hash is still the one verified (so a
+    /// concurrent login or password change is never overwritten). Best
+    /// effort: if it fails the BCrypt hash stays and keeps working, and the
+    /// next login tries again.
+    async fn rehash(&self, user: &User, password: &str, ip: &str) {
+        let new_hash = match self.hasher.hash(password).await {
+            Ok(hash) => hash,
+            Err(e) => {
+                tracing::warn!(user = ?user.username, "re-hashing a BCrypt password failed: {e}");
+                return;
+            }
+        };
+        let op = Op::RehashPassword(tacos_core::command::RehashPassword {
+            username: user.username.clone(),
+            expected_hash: user.password_hash.clone(),
+            new_hash,
+        });
+        let caller = Caller {
+            user: user.username.clone(),
+            ip: ip.to_string(),
+            authenticated: true,
+        };
+        match self.writer.propose(op, &caller).await {
+            Ok(_) => {
+                tracing::info!(user = ?user.username, "BCrypt password re-hashed with argon2id")
+            }
+            Err(ServiceError::Rejected(ApplyError::PasswordHashChanged(_))) => {}
+            Err(e) => {
+                tracing::warn!(user = ?user.username, "re-hashing a BCrypt password failed: {e}")
+            }
+        }
     }
 
     /// The user a token names, if the token is signed by the cluster key,

@@ -2,6 +2,12 @@
 //! passes, 1 lane), stored as PHC strings. Hashing is deliberately slow, so
 //! [`Hasher`] runs it off the async threads and bounds how many run at once:
 //! a burst of logins queues instead of eating every core.
+//!
+//! A user migrated from r-nacos 0.6+ or Java Nacos may still hold the BCrypt
+//! hash (`$2a$`, `$2b$`, `$2y$`) its server kept: [`verify`] checks either
+//! form ([`form`] tells which), and the login re-hashes such a password with
+//! argon2id once it verified (`super::Auth::check_password`). Tacos never
+//! writes a BCrypt hash itself.
 
 use std::sync::Arc;
 
@@ -58,14 +64,46 @@ pub fn hash(password: &str) -> Result<String, AuthError> {
         .map_err(|e| AuthError::Internal(format!("hashing failed: {e}")))
 }
 
-/// Whether `password` matches the PHC string `hash` (blocking). The
-/// comparison inside is constant-time; an unparsable hash never matches.
+/// The form of a stored password hash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HashForm {
+    /// An argon2 PHC string: what Tacos writes.
+    Argon2,
+    /// A BCrypt hash (`$2a$`, `$2b$` or `$2y$`, cost 4 to 31), carried over by
+    /// a migration.
+    Bcrypt,
+    /// Neither: no password matches it.
+    Unknown,
+}
+
+/// Which form `hash` has (it only parses, it does not verify).
+pub fn form(hash: &str) -> HashForm {
+    if hash.starts_with("$argon2") && PasswordHash::new(hash).is_ok() {
+        return HashForm::Argon2;
+    }
+    let bcrypt_prefix = ["$2a$", "$2b$", "$2y$"]
+        .iter()
+        .any(|prefix| hash.starts_with(prefix));
+    match hash.parse::<bcrypt::HashParts>() {
+        Ok(parts) if bcrypt_prefix && (4..=31).contains(&parts.get_cost()) => HashForm::Bcrypt,
+        _ => HashForm::Unknown,
+    }
+}
+
+/// Whether `password` matches `hash`, an argon2 PHC string or a BCrypt hash
+/// (blocking). The comparisons inside are constant-time; a hash of neither
+/// form never matches. BCrypt looks at the first 72 bytes of the password
+/// only, as the servers that wrote those hashes did.
 pub fn verify(password: &str, hash: &str) -> bool {
-    PasswordHash::new(hash).is_ok_and(|parsed| {
-        Argon2::default()
-            .verify_password(password.as_bytes(), &parsed)
-            .is_ok()
-    })
+    match form(hash) {
+        HashForm::Argon2 => PasswordHash::new(hash).is_ok_and(|parsed| {
+            Argon2::default()
+                .verify_password(password.as_bytes(), &parsed)
+                .is_ok()
+        }),
+        HashForm::Bcrypt => bcrypt::verify(password, hash).unwrap_or(false),
+        HashForm::Unknown => false,
+    }
 }
 
 /// A hash no password matches, verified against when the user does not
@@ -137,6 +175,33 @@ mod tests {
         assert!(verify("correct horse", &a));
         assert!(!verify("correct horsf", &a));
         assert!(!verify("correct horse", "not a phc string"));
+    }
+
+    #[test]
+    fn bcrypt_hashes_verify_and_are_told_apart() {
+        // Written by r-nacos 0.8.8 (bcrypt cost 10) for the password "admin".
+        let rnacos = "$2b$10$fDtLlWV8dIBuUsm.YqRYG.aLeGVSJ6545h1ALGBY4YnCCnwCy6K3W";
+        assert_eq!(form(rnacos), HashForm::Bcrypt);
+        assert!(verify("admin", rnacos));
+        assert!(!verify("admin2", rnacos));
+        for version in ["$2a$", "$2y$"] {
+            let other = rnacos.replacen("$2b$", version, 1);
+            assert_eq!(form(&other), HashForm::Bcrypt, "{other}");
+            assert!(verify("admin", &other), "{other}");
+        }
+        let argon = hash("correct horse").unwrap();
+        assert_eq!(form(&argon), HashForm::Argon2);
+        for bad in [
+            "",
+            "admin",
+            "$2x$10$fDtLlWV8dIBuUsm.YqRYG.aLeGVSJ6545h1ALGBY4YnCCnwCy6K3W",
+            "$2b$03$fDtLlWV8dIBuUsm.YqRYG.aLeGVSJ6545h1ALGBY4YnCCnwCy6K3W",
+            "$2b$10$tooshort",
+        ] {
+            assert_eq!(form(bad), HashForm::Unknown, "{bad}");
+            assert!(!verify("admin", bad), "{bad}");
+        }
+        assert!(!verify("admin", "$argon2id$garbage"));
     }
 
     #[test]

@@ -1,0 +1,943 @@
+//! Turns the rows of a Java Nacos database ([`Tables`]) into a [`Source`].
+//!
+//! * **Namespaces.** `tenant_info` rows with `kp = '1'` (the only kp Nacos writes and
+//!   reads) become namespaces with their name, description and creation time. Tenant
+//!   `''` is the public namespace; 3.x's copies of it under tenant `'public'`
+//!   (namespace-compatibility mode, `src_user 'nacos_namespace_migrate'`) fold into it:
+//!   a `'public'` config or gray whose key also exists under `''` is dropped (a
+//!   different content is noted), a history row when `''` records the same change (op,
+//!   md5, time); the others move to `''`.
+//! * **Configs** keep content, type (NULL: `text`), description, app name, tags
+//!   (`config_tags_relation` by config id, sorted, as Nacos joins them), who wrote them
+//!   and when. A config whose `encrypted_data_key` is set holds ciphertext of a Nacos
+//!   encryption plugin Tacos cannot decrypt: it cannot be held (with `skip_bad` its
+//!   grays and history are left out with it).
+//! * **History** (`his_config_info`, formal rows only) keeps Nacos' own rows: nid (the
+//!   id), op type, content, app name, user, IP and time. Nacos and Tacos agree on what a
+//!   row holds (an `I` the new content, a `U` or `D` the content before), so rows move
+//!   as they are. History of deleted configs moves too. 3.x `gray` history rows are not
+//!   carried (noted).
+//! * **Grays**: 2.x `config_info_beta` (IPs) and `config_info_tag` (tag), or 3.x
+//!   `config_info_gray` rows whose `gray_rule` JSON has type `beta` or `tag` (read from
+//!   the rule, not the name), become Tacos grays named `beta` / `tag_{tag}`.
+//! * **Users** keep their BCrypt hash ([`Password::Bcrypt`]; Tacos verifies it at login
+//!   and re-hashes with argon2id) and `enabled` (Java Nacos never reads it; 0 becomes a
+//!   disabled user).
+//! * **Roles and permissions.** `ROLE_ADMIN` makes an admin. Other roles become Tacos
+//!   roles of the same name, bound to the same users. Tacos grants access per
+//!   namespace, so a permission moves when its resource is a whole namespace: `NS:*:*`
+//!   or `NS:*:config/*` (`NS` `''` or `public` is the public namespace, `*` every
+//!   namespace), with action `r` or `rw`. Nacos matches resources as regular
+//!   expressions; a namespace id is taken literally (a `.` in it matches only a `.`, so
+//!   never more than Nacos allowed).
+//!
+//! What Tacos cannot hold stops the migration with [`MapError::Unsupported`], or with
+//! `skip_bad` is left out and listed in [`Source::skipped`]: an encrypted config, a gray
+//! of an unknown rule type or of a config that does not exist, a permission on a group
+//! or data id pattern or on a namespace pattern, and a write-only (`w`) permission.
+//! Tables Tacos has nothing for (capacity quotas, aggregates) and naming permissions
+//! become [`Source::notes`].
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use tacos_state::{
+    tag_gray_name, Access, GrayRule, OpType, ALL_NAMESPACES, BETA_GRAY, BETA_PRIORITY, TAG_PRIORITY,
+};
+
+use super::{ConfigRow, GrayRow, GraySource, HistoryRow, Tables};
+use crate::source::{self, ConfigKey, Gray, Namespace, Password, Role, Skipped, Source, User};
+
+/// Nacos' global admin role.
+pub const ADMIN_ROLE: &str = "ROLE_ADMIN";
+/// The namespace id 3.x uses for the public namespace besides `''`.
+const PUBLIC: &str = "public";
+
+/// How to map.
+#[derive(Debug, Clone, Default)]
+pub struct MapOptions {
+    /// Leave out (and list) what Tacos cannot hold instead of failing.
+    pub skip_bad: bool,
+    /// The time given to users (Nacos keeps none), seconds since the epoch.
+    pub now_s: i64,
+}
+
+/// Why the rows cannot be migrated as they are.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum MapError {
+    /// Something Tacos cannot hold (see the module docs); `--skip-bad` leaves it out.
+    #[error("{what}: {reason} (--skip-bad leaves it out and lists it)")]
+    Unsupported { what: String, reason: String },
+}
+
+/// A permission resource Tacos can hold.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scope {
+    /// Every namespace (`*:*:*`).
+    All,
+    /// One namespace; `""` is the public one.
+    Namespace(String),
+    /// Only naming (service) resources, which Tacos does not have.
+    Naming,
+}
+
+/// Parses a Nacos permission resource; `Err(reason)` for one Tacos cannot hold.
+pub fn parse_resource(resource: &str) -> Result<Scope, String> {
+    const WHOLE: [&str; 2] = [":*:*", ":*:config/*"];
+    if let Some(ns) = resource.strip_suffix(":*:naming/*") {
+        return namespace(ns).map(|_| Scope::Naming);
+    }
+    let ns = WHOLE
+        .iter()
+        .find_map(|suffix| resource.strip_suffix(suffix))
+        .ok_or_else(|| {
+            "it names a group or data id pattern; Tacos grants access per whole namespace \
+             (NAMESPACE:*:*)"
+                .to_string()
+        })?;
+    namespace(ns)
+}
+
+fn namespace(ns: &str) -> Result<Scope, String> {
+    if ns == "*" {
+        return Ok(Scope::All);
+    }
+    const REGEX: &[char] = &[
+        '*', '+', '?', '(', ')', '[', ']', '{', '}', '|', '^', '$', '\\',
+    ];
+    if ns.contains(REGEX) {
+        return Err(format!(
+            "its namespace {ns:?} is a pattern; Tacos grants access per namespace id"
+        ));
+    }
+    Ok(Scope::Namespace(if ns == PUBLIC {
+        String::new()
+    } else {
+        ns.to_string()
+    }))
+}
+
+/// Parses a Nacos action; `Err(reason)` for one Tacos cannot hold.
+pub fn parse_action(action: &str) -> Result<Access, String> {
+    match action {
+        "r" => Ok(Access::Read),
+        "rw" => Ok(Access::ReadWrite),
+        "w" => Err("write-only access; Tacos has read and read-write".to_string()),
+        other => Err(format!("unknown action {other:?}")),
+    }
+}
+
+/// Maps `tables` (see the module docs).
+pub fn map(tables: &Tables, options: &MapOptions) -> Result<Source, MapError> {
+    let mut m = Mapper {
+        options,
+        skipped: tables
+            .skipped
+            .iter()
+            .map(|s| Skipped {
+                what: format!("table `{}`, {}", s.table, s.row),
+                reason: s.reason.clone(),
+            })
+            .collect(),
+        notes: Vec::new(),
+        left_out: BTreeSet::new(),
+    };
+    m.notes.push(format!(
+        "read {} from database `{}` ({}; DATETIME columns read in time zone {})",
+        tables.schema, tables.database, tables.server_version, tables.time_zone
+    ));
+    for n in &tables.not_read {
+        m.notes.push(format!(
+            "table `{}` ({} row(s)) is not carried over: {}",
+            n.table, n.rows, n.reason
+        ));
+    }
+    let namespaces = m.namespaces(tables);
+    let mut configs = m.configs(tables)?;
+    m.grays(tables, &mut configs)?;
+    let (history, deleted_history) = m.history(tables, &configs)?;
+    let (users, roles) = m.users(tables)?;
+    Ok(Source {
+        configs: configs.into_values().collect(),
+        history,
+        deleted_history,
+        users,
+        roles,
+        namespaces,
+        skipped: m.skipped,
+        notes: m.notes,
+    })
+}
+
+struct Mapper<'o> {
+    options: &'o MapOptions,
+    skipped: Vec<Skipped>,
+    notes: Vec<String>,
+    /// Configs left out (with skip_bad): their grays and history go with them.
+    left_out: BTreeSet<ConfigKey>,
+}
+
+fn key(tenant: &str, group: &str, data_id: &str) -> ConfigKey {
+    ConfigKey {
+        tenant: tenant.to_string(),
+        group: group.to_string(),
+        data_id: data_id.to_string(),
+    }
+}
+
+impl Mapper<'_> {
+    /// Records something Tacos cannot hold: an error, or with skip_bad a skipped entry.
+    fn bad(&mut self, what: String, reason: String) -> Result<(), MapError> {
+        if self.options.skip_bad {
+            self.skipped.push(Skipped { what, reason });
+            Ok(())
+        } else {
+            Err(MapError::Unsupported { what, reason })
+        }
+    }
+
+    fn namespaces(&mut self, tables: &Tables) -> Vec<Namespace> {
+        let mut out = Vec::new();
+        for t in &tables.tenants {
+            if t.kp != "1" {
+                self.notes.push(format!(
+                    "tenant_info row {} (tenant {:?}) has kp {:?}; Nacos lists only kp '1': \
+                     not carried over",
+                    t.id, t.tenant_id, t.kp
+                ));
+                continue;
+            }
+            if t.tenant_id.is_empty() || t.tenant_id == PUBLIC {
+                // The public namespace exists in Tacos without a row.
+                continue;
+            }
+            out.push(Namespace {
+                id: t.tenant_id.clone(),
+                name: t.tenant_name.clone().unwrap_or_default(),
+                desc: t.tenant_desc.clone().unwrap_or_default(),
+                create_time_ms: Some(t.gmt_create_ms),
+            });
+        }
+        out
+    }
+
+    /// Live configs by key (with `'public'` folded into `''`).
+    fn configs(
+        &mut self,
+        tables: &Tables,
+    ) -> Result<BTreeMap<ConfigKey, source::Config>, MapError> {
+        let mut tags: BTreeMap<i64, Vec<String>> = BTreeMap::new();
+        for t in &tables.tags {
+            tags.entry(t.config_id)
+                .or_default()
+                .push(t.tag_name.clone());
+        }
+        let mut out: BTreeMap<ConfigKey, source::Config> = BTreeMap::new();
+        // '' rows first, then the 'public' copies.
+        let (public_copies, rows): (Vec<&ConfigRow>, Vec<&ConfigRow>) =
+            tables.configs.iter().partition(|c| c.tenant == PUBLIC);
+        let mut unused_columns = BTreeSet::new();
+        for row in rows.into_iter().chain(public_copies) {
+            let k = key(&row.tenant, &row.group, &row.data_id);
+            if !row.encrypted_data_key.is_empty() {
+                self.bad(
+                    format!("config {k}"),
+                    "its content is encrypted by a Nacos encryption plugin \
+                     (encrypted_data_key is set), which Tacos cannot decrypt; its history \
+                     and grays are left out with it"
+                        .to_string(),
+                )?;
+                let tenant = if row.tenant == PUBLIC {
+                    ""
+                } else {
+                    &row.tenant
+                };
+                self.left_out.insert(key(tenant, &row.group, &row.data_id));
+                continue;
+            }
+            for (column, value) in [
+                ("c_use", &row.c_use),
+                ("effect", &row.effect),
+                ("c_schema", &row.c_schema),
+            ] {
+                if value.as_deref().is_some_and(|v| !v.is_empty()) {
+                    unused_columns.insert(column);
+                }
+            }
+            let tenant = if row.tenant == PUBLIC {
+                ""
+            } else {
+                &row.tenant
+            };
+            let folded = key(tenant, &row.group, &row.data_id);
+            if let Some(existing) = out.get(&folded) {
+                if existing.content != row.content {
+                    self.notes.push(format!(
+                        "config {k} differs from its public-namespace twin {folded} (Nacos 3 \
+                         keeps the two in step); the '' one is carried over"
+                    ));
+                }
+                continue;
+            }
+            let mut row_tags = tags.get(&row.id).cloned().unwrap_or_default();
+            row_tags.sort();
+            row_tags.dedup();
+            out.insert(
+                folded.clone(),
+                source::Config {
+                    tenant: folded.tenant.clone(),
+                    group: folded.group.clone(),
+                    data_id: folded.data_id.clone(),
+                    content: row.content.clone(),
+                    last_time_ms: row.gmt_modified_ms,
+                    create_time_ms: Some(row.gmt_create_ms),
+                    config_type: row.config_type.clone().filter(|t| !t.is_empty()),
+                    desc: row.desc.clone(),
+                    app_name: row.app_name.clone().unwrap_or_default(),
+                    tags: row_tags,
+                    src_user: row.src_user.clone().unwrap_or_default(),
+                    src_ip: row.src_ip.clone().unwrap_or_default(),
+                    grays: Vec::new(),
+                },
+            );
+            if let Some(md5) = &row.md5 {
+                if !md5.eq_ignore_ascii_case(&tacos_core::md5_hex(&row.content)) {
+                    self.notes.push(format!(
+                        "config {folded}: the stored md5 {md5} is not the md5 of its content; \
+                         Tacos computes it anew"
+                    ));
+                }
+            }
+        }
+        for column in unused_columns {
+            self.notes.push(format!(
+                "config_info.{column} is set on some configs; Nacos never reads it and Tacos \
+                 has no place for it: not carried over"
+            ));
+        }
+        Ok(out)
+    }
+
+    fn grays(
+        &mut self,
+        tables: &Tables,
+        configs: &mut BTreeMap<ConfigKey, source::Config>,
+    ) -> Result<(), MapError> {
+        let (public_copies, rows): (Vec<&GrayRow>, Vec<&GrayRow>) =
+            tables.grays.iter().partition(|g| g.tenant == PUBLIC);
+        for row in rows.into_iter().chain(public_copies) {
+            let k = key(&row.tenant, &row.group, &row.data_id);
+            let what = || format!("gray row {} of {k} (table `{}`)", row.id, row.table());
+            if !row.encrypted_data_key.is_empty() {
+                self.bad(
+                    what(),
+                    "its content is encrypted by a Nacos encryption plugin, which Tacos \
+                     cannot decrypt"
+                        .to_string(),
+                )?;
+                continue;
+            }
+            let (rule, priority, stored_name) = match &row.source {
+                GraySource::Beta { beta_ips } => (
+                    GrayRule::parse("beta", beta_ips.as_deref().unwrap_or_default()),
+                    BETA_PRIORITY,
+                    None,
+                ),
+                GraySource::Tag { tag_id } => (GrayRule::parse("tag", tag_id), TAG_PRIORITY, None),
+                GraySource::Gray {
+                    gray_name,
+                    gray_rule,
+                } => match parse_gray_rule(gray_rule) {
+                    Ok((kind, expr, priority)) => (
+                        GrayRule::parse(&kind, &expr),
+                        priority.unwrap_or(if kind == "beta" {
+                            BETA_PRIORITY
+                        } else {
+                            TAG_PRIORITY
+                        }),
+                        Some(gray_name.as_str()),
+                    ),
+                    Err(reason) => {
+                        self.bad(what(), reason)?;
+                        continue;
+                    }
+                },
+            };
+            let Some(rule) = rule else {
+                self.bad(
+                    what(),
+                    "its rule type is neither beta nor tag; Tacos serves only those".to_string(),
+                )?;
+                continue;
+            };
+            let name = match &rule {
+                GrayRule::Beta { .. } => BETA_GRAY.to_string(),
+                GrayRule::Tag { tag } => tag_gray_name(tag),
+            };
+            if let Some(stored) = stored_name {
+                if stored != name {
+                    self.notes.push(format!(
+                        "{} is named {stored:?}; Tacos names it {name:?} after its rule",
+                        what()
+                    ));
+                }
+            }
+            let tenant = if row.tenant == PUBLIC {
+                ""
+            } else {
+                &row.tenant
+            };
+            let folded = key(tenant, &row.group, &row.data_id);
+            if self.left_out.contains(&folded) {
+                continue;
+            }
+            let Some(config) = configs.get_mut(&folded) else {
+                self.bad(
+                    what(),
+                    "its config does not exist (Nacos serves no gray without one)".to_string(),
+                )?;
+                continue;
+            };
+            if let Some(existing) = config.grays.iter().find(|g| g.name == name) {
+                if existing.content != row.content {
+                    self.notes.push(format!(
+                        "{} differs from its public-namespace twin; the '' one is carried over",
+                        what()
+                    ));
+                }
+                continue;
+            }
+            config.grays.push(Gray {
+                name,
+                rule,
+                priority,
+                content: row.content.clone(),
+                md5: row
+                    .md5
+                    .clone()
+                    .unwrap_or_else(|| tacos_core::md5_hex(&row.content)),
+                app_name: row.app_name.clone().unwrap_or_default(),
+                src_user: row.src_user.clone().unwrap_or_default(),
+                src_ip: row.src_ip.clone().unwrap_or_default(),
+                create_time_ms: row.gmt_create_ms,
+                modify_time_ms: row.gmt_modified_ms,
+            });
+        }
+        Ok(())
+    }
+
+    /// History of live configs (every live config has an entry) and of deleted ones.
+    #[allow(clippy::type_complexity)]
+    fn history(
+        &mut self,
+        tables: &Tables,
+        configs: &BTreeMap<ConfigKey, source::Config>,
+    ) -> Result<
+        (
+            BTreeMap<ConfigKey, Vec<source::HistoryRow>>,
+            BTreeMap<ConfigKey, Vec<source::HistoryRow>>,
+        ),
+        MapError,
+    > {
+        let mut live: BTreeMap<ConfigKey, Vec<source::HistoryRow>> =
+            configs.keys().map(|k| (k.clone(), Vec::new())).collect();
+        let mut deleted: BTreeMap<ConfigKey, Vec<source::HistoryRow>> = BTreeMap::new();
+        let mut gray_rows = 0usize;
+        let mut public_twins = 0usize;
+        // nid order: Nacos' order.
+        let mut rows: Vec<&HistoryRow> = tables.history.iter().collect();
+        rows.sort_by_key(|r| r.nid);
+        // The changes the '' rows record: a 'public' row of the same change is a copy.
+        let twin = |r: &HistoryRow| {
+            (
+                key("", &r.group, &r.data_id),
+                r.op_type.clone(),
+                r.md5.clone(),
+                r.gmt_modified_ms,
+            )
+        };
+        let public_changes: BTreeSet<_> = rows
+            .iter()
+            .filter(|r| r.tenant.is_empty())
+            .map(|r| twin(r))
+            .collect();
+        for row in rows {
+            if row.publish_type.as_deref().is_some_and(|p| p != "formal") {
+                gray_rows += 1;
+                continue;
+            }
+            let k = key(&row.tenant, &row.group, &row.data_id);
+            let tenant = if row.tenant == PUBLIC {
+                ""
+            } else {
+                &row.tenant
+            };
+            let folded = key(tenant, &row.group, &row.data_id);
+            if self.left_out.contains(&folded) {
+                continue;
+            }
+            let what = || format!("history row nid {} of {k}", row.nid);
+            if !row.encrypted_data_key.is_empty() {
+                self.bad(
+                    what(),
+                    "its content is encrypted by a Nacos encryption plugin, which Tacos \
+                     cannot decrypt"
+                        .to_string(),
+                )?;
+                continue;
+            }
+            let op = row.op_type.as_deref().unwrap_or_default();
+            let Some(op) = OpType::from_code(op) else {
+                self.bad(
+                    what(),
+                    format!("unknown op type {op:?} (Nacos writes I, U, D)"),
+                )?;
+                continue;
+            };
+            if row.tenant == PUBLIC {
+                // 3.x writes none for its copies; if a Nacos did, the '' row of the same
+                // change (same op, md5 and time) is the one kept.
+                public_twins += 1;
+                if public_changes.contains(&twin(row)) {
+                    continue;
+                }
+            }
+            let out = source::HistoryRow {
+                id: row.nid,
+                content: row.content.clone(),
+                last_time_ms: row.gmt_modified_ms,
+                op_user: row.src_user.clone(),
+                op: Some(op),
+                app_name: row.app_name.clone().unwrap_or_default(),
+                src_ip: row.src_ip.clone().unwrap_or_default(),
+            };
+            match live.get_mut(&folded) {
+                Some(list) => list.push(out),
+                None => deleted.entry(folded).or_default().push(out),
+            }
+        }
+        if gray_rows > 0 {
+            self.notes.push(format!(
+                "{gray_rows} gray history row(s) of his_config_info (publish_type 'gray') are \
+                 not carried over; the config history is"
+            ));
+        }
+        if public_twins > 0 {
+            self.notes.push(format!(
+                "{public_twins} history row(s) under tenant 'public' were folded into the \
+                 public namespace"
+            ));
+        }
+        Ok((live, deleted))
+    }
+
+    /// Users, and the named roles with their permissions.
+    fn users(&mut self, tables: &Tables) -> Result<(Vec<User>, Vec<Role>), MapError> {
+        let known: BTreeSet<&str> = tables.users.iter().map(|u| u.username.as_str()).collect();
+        let mut roles: BTreeMap<&str, Role> = BTreeMap::new();
+        let mut admins: BTreeSet<&str> = BTreeSet::new();
+        for r in &tables.roles {
+            if !known.contains(r.username.as_str()) {
+                self.notes.push(format!(
+                    "role {:?} is bound to {:?}, who is not a user: the binding is not \
+                     carried over",
+                    r.role, r.username
+                ));
+                continue;
+            }
+            if r.role == ADMIN_ROLE {
+                admins.insert(&r.username);
+                continue;
+            }
+            let role = roles.entry(&r.role).or_insert_with(|| Role {
+                name: r.role.clone(),
+                ..Role::default()
+            });
+            role.users.push(r.username.clone());
+        }
+        for p in &tables.permissions {
+            let what = || {
+                format!(
+                    "permission ({:?}, {:?}, {:?})",
+                    p.role, p.resource, p.action
+                )
+            };
+            if p.role == ADMIN_ROLE {
+                self.notes.push(format!(
+                    "{} is not carried over: admins may do everything in Tacos",
+                    what()
+                ));
+                continue;
+            }
+            let scope = match parse_resource(&p.resource) {
+                Ok(Scope::Naming) => {
+                    self.notes.push(format!(
+                        "{} is about naming (services), which Tacos does not have: not \
+                         carried over",
+                        what()
+                    ));
+                    continue;
+                }
+                Ok(scope) => scope,
+                Err(reason) => {
+                    self.bad(what(), reason)?;
+                    continue;
+                }
+            };
+            let access = match parse_action(&p.action) {
+                Ok(access) => access,
+                Err(reason) => {
+                    self.bad(what(), reason)?;
+                    continue;
+                }
+            };
+            let namespace = match scope {
+                Scope::All => ALL_NAMESPACES.to_string(),
+                Scope::Namespace(ns) => ns,
+                Scope::Naming => continue,
+            };
+            let role = roles.entry(&p.role).or_insert_with(|| Role {
+                name: p.role.clone(),
+                ..Role::default()
+            });
+            let held = role.permissions.entry(namespace).or_insert(access);
+            *held = (*held).max(access);
+        }
+        let mut users: Vec<User> = tables
+            .users
+            .iter()
+            .map(|u| User {
+                username: u.username.clone(),
+                password: Password::Bcrypt(u.password.clone()),
+                nickname: String::new(),
+                gmt_create: self.options.now_s,
+                gmt_modified: self.options.now_s,
+                enabled: u.enabled,
+                // "0" (manager) is Tacos's admin; other rights come from the roles.
+                roles: if admins.contains(u.username.as_str()) {
+                    vec!["0".to_string()]
+                } else {
+                    Vec::new()
+                },
+                extend_info: BTreeMap::new(),
+                namespace_privilege: None,
+            })
+            .collect();
+        // By name as the model says (the database's collation may order otherwise).
+        users.sort_by(|a, b| a.username.cmp(&b.username));
+        let roles = roles
+            .into_values()
+            .map(|mut r| {
+                r.users.sort();
+                r.users.dedup();
+                r
+            })
+            .collect();
+        Ok((users, roles))
+    }
+}
+
+/// `config_info_gray.gray_rule`: `{"type","version","expr","priority"}` (Nacos'
+/// `ConfigGrayPersistInfo`) → (type, expr, priority).
+pub fn parse_gray_rule(json: &str) -> Result<(String, String, Option<i32>), String> {
+    let value: serde_json::Value =
+        serde_json::from_str(json).map_err(|e| format!("its gray_rule is not JSON ({e})"))?;
+    let text = |field: &str| {
+        value
+            .get(field)
+            .and_then(|v| v.as_str())
+            .map(str::to_string)
+    };
+    let kind = text("type").ok_or("its gray_rule has no \"type\"")?;
+    let expr = text("expr").ok_or("its gray_rule has no \"expr\"")?;
+    let priority = value
+        .get("priority")
+        .and_then(serde_json::Value::as_i64)
+        .and_then(|p| i32::try_from(p).ok());
+    Ok((kind, expr, priority))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::nacos_mysql::{PermissionRow, RoleRow, Schema, TagRow, TenantRow, UserRow};
+
+    fn config(id: i64, tenant: &str, data_id: &str, content: &str) -> ConfigRow {
+        ConfigRow {
+            id,
+            tenant: tenant.into(),
+            group: "G".into(),
+            data_id: data_id.into(),
+            content: content.into(),
+            md5: Some(tacos_core::md5_hex(content)),
+            config_type: Some("yaml".into()),
+            desc: None,
+            app_name: Some(String::new()),
+            c_use: None,
+            effect: None,
+            c_schema: None,
+            encrypted_data_key: String::new(),
+            src_user: Some("nacos".into()),
+            src_ip: Some("10.0.0.1".into()),
+            gmt_create_ms: 1_000,
+            gmt_modified_ms: 2_000,
+        }
+    }
+
+    fn history(nid: u64, tenant: &str, data_id: &str, op: &str, content: &str) -> HistoryRow {
+        HistoryRow {
+            nid,
+            id: 0,
+            tenant: tenant.into(),
+            group: "G".into(),
+            data_id: data_id.into(),
+            app_name: Some(String::new()),
+            content: content.into(),
+            md5: Some(tacos_core::md5_hex(content)),
+            src_user: Some("nacos".into()),
+            src_ip: Some("10.0.0.1".into()),
+            op_type: Some(op.into()),
+            encrypted_data_key: String::new(),
+            publish_type: Some("formal".into()),
+            gray_name: None,
+            ext_info: None,
+            gmt_create_ms: nid as i64,
+            gmt_modified_ms: nid as i64,
+        }
+    }
+
+    fn gray(id: i64, tenant: &str, rule: &str) -> GrayRow {
+        GrayRow {
+            id,
+            source: GraySource::Gray {
+                gray_name: "beta".into(),
+                gray_rule: rule.into(),
+            },
+            tenant: tenant.into(),
+            group: "G".into(),
+            data_id: "a.yaml".into(),
+            content: "beta".into(),
+            md5: None,
+            app_name: None,
+            encrypted_data_key: String::new(),
+            src_user: None,
+            src_ip: None,
+            gmt_create_ms: 1,
+            gmt_modified_ms: 2,
+        }
+    }
+
+    /// A 3.x database: a public config and its 'public' copy (gray too), a deleted
+    /// config's history (with a 'public' copy of one row), an encrypted config, roles.
+    fn tables() -> Tables {
+        let beta = r#"{"type":"beta","version":"1.0.0","expr":"10.0.0.7","priority":2147483647}"#;
+        let mut secret = config(4, "dev", "secret.yaml", "x");
+        secret.encrypted_data_key = "k".into();
+        Tables {
+            schema: Schema::V3,
+            server_version: "test".into(),
+            database: "nacos".into(),
+            time_zone: "+00:00".into(),
+            configs: vec![
+                config(1, "", "a.yaml", "a"),
+                config(2, "public", "a.yaml", "a"),
+                config(3, "public", "only-public.yaml", "p"),
+                secret,
+            ],
+            history: vec![
+                history(10, "", "a.yaml", "I", "a"),
+                history(11, "", "gone.yaml", "I", "g"),
+                // The same change as nid 11, copied under 'public'.
+                HistoryRow {
+                    gmt_create_ms: 11,
+                    gmt_modified_ms: 11,
+                    ..history(12, "public", "gone.yaml", "I", "g")
+                },
+                history(13, "", "gone.yaml", "D", "g"),
+                history(14, "dev", "secret.yaml", "I", "x"),
+            ],
+            grays: vec![
+                gray(1, "", beta),
+                gray(2, "public", beta),
+                gray(3, "", r#"{"type":"ip-range","expr":"x"}"#),
+            ],
+            tags: vec![TagRow {
+                nid: 1,
+                config_id: 1,
+                tag_name: "t".into(),
+                tag_type: None,
+                tenant: String::new(),
+                group: "G".into(),
+                data_id: "a.yaml".into(),
+            }],
+            tenants: vec![TenantRow {
+                id: 1,
+                kp: "1".into(),
+                tenant_id: "dev".into(),
+                tenant_name: Some("Dev".into()),
+                tenant_desc: Some("d".into()),
+                create_source: Some("nacos".into()),
+                gmt_create_ms: 5,
+                gmt_modified_ms: 6,
+            }],
+            users: vec![
+                UserRow {
+                    username: "nacos".into(),
+                    password: "$2a$10$x".into(),
+                    enabled: true,
+                },
+                UserRow {
+                    username: "alice".into(),
+                    password: "$2a$10$y".into(),
+                    enabled: false,
+                },
+            ],
+            roles: vec![
+                RoleRow {
+                    username: "nacos".into(),
+                    role: ADMIN_ROLE.into(),
+                },
+                RoleRow {
+                    username: "alice".into(),
+                    role: "devs".into(),
+                },
+            ],
+            permissions: vec![
+                PermissionRow {
+                    role: "devs".into(),
+                    resource: "dev:*:*".into(),
+                    action: "r".into(),
+                },
+                PermissionRow {
+                    role: "devs".into(),
+                    resource: "dev:*:config/*".into(),
+                    action: "rw".into(),
+                },
+                PermissionRow {
+                    role: "devs".into(),
+                    resource: ":*:*".into(),
+                    action: "w".into(),
+                },
+            ],
+            not_read: Vec::new(),
+            skipped: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn stops_on_what_tacos_cannot_hold_unless_skip_bad() {
+        let err = map(&tables(), &MapOptions::default()).expect_err("encrypted config");
+        assert!(err.to_string().contains("dev/G/secret.yaml"), "{err}");
+        let source = map(
+            &tables(),
+            &MapOptions {
+                skip_bad: true,
+                now_s: 7,
+            },
+        )
+        .expect("with skip_bad");
+        let skipped: Vec<&str> = source.skipped.iter().map(|s| s.what.as_str()).collect();
+        assert_eq!(skipped.len(), 3, "{skipped:?}");
+        assert!(skipped[0].contains("secret.yaml"));
+        assert!(skipped[1].contains("gray row 3"));
+        assert!(skipped[2].contains(r#""w""#));
+
+        // 'public' folds into '': one a.yaml (the '' row, with its tag), the
+        // public-only config moved; one beta.
+        let keys: Vec<String> = source.configs.iter().map(|c| c.key().to_string()).collect();
+        assert_eq!(keys, ["(public)/G/a.yaml", "(public)/G/only-public.yaml"]);
+        let a = &source.configs[0];
+        assert_eq!(a.tags, ["t"]);
+        assert_eq!(a.config_type.as_deref(), Some("yaml"));
+        assert_eq!(a.create_time_ms, Some(1_000));
+        assert_eq!(a.grays.len(), 1);
+        assert_eq!(
+            a.grays[0].rule,
+            GrayRule::Beta {
+                ips: vec!["10.0.0.7".into()]
+            }
+        );
+        // The deleted config's history, its 'public' copy row dropped; the encrypted
+        // config's history left out with it.
+        assert_eq!(source.history[&a.key()].len(), 1);
+        let gone: Vec<(u64, Option<OpType>)> = source
+            .deleted_history
+            .values()
+            .flatten()
+            .map(|r| (r.id, r.op))
+            .collect();
+        assert_eq!(
+            gone,
+            [(11, Some(OpType::Insert)), (13, Some(OpType::Delete))]
+        );
+        assert_eq!(source.deleted_history.len(), 1);
+
+        // Users: nacos admin, alice disabled with role devs (r and rw on dev: rw).
+        let names: Vec<(&str, &[String], bool)> = source
+            .users
+            .iter()
+            .map(|u| (u.username.as_str(), u.roles.as_slice(), u.enabled))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("alice", &[][..], false),
+                ("nacos", &["0".to_string()][..], true)
+            ]
+        );
+        assert!(matches!(source.users[0].password, Password::Bcrypt(_)));
+        assert_eq!(source.roles.len(), 1);
+        assert_eq!(source.roles[0].users, ["alice"]);
+        assert_eq!(
+            source.roles[0].permissions,
+            [("dev".to_string(), Access::ReadWrite)].into()
+        );
+        assert_eq!(source.namespaces[0].desc, "d");
+        assert_eq!(source.namespaces[0].create_time_ms, Some(5));
+    }
+
+    #[test]
+    fn resources_tacos_can_hold() {
+        assert_eq!(
+            parse_resource("dev:*:*"),
+            Ok(Scope::Namespace("dev".into()))
+        );
+        assert_eq!(parse_resource(":*:*"), Ok(Scope::Namespace(String::new())));
+        assert_eq!(
+            parse_resource("public:*:*"),
+            Ok(Scope::Namespace(String::new()))
+        );
+        assert_eq!(parse_resource("*:*:*"), Ok(Scope::All));
+        assert_eq!(
+            parse_resource("a:b.c:*:config/*"),
+            Ok(Scope::Namespace("a:b.c".into()))
+        );
+        assert_eq!(parse_resource("dev:*:naming/*"), Ok(Scope::Naming));
+        for bad in [
+            "dev:DEFAULT_GROUP:config/app-*",
+            "dev:*:config/a.yaml",
+            "dev*:*:*",
+            "d[e]v:*:*",
+            "dev",
+        ] {
+            assert!(parse_resource(bad).is_err(), "{bad}");
+        }
+        assert_eq!(parse_action("r"), Ok(Access::Read));
+        assert_eq!(parse_action("rw"), Ok(Access::ReadWrite));
+        assert!(parse_action("w").is_err());
+    }
+
+    #[test]
+    fn gray_rules_are_read_from_the_json() {
+        let (kind, expr, priority) = parse_gray_rule(
+            r#"{"type":"beta","version":"1.0.0","expr":"1.2.3.4,5.6.7.8","priority":2147483647}"#,
+        )
+        .expect("beta");
+        assert_eq!(
+            (kind.as_str(), expr.as_str(), priority),
+            ("beta", "1.2.3.4,5.6.7.8", Some(i32::MAX))
+        );
+        assert!(parse_gray_rule("not json").is_err());
+        assert!(parse_gray_rule(r#"{"expr":"x"}"#).is_err());
+    }
+}
