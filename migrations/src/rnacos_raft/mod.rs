@@ -211,12 +211,19 @@ impl Reader<'_> {
         let single_voter = index.raft.member.len() <= 1;
         let mut next_index = 1;
         if let Some(snapshot) = index.raft.snapshots.last() {
-            self.read_snapshot(snapshot.id)?;
+            let header_index = self.read_snapshot(snapshot.id)?;
             next_index = snapshot.end_index + 1;
             self.machine.notes.push(format!(
                 "read snapshot_{} (state up to index {}), then the log from index {}",
                 snapshot.id, snapshot.end_index, next_index
             ));
+            if header_index != snapshot.end_index {
+                self.machine.notes.push(format!(
+                    "snapshot_{} says it ends at index {header_index}, `index` says {}; \
+                     the log is replayed from `index`'s, as r-nacos does",
+                    snapshot.id, snapshot.end_index
+                ));
+            }
         }
         let mut progress = LogProgress {
             last_read: next_index.saturating_sub(1),
@@ -286,7 +293,8 @@ impl Reader<'_> {
         Ok(())
     }
 
-    fn read_snapshot(&mut self, id: u64) -> Result<(), ReadError> {
+    /// Loads `snapshot_<id>`; returns the last index its header names.
+    fn read_snapshot(&mut self, id: u64) -> Result<u64, ReadError> {
         let path = self.dir.join(format!("snapshot_{id}"));
         let mut stream = files::Stream::open(&path, 0)?;
         let header = match stream.next_frame()? {
@@ -302,7 +310,6 @@ impl Reader<'_> {
                 })
             }
         };
-        let _ = (header.last_index, header.last_term);
         loop {
             match stream.next_frame()? {
                 Frame::Message { offset, bytes } => {
@@ -335,7 +342,7 @@ impl Reader<'_> {
                 }
             }
         }
-        Ok(())
+        Ok(header.last_index)
     }
 
     /// Notes non-zero bytes after a zero length at `offset`.

@@ -71,8 +71,6 @@ pub(crate) struct LogRecord {
 pub(crate) struct SnapshotHeader {
     #[prost(uint64, tag = "1")]
     pub last_index: u64,
-    #[prost(uint64, tag = "2")]
-    pub last_term: u64,
 }
 
 /// Every later message of a snapshot file.
