@@ -1589,6 +1589,9 @@ async fn fuzzy_watch_hears_changes_made_through_another_node() {
     let watcher = (0..3).find(|&i| i != leader).unwrap();
     let writer = (0..3).find(|&i| i != leader && i != watcher).unwrap();
     cluster.publish(leader, "x-1", "1").await;
+    // The leader answered once it applied x-1; the watcher's node may not
+    // have yet, and its initial set is what it has applied.
+    cluster.wait_converged().await;
 
     let mut conn = Conn::open(cluster.grpc_port(watcher)).await;
     let mut stream = Stream::open_set_up(&conn).await;
