@@ -95,7 +95,7 @@ impl Input {
                     },
                 )?
             }
-            Input::NacosHttp(endpoint) => nacos_http::read(endpoint)?,
+            Input::NacosHttp(endpoint) => nacos_http::read(endpoint, options)?,
         })
     }
 }

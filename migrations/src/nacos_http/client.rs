@@ -324,13 +324,20 @@ impl Client {
         }
     }
 
-    /// A config's history, oldest first.
-    pub fn history(&self, key: &ConfigKey) -> Result<Vec<HistoryRow>, ReadError> {
+    /// A config's history, oldest first, and how many gray rows were left out.
+    pub fn history(&self, key: &ConfigKey) -> Result<(Vec<HistoryRow>, usize), ReadError> {
         let mut query = Self::key_query(key).to_vec();
         query.push(("search", "accurate"));
         let items = self.pages("/nacos/v1/cs/history", &query)?;
         let mut rows = Vec::with_capacity(items.len());
+        let mut gray = 0;
         for item in &items {
+            if field(item, "publishType").as_deref() == Some("gray")
+                || super::nonempty(item, "grayName").is_some()
+            {
+                gray += 1;
+                continue;
+            }
             let id = field(item, "id").unwrap_or_default();
             let what = format!("history row {id} of {key}");
             let (detail, content) = match field(item, "content") {
@@ -355,7 +362,7 @@ impl Client {
             rows.push(history_from(&detail, content, &what)?);
         }
         rows.sort_by_key(|r| r.id);
-        Ok(rows)
+        Ok((rows, gray))
     }
 
     /// Every user with the hash the list shows (`None` if none); `None` when anonymous.

@@ -22,6 +22,11 @@
 //!   `GET /nacos/v1/auth/roles` for who is `ROLE_ADMIN`. Otherwise users, roles and
 //!   permissions are not carried and a note says so: they must be recreated.
 //!
+//! Rows of a gray version's history (`publishType` `gray`) are left out (counted in a
+//! note); a config whose content a Nacos encryption plugin encrypted
+//! (`encryptedDataKey`) stops the read, or with `--skip-bad` is left out with its
+//! history.
+//!
 //! What the API cannot show is not carried and is named in [`Source::notes`]: the
 //! history of deleted configs (the API finds history by a live config's key), gray
 //! versions (betas, tag grays), and users without a hash.
@@ -36,9 +41,14 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::source::{Config, ConfigKey, HistoryRow, OpType, Password, Source, User};
+use crate::source::{
+    Config, ConfigKey, HistoryRow, OpType, Password, ReadOptions, Skipped, Source, User,
+};
 
 pub use client::{Client, Endpoint};
+
+const ENCRYPTED: &str = "its content is encrypted by a Nacos encryption plugin \
+     (encryptedDataKey is set), which Tacos cannot decrypt; its history goes with it";
 
 /// Page size of every listing.
 pub const PAGE_SIZE: u64 = 100;
@@ -94,6 +104,12 @@ pub enum ReadError {
         reported: String,
         got: String,
     },
+    /// A config whose content a Nacos encryption plugin encrypted (`encryptedDataKey`).
+    #[error(
+        "{what}: its content is encrypted by a Nacos encryption plugin (encryptedDataKey \
+         is set), which Tacos cannot decrypt; --skip-bad leaves it out"
+    )]
+    Encrypted { what: String },
     /// `https://` needs TLS, which this build does not have.
     #[error(
         "{url}: https is not supported by this build of tacos-migrate; read the server \
@@ -103,9 +119,12 @@ pub enum ReadError {
 }
 
 /// Reads everything the API shows (see the module docs).
-pub fn read(endpoint: &Endpoint) -> Result<Source, ReadError> {
+/// With `options.skip_bad` an encrypted config is left out and listed in
+/// [`Source::skipped`] instead of stopping the read.
+pub fn read(endpoint: &Endpoint, options: &ReadOptions) -> Result<Source, ReadError> {
     let client = Client::connect(endpoint)?;
     let mut source = Source::default();
+    let mut gray_rows = 0;
 
     let namespaces = client.namespaces()?;
     for ns in &namespaces {
@@ -128,17 +147,33 @@ pub fn read(endpoint: &Endpoint) -> Result<Source, ReadError> {
                 group,
                 data_id,
             };
-            let Some(config) = client.config(&key)? else {
+            let config = match client.config(&key) {
+                Ok(Some(config)) => config,
                 // Deleted between the listing and now.
-                continue;
+                Ok(None) => continue,
+                Err(ReadError::Encrypted { what }) if options.skip_bad => {
+                    source.skipped.push(Skipped {
+                        what,
+                        reason: ENCRYPTED.to_string(),
+                    });
+                    continue;
+                }
+                Err(e) => return Err(e),
             };
-            let rows = client.history(&key)?;
+            let (rows, gray) = client.history(&key)?;
+            gray_rows += gray;
             source.history.insert(key, rows);
             source.configs.push(config);
         }
     }
     source.configs.sort_by_key(Config::key);
 
+    if gray_rows > 0 {
+        source.notes.push(format!(
+            "{gray_rows} gray history row(s) (publishType gray) are not carried; the \
+             config history is"
+        ));
+    }
     users(&client, &mut source)?;
     source.notes.push(
         "the history of deleted configs is not carried: the HTTP API finds history by the \
@@ -239,6 +274,11 @@ fn nonempty(v: &Value, name: &str) -> Option<String> {
 
 /// Builds a [`Config`] from a `show=all` answer.
 fn config_from(key: &ConfigKey, v: &Value, what: &str) -> Result<Config, ReadError> {
+    if nonempty(v, "encryptedDataKey").is_some() {
+        return Err(ReadError::Encrypted {
+            what: what.to_string(),
+        });
+    }
     let content = field(v, "content").ok_or_else(|| ReadError::BadAnswer {
         what: what.to_string(),
         reason: "no content".to_string(),
