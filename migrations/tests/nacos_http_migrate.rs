@@ -454,3 +454,215 @@ fn refuses_a_server_that_is_not_nacos() {
         "(no password)",
     );
 }
+
+// ---- a Java Nacos-shaped server -------------------------------------------------------
+
+/// Nacos' default `nacos` user: the BCrypt hash of `nacos` in its schema scripts.
+const NACOS_HASH: &str = "$2a$10$EuWPZHzz32dJN7jexM34MOeYirDdFAZm2kuWj7VEOJhhZkDrxfvUu";
+
+fn md5_hex(text: &str) -> String {
+    format!("{:x}", md5::compute(text.as_bytes()))
+}
+
+/// The answer of a Java Nacos 2.x/3.x to `method path?query` (3.x namespaces: public is
+/// `public`; history lists without content, details by `nid`; times as epoch ms and
+/// op types padded as the `CHAR(10)` column holds them; user hashes listed).
+fn java_nacos_answer(
+    method: &str,
+    path: &str,
+    q: &std::collections::BTreeMap<String, String>,
+) -> (u16, String) {
+    let p = |name: &str| q.get(name).map(String::as_str).unwrap_or("");
+    let page = |items: Value| {
+        serde_json::json!({"totalCount": items.as_array().map_or(0, Vec::len),
+            "pageNumber": 1, "pagesAvailable": 1, "pageItems": items})
+        .to_string()
+    };
+    let (a1, a2) = ("a: 1\n", "a: 2\n");
+    match (method, path) {
+        ("POST", "/nacos/v1/auth/login") => (
+            200,
+            r#"{"accessToken":"tok-1","tokenTtl":18000,"globalAdmin":true}"#.to_string(),
+        ),
+        (_, _) if p("accessToken") != "tok-1" => (403, "no token".to_string()),
+        ("GET", "/nacos/v1/console/namespaces") => (
+            200,
+            serde_json::json!({"code": 200, "message": null, "data": [
+                {"namespace": "public", "namespaceShowName": "public", "namespaceDesc": "Public Namespace", "type": 0},
+                {"namespace": "dev", "namespaceShowName": "Dev", "namespaceDesc": "the dev one", "type": 2},
+            ]})
+            .to_string(),
+        ),
+        ("GET", "/nacos/v1/cs/configs") if p("search") == "blur" => match p("tenant") {
+            "" => (200, page(serde_json::json!([{"id": 1, "dataId": "a.yaml", "group": "G", "content": a2, "md5": md5_hex(a2), "type": "yaml", "tenant": ""}]))),
+            "dev" => (200, page(serde_json::json!([{"id": 2, "dataId": "b.properties", "group": "G", "content": "k=v", "md5": md5_hex("k=v"), "type": "properties", "tenant": "dev"}]))),
+            _ => (200, page(serde_json::json!([]))),
+        },
+        ("GET", "/nacos/v1/cs/configs") if p("show") == "all" => match (p("tenant"), p("dataId")) {
+            ("", "a.yaml") => (200, serde_json::json!({"id": 1, "dataId": "a.yaml", "group": "G", "tenant": "", "content": a2, "md5": md5_hex(a2), "type": "yaml", "desc": "the a", "appName": "shop", "configTags": "t2,t1", "createUser": "ann", "createIp": "10.0.0.1", "createTime": 1714993692000i64, "modifyTime": 1714993700000i64, "encryptedDataKey": ""}).to_string()),
+            ("dev", "b.properties") => (200, serde_json::json!({"id": 2, "dataId": "b.properties", "group": "G", "tenant": "dev", "content": "k=v", "md5": md5_hex("k=v"), "type": "properties", "desc": null, "createTime": 1714993692000i64, "modifyTime": 1714993692000i64}).to_string()),
+            _ => (404, "config data not exist".to_string()),
+        },
+        ("GET", "/nacos/v1/cs/history") if p("search") == "accurate" => match (p("tenant"), p("dataId")) {
+            ("", "a.yaml") => (200, page(serde_json::json!([
+                {"id": 12, "lastId": -1, "dataId": "a.yaml", "group": "G", "tenant": "", "md5": md5_hex(a1), "srcUser": "bob", "srcIp": "10.0.0.2", "opType": "U         ", "createdTime": 1714993700000i64, "lastModifiedTime": 1714993700000i64},
+                {"id": 11, "lastId": -1, "dataId": "a.yaml", "group": "G", "tenant": "", "md5": md5_hex(a1), "srcUser": "ann", "srcIp": "10.0.0.1", "opType": "I         ", "createdTime": 1714993692000i64, "lastModifiedTime": 1714993692000i64},
+            ]))),
+            _ => (200, page(serde_json::json!([]))),
+        },
+        ("GET", "/nacos/v1/cs/history") => match p("nid") {
+            "11" | "12" => (200, serde_json::json!({"id": p("nid"), "dataId": "a.yaml", "group": "G", "tenant": "", "content": a1, "md5": md5_hex(a1), "opType": if p("nid") == "11" { "I         " } else { "U         " }, "srcUser": if p("nid") == "11" { "ann" } else { "bob" }, "lastModifiedTime": if p("nid") == "11" { 1714993692000i64 } else { 1714993700000i64 }}).to_string()),
+            _ => (404, "not found".to_string()),
+        },
+        ("GET", "/nacos/v1/auth/users") => (200, page(serde_json::json!([{"username": "nacos", "password": NACOS_HASH}]))),
+        ("GET", "/nacos/v1/auth/roles") => (200, page(serde_json::json!([{"role": "ROLE_ADMIN", "username": "nacos"}]))),
+        _ => (404, "<html>no</html>".to_string()),
+    }
+}
+
+/// Serves [`java_nacos_answer`] on a loopback port; returns the port and the requests
+/// seen (`METHOD path`).
+fn java_nacos_server() -> (u16, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = seen.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut data = Vec::new();
+            let mut buf = [0u8; 8192];
+            // Headers, then the body by Content-Length.
+            let (head, body_start) = loop {
+                let Ok(n) = stream.read(&mut buf) else {
+                    break (String::new(), 0);
+                };
+                if n == 0 {
+                    break (String::new(), 0);
+                }
+                data.extend_from_slice(&buf[..n]);
+                if let Some(at) = data.windows(4).position(|w| w == b"\r\n\r\n") {
+                    break (String::from_utf8_lossy(&data[..at]).into_owned(), at + 4);
+                }
+            };
+            let length: usize = head
+                .lines()
+                .find_map(|l| {
+                    l.to_ascii_lowercase()
+                        .strip_prefix("content-length:")
+                        .map(|v| v.trim().parse().unwrap_or(0))
+                })
+                .unwrap_or(0);
+            while data.len() < body_start + length {
+                let Ok(n) = stream.read(&mut buf) else { break };
+                if n == 0 {
+                    break;
+                }
+                data.extend_from_slice(&buf[..n]);
+            }
+            let body = String::from_utf8_lossy(&data[body_start.min(data.len())..]).into_owned();
+            let mut words = head.split_whitespace();
+            let (method, target) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
+            let (path, query) = target.split_once('?').unwrap_or((target, ""));
+            let mut q = std::collections::BTreeMap::new();
+            for pair in query
+                .split('&')
+                .chain(body.split('&'))
+                .filter(|p| !p.is_empty())
+            {
+                let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+                q.insert(k.to_string(), v.replace("%2F", "/"));
+            }
+            log.lock().unwrap().push(format!("{method} {path}"));
+            let (status, answer) = java_nacos_answer(method, path, &q);
+            let _ = write!(
+                stream,
+                "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}",
+                answer.len()
+            );
+        }
+    });
+    (port, seen)
+}
+
+#[test]
+fn migrates_a_java_nacos_shaped_server() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (port, seen) = java_nacos_server();
+    let from = format!("http://127.0.0.1:{port}/nacos");
+    let to = tmp.path().join("target");
+    let ports = Ports::new();
+    let out = migrate_cmd(
+        &from,
+        &to,
+        ports,
+        &["--from-username", "nacos"],
+        Some("nacos-pw"),
+    );
+    let stdout = text(&out.stdout);
+    assert!(
+        out.status.success(),
+        "tacos-migrate failed:\n{stdout}\n{}",
+        text(&out.stderr)
+    );
+    // Only the login POST and GETs; each history row's content fetched by nid.
+    let seen = seen.lock().unwrap().clone();
+    assert!(
+        seen.iter()
+            .all(|r| r.starts_with("GET ") || r == "POST /nacos/v1/auth/login"),
+        "{seen:?}"
+    );
+    assert_eq!(
+        seen.iter()
+            .filter(|r| *r == "GET /nacos/v1/cs/history")
+            .count(),
+        4,
+        "{seen:?}"
+    );
+    assert!(
+        stdout.contains("users carried with their BCrypt hashes"),
+        "{stdout}"
+    );
+
+    // Tacos on the result: the user logs in with the Nacos password; configs, metadata,
+    // namespaces and history as the fake server had them.
+    let target = Server::start(&to, ports);
+    let (status, body) = target.login("nacos", "nacos");
+    assert_eq!(status, 200, "{body}");
+    let t: Value = serde_json::from_str(&body).expect("login JSON");
+    let t = t["accessToken"].as_str().expect("token").to_string();
+    let ns = namespaces(&target, &t);
+    assert_eq!(ns.len(), 2, "{ns:?}");
+    assert_eq!(
+        ns[1],
+        serde_json::json!({"namespace": "dev", "name": "Dev", "desc": "the dev one"})
+    );
+    let (a, rows) = snapshot(&target, &t, &(String::new(), "G".into(), "a.yaml".into()));
+    assert_eq!(a["content"], "a: 2\n");
+    assert_eq!(
+        (&a["type"], &a["desc"], &a["appName"]),
+        (&"yaml".into(), &"the a".into(), &"shop".into())
+    );
+    assert_eq!(a["configTags"], serde_json::json!(["t1", "t2"]));
+    assert_eq!(a["createUser"], "ann");
+    let ids: Vec<(&str, &str, &str)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["id"].as_str().unwrap_or(""),
+                r["opType"].as_str().unwrap_or(""),
+                r["content"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(ids, [("12", "U", "a: 1\n"), ("11", "I", "a: 1\n")]);
+    let (b, _) = snapshot(
+        &target,
+        &t,
+        &("dev".into(), "G".into(), "b.properties".into()),
+    );
+    assert_eq!(
+        (&b["content"], &b["type"]),
+        (&"k=v".into(), &"properties".into())
+    );
+}

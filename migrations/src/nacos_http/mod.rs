@@ -22,6 +22,9 @@
 //!   `GET /nacos/v1/auth/roles` for who is `ROLE_ADMIN`. Otherwise users, roles and
 //!   permissions are not carried and a note says so: they must be recreated.
 //!
+//! A server that answers 404 on the history route (it has no Nacos history API) gives
+//! configs without history, with a note.
+//!
 //! Rows of a gray version's history (`publishType` `gray`) are left out (counted in a
 //! note); a config whose content a Nacos encryption plugin encrypted
 //! (`encryptedDataKey`) stops the read, or with `--skip-bad` is left out with its
@@ -125,6 +128,7 @@ pub fn read(endpoint: &Endpoint, options: &ReadOptions) -> Result<Source, ReadEr
     let client = Client::connect(endpoint)?;
     let mut source = Source::default();
     let mut gray_rows = 0;
+    let mut no_history_api = false;
 
     let namespaces = client.namespaces()?;
     for ns in &namespaces {
@@ -160,7 +164,15 @@ pub fn read(endpoint: &Endpoint, options: &ReadOptions) -> Result<Source, ReadEr
                 }
                 Err(e) => return Err(e),
             };
-            let (rows, gray) = client.history(&key)?;
+            let (rows, gray) = match client.history(&key) {
+                Ok(found) => found,
+                // The route is not served (no history API): no history, noted once.
+                Err(ReadError::Status { status: 404, .. }) => {
+                    no_history_api = true;
+                    (Vec::new(), 0)
+                }
+                Err(e) => return Err(e),
+            };
             gray_rows += gray;
             source.history.insert(key, rows);
             source.configs.push(config);
@@ -168,6 +180,13 @@ pub fn read(endpoint: &Endpoint, options: &ReadOptions) -> Result<Source, ReadEr
     }
     source.configs.sort_by_key(Config::key);
 
+    if no_history_api {
+        source.notes.push(
+            "history not carried: the server answers 404 on GET /nacos/v1/cs/history (it \
+             serves no Nacos history API)"
+                .to_string(),
+        );
+    }
     if gray_rows > 0 {
         source.notes.push(format!(
             "{gray_rows} gray history row(s) (publishType gray) are not carried; the \
