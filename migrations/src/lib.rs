@@ -6,7 +6,8 @@
 //!    the source: [`rnacos::read`] for an r-nacos 0.4.x data dir (sled 0.34),
 //!    [`rnacos_raft::read`] for an r-nacos 0.5–0.8 data dir (its Raft index, log and
 //!    snapshot files), [`nacos_mysql::read`] and [`nacos_mysql::map::map`] for a Java
-//!    Nacos database on MySQL/MariaDB (`--from mysql://...`). Readers never write to the
+//!    Nacos database on MySQL/MariaDB (`--from mysql://...`), [`nacos_http::read`] for a
+//!    live Nacos-compatible server over its HTTP API (`--from http://...`). Readers never write to the
 //!    source (they read through a temporary copy, or read only);
 //! 2. [`convert::convert`] turns it into the records of a Tacos snapshot (namespaces,
 //!    configs, history, users: plain passwords hashed with argon2id, BCrypt hashes kept
@@ -33,6 +34,7 @@
 //! that name was migrated. See docs/migration.md.
 
 pub mod convert;
+pub mod nacos_http;
 pub mod nacos_mysql;
 pub mod report;
 pub mod rnacos;
@@ -58,6 +60,9 @@ pub enum Input {
     /// A Java Nacos database on MySQL or MariaDB (`mysql://user:password@host:port/db`),
     /// read by [`nacos_mysql::read`] and mapped by [`nacos_mysql::map::map`].
     NacosMysql(nacos_mysql::Url),
+    /// A live Nacos-compatible server (`http://host:port`: Java Nacos, r-nacos, Tacos),
+    /// read over its HTTP open API by [`nacos_http::read`].
+    NacosHttp(nacos_http::Endpoint),
 }
 
 impl Input {
@@ -65,7 +70,7 @@ impl Input {
     pub fn dir(&self) -> Option<&Path> {
         match self {
             Input::RnacosSled(dir) | Input::RnacosRaft(dir) => Some(dir),
-            Input::NacosMysql(_) => None,
+            Input::NacosMysql(_) | Input::NacosHttp(_) => None,
         }
     }
 
@@ -90,6 +95,7 @@ impl Input {
                     },
                 )?
             }
+            Input::NacosHttp(endpoint) => nacos_http::read(endpoint, options)?,
         })
     }
 }
@@ -103,6 +109,7 @@ impl fmt::Display for Input {
                 write!(f, "r-nacos 0.5-0.8 data dir {}", dir.display())
             }
             Input::NacosMysql(url) => write!(f, "Java Nacos database {url}"),
+            Input::NacosHttp(endpoint) => write!(f, "Nacos-compatible server {endpoint}"),
         }
     }
 }
@@ -304,6 +311,8 @@ pub enum MigrateError {
     ReadMysql(#[from] nacos_mysql::ReadError),
     #[error("reading the Java Nacos database: {0}")]
     MapMysql(#[from] nacos_mysql::map::MapError),
+    #[error("reading the server over HTTP: {0}")]
+    ReadHttp(#[from] nacos_http::ReadError),
     #[error("converting: {0}")]
     Convert(#[from] convert::ConvertError),
     #[error(transparent)]

@@ -1,5 +1,6 @@
-//! `tacos-migrate`: moves an r-nacos data dir (0.4 to 0.8) or a Java Nacos MySQL/MariaDB
-//! database into a new Tacos data dir.
+//! `tacos-migrate`: moves an r-nacos data dir (0.4 to 0.8), a Java Nacos MySQL/MariaDB
+//! database or a live Nacos-compatible server (`--from http://...`) into a new Tacos
+//! data dir.
 //!
 //! `tacos-migrate --from nacos_db --to tacos_data` finds the kind of the r-nacos dir
 //! ([`tacos_migrate::detect`], or `--from-kind`); `--from mysql://...` names a Java Nacos
@@ -16,12 +17,13 @@ use anyhow::Context;
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use tacos_migrate::convert::Progress;
+use tacos_migrate::nacos_http::Endpoint;
 use tacos_migrate::nacos_mysql::Url;
 use tacos_migrate::write::Target;
 use tacos_migrate::{report, DirKind, Input, Options, ReadOptions};
 
-/// Move the data of an r-nacos server (0.4 to 0.8) or a Java Nacos database into a new
-/// Tacos data dir.
+/// Move the data of an r-nacos server (0.4 to 0.8), a Java Nacos database or a live
+/// Nacos-compatible server (over HTTP) into a new Tacos data dir.
 ///
 /// --from names the r-nacos data dir; its kind is found from its files, or given with
 /// --from-kind:
@@ -34,6 +36,14 @@ use tacos_migrate::{report, DirKind, Input, Options, ReadOptions};
 ///             snapshot, then the log after it (docs/migration.md). BCrypt password
 ///             hashes are kept; Tacos checks them at login and re-hashes the password
 ///             with argon2id at each user's first login.
+///
+/// --from http://HOST:PORT reads a live Nacos-compatible server (Java Nacos 1.x-3.x,
+/// r-nacos, Tacos) over its v1 HTTP API, only with GETs after a login
+/// (--from-username, and --from-password or TACOS_MIGRATE_FROM_PASSWORD): namespaces,
+/// configs (type, description, app, tags; every md5 checked) and their history. Not
+/// over the API: users (unless the server lists their BCrypt hashes; Tacos never does:
+/// re-create them), roles and permissions, grays, history of deleted configs. Plain
+/// http only (no TLS).
 ///
 /// --from mysql://USER:PASSWORD@HOST:PORT/DATABASE reads a Java Nacos database (2.x, or
 /// 2.5+/3.x with config_info_gray) on MySQL or MariaDB, only with SELECTs, in one
@@ -68,10 +78,19 @@ use tacos_migrate::{report, DirKind, Input, Options, ReadOptions};
     verbatim_doc_comment
 )]
 struct Args {
-    /// The r-nacos data dir, or a Java Nacos database as
-    /// mysql://USER:PASSWORD@HOST:PORT/DATABASE. It is only read.
+    /// The r-nacos data dir, a Java Nacos database as
+    /// mysql://USER:PASSWORD@HOST:PORT/DATABASE, or a live server as http://HOST:PORT.
+    /// It is only read.
     #[arg(long, value_name = "DIR|URL")]
     from: PathBuf,
+    /// The user to log in as when --from is an http:// server (an admin, to read every
+    /// namespace and the user list). Without it no login is made.
+    #[arg(long, value_name = "USER")]
+    from_username: Option<String>,
+    /// That user's password (better: the TACOS_MIGRATE_FROM_PASSWORD environment
+    /// variable, which other users cannot see in the process list). Never printed.
+    #[arg(long, value_name = "PASSWORD")]
+    from_password: Option<String>,
     /// What kind of dir --from is (default: found from its files).
     #[arg(long, value_enum, value_name = "KIND")]
     from_kind: Option<Kind>,
@@ -156,16 +175,41 @@ fn main() -> anyhow::Result<()> {
         Kind::Rnacos04 => DirKind::Rnacos04,
         Kind::Rnacos => DirKind::Rnacos,
     });
-    let from = match args.from.to_str().filter(|s| Url::is_mysql(s)) {
-        Some(url) => {
-            anyhow::ensure!(
-                kind.is_none(),
-                "--from-kind is for data dirs; --from names a MySQL database"
-            );
-            Input::NacosMysql(Url::new(url))
+    let from_text = args.from.to_str().unwrap_or_default();
+    let from = if Endpoint::is_http(from_text) {
+        anyhow::ensure!(
+            kind.is_none(),
+            "--from-kind is for data dirs; --from names a server"
+        );
+        let password = match args.from_password.clone() {
+            Some(p) => Some(p),
+            None => std::env::var("TACOS_MIGRATE_FROM_PASSWORD").ok(),
+        };
+        anyhow::ensure!(
+            password.is_none() || args.from_username.is_some(),
+            "a password for --from is given but no --from-username"
+        );
+        Input::NacosHttp(Endpoint::new(
+            from_text,
+            args.from_username.clone(),
+            password,
+        ))
+    } else {
+        anyhow::ensure!(
+            args.from_username.is_none() && args.from_password.is_none(),
+            "--from-username and --from-password are for --from http://HOST:PORT"
+        );
+        match args.from.to_str().filter(|s| Url::is_mysql(s)) {
+            Some(url) => {
+                anyhow::ensure!(
+                    kind.is_none(),
+                    "--from-kind is for data dirs; --from names a MySQL database"
+                );
+                Input::NacosMysql(Url::new(url))
+            }
+            None => tacos_migrate::detect(&args.from, kind)
+                .with_context(|| format!("cannot read --from {}", args.from.display()))?,
         }
-        None => tacos_migrate::detect(&args.from, kind)
-            .with_context(|| format!("cannot read --from {}", args.from.display()))?,
     };
     let options = Options {
         from: from.clone(),
