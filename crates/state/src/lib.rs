@@ -60,8 +60,11 @@ pub struct State {
     configs: OrdMap<ConfigKey, Arc<Config>>,
     /// Per config, its gray versions by priority (highest first), then name.
     grays: OrdMap<ConfigKey, Vec<Arc<Gray>>>,
-    /// Per config, oldest first, at most the history limit.
-    history: OrdMap<ConfigKey, Vector<Arc<HistoryRow>>>,
+    /// Per config, oldest first, at most the history limit. A plain vector
+    /// behind an `Arc`, replaced whole on each write (at most the limit of
+    /// pointers copied): for the few rows a config has, imbl's chunked
+    /// vector would hold a 64-slot chunk per config.
+    history: OrdMap<ConfigKey, Arc<Vec<Arc<HistoryRow>>>>,
     history_keys: OrdMap<u64, ConfigKey>,
     namespaces: OrdMap<String, Arc<Namespace>>,
     auth: Option<Arc<AuthKey>>,
@@ -390,13 +393,12 @@ impl State {
             last_modified_time: time_ms,
             gray_name,
         };
-        rows.push_back(Arc::new(row));
-        let mut dropped = Vec::new();
-        while rows.len() > limit.max(1) as usize {
-            if let Some(old) = rows.pop_front() {
-                dropped.push(old.id);
-            }
-        }
+        let drop = (rows.len() + 1).saturating_sub(limit.max(1) as usize);
+        let dropped: Vec<u64> = rows.iter().take(drop).map(|r| r.id).collect();
+        let mut next = Vec::with_capacity(rows.len() + 1 - drop);
+        next.extend(rows.iter().skip(drop).cloned());
+        next.push(Arc::new(row));
+        *rows = Arc::new(next);
         for old in dropped {
             self.history_keys.remove(&old);
         }

@@ -359,10 +359,8 @@ impl State {
                     gray_name: r.gray_name,
                 };
                 self.history_keys.insert(r.id, key.clone());
-                self.history
-                    .entry(key)
-                    .or_default()
-                    .push_back(Arc::new(row));
+                // Not shared while loading: grows in place.
+                Arc::make_mut(self.history.entry(key).or_default()).push(Arc::new(row));
             }
             AUTH => {
                 let r = pb::AuthRecord::decode(body)?;
