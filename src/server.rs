@@ -272,6 +272,7 @@ fn serve(
             data_dir: settings.data_dir.clone(),
             auth,
             policy: crate::api::guard::Policy::of(&crate::api::guard::declared()),
+            zone: settings.zone.clone(),
         });
         let http_port = if listeners.console.is_some() {
             Port::Client

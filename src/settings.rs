@@ -132,6 +132,14 @@ pub struct Settings {
     )]
     pub learner_stale_seconds: u64,
 
+    /// The zone (data center, rack: any name) this node is in. The
+    /// address-server list (`GET /nacos/serverlist`, what SDKs configured
+    /// with an `endpoint` fetch) hands clients the serving nodes of the
+    /// zone they ask in (`?zone=`, else this node's), its learners when it
+    /// has serving ones. Default: none.
+    #[arg(long, global = true, env = "TACOS_ZONE", value_name = "NAME")]
+    pub zone: Option<String>,
+
     /// Initialize a new cluster with this node as its only voter, when the
     /// data dir is empty. Node 1 does this by default unless --join is given;
     /// any other new node waits to be added.
@@ -494,6 +502,19 @@ impl Settings {
         }
         if self.max_long_polls == 0 {
             return invalid("max-long-polls", "must be 1 or more".into());
+        }
+        if let Some(zone) = &self.zone {
+            let ok = !zone.is_empty()
+                && zone.len() <= 64
+                && zone
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
+            if !ok {
+                return invalid(
+                    "zone",
+                    format!("{zone:?}: 1 to 64 letters, digits, '-', '_' or '.'"),
+                );
+            }
         }
         if self.learner_stale_seconds == 0 || self.learner_stale_seconds > 3600 {
             return invalid("learner-stale-seconds", "must be between 1 and 3600".into());

@@ -23,10 +23,17 @@ async fn add_learners(
     n: usize,
     extra: &[&str],
 ) -> Vec<usize> {
-    let mut args = vec!["--learner"];
-    args.extend_from_slice(extra);
+    // The voters' common arguments, less a `--zone` the learners set.
+    let mut args: Vec<String> = cluster.common_args().to_vec();
+    if extra.contains(&"--zone") {
+        if let Some(at) = args.iter().position(|a| a == "--zone") {
+            args.drain(at..at + 2);
+        }
+    }
+    args.push("--learner".to_string());
+    args.extend(extra.iter().map(|s| s.to_string()));
     let learners: Vec<usize> = (0..n)
-        .map(|k| cluster.add_node(Some(k % voters), &args))
+        .map(|k| cluster.add_node_with(Some(k % voters), args.clone()))
         .collect();
     cluster.start_nodes(&learners).await;
     let ids: Vec<u64> = learners.iter().map(|&i| cluster.id(i)).collect();
@@ -282,4 +289,80 @@ async fn a_learner_cut_off_from_the_voters_stops_serving_reads() {
         cluster.read(learner, "kept").await.as_deref(),
         Some("after the cut")
     );
+}
+
+/// The lines of `GET /nacos/serverlist[?zone=]` on node `i`, sorted.
+async fn server_list(cluster: &Cluster, i: usize, zone: Option<&str>) -> Vec<String> {
+    let path = match zone {
+        Some(zone) => format!("/nacos/serverlist?zone={zone}"),
+        None => "/nacos/serverlist".to_string(),
+    };
+    let reply = cluster
+        .get(i, &path)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(reply.status, 200, "{reply:?}");
+    let mut lines: Vec<String> = reply.body.lines().map(str::to_string).collect();
+    lines.sort();
+    lines
+}
+
+/// Zones: three voters in zone `a`, two learners in zone `b`. The
+/// address-server list a node hands out names the serving learners of the
+/// zone asked (`?zone=`, else the node's own), else the zone's serving
+/// members, else every serving member; a killed learner leaves it. The
+/// official Node SDK configured with only that address server
+/// (`endpoint`) publishes and reads through the nodes it lists.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_address_server_list_prefers_the_zone_s_learners() {
+    let mut cluster = Cluster::start(3, &["--zone", "a"]).await;
+    let learners = add_learners(&mut cluster, 3, 2, &["--zone", "b"]).await;
+    let sorted = |nodes: &[usize]| {
+        let mut addrs: Vec<String> = nodes.iter().map(|&i| cluster.http_addr(i)).collect();
+        addrs.sort();
+        addrs
+    };
+    let voters = sorted(&[0, 1, 2]);
+    let zone_b = sorted(&learners);
+    let everyone = sorted(&[0, 1, 2, learners[0], learners[1]]);
+    cluster
+        .poll_until("the learners serving", LEADER_TIMEOUT, || async {
+            let list = server_list(&cluster, learners[0], None).await;
+            if list == zone_b {
+                Ok(())
+            } else {
+                Err(format!("{list:?}"))
+            }
+        })
+        .await;
+    assert_eq!(server_list(&cluster, 0, None).await, voters);
+    assert_eq!(server_list(&cluster, 0, Some("b")).await, zone_b);
+    assert_eq!(server_list(&cluster, learners[1], Some("a")).await, voters);
+    assert_eq!(server_list(&cluster, 1, Some("elsewhere")).await, everyone);
+
+    let sdk_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sdk");
+    assert!(
+        sdk_dir.join("node_modules/nacos").is_dir(),
+        "npm `nacos` is not installed: run scripts/test.sh (it installs it)"
+    );
+    let script = sdk_dir.join("node_endpoint_client.js");
+    let endpoint = cluster.http_addr(learners[0]);
+    let (ok, stdout, stderr) = common::run_sdk_script(
+        "node",
+        &[script.to_str().unwrap(), endpoint.as_str(), "zoned.json"],
+        cluster.tmp().path(),
+        Duration::from_secs(90),
+    );
+    assert!(
+        ok && stdout.contains("all ok"),
+        "node SDK via the address server failed:\n{stdout}\n{stderr}"
+    );
+    assert_eq!(
+        cluster.read_linearizable(0, "zoned.json").await.as_deref(),
+        Some("via endpoint")
+    );
+
+    let alone = sorted(&[learners[0]]);
+    cluster.kill9(learners[1]);
+    assert_eq!(server_list(&cluster, learners[0], None).await, alone);
 }

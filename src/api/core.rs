@@ -54,7 +54,8 @@ pub fn routes(r: &mut Routes) {
             "/nacos/v1/core/cluster/simple/nodes",
             Need::Admin,
             v1_simple_nodes,
-        );
+        )
+        .get("/nacos/serverlist", Need::Public, server_list);
     // Nacos' own member management (its members file, address server,
     // member reports) has no counterpart: Tacos' members are its Raft
     // membership, changed one at a time through the leader. Refused with a
@@ -191,9 +192,17 @@ impl MemberView {
     }
 }
 
+/// What a `/health` probe of another member found.
+#[derive(Debug, Clone)]
+struct Probe {
+    health: Health,
+    /// Its `--zone`, from the answer's `X-Tacos-Zone`.
+    zone: Option<String>,
+}
+
 /// Asks `GET /health` of every other member, in parallel, each within
 /// [`LISTENERS_TIMEOUT`].
-async fn probe_others(app: &AppState) -> BTreeMap<NodeId, Health> {
+async fn probe_others(app: &AppState) -> BTreeMap<NodeId, Probe> {
     let others: Vec<(NodeId, String)> = {
         let metrics = app.node.metrics();
         let membership = metrics.membership_config.membership();
@@ -211,21 +220,36 @@ async fn probe_others(app: &AppState) -> BTreeMap<NodeId, Health> {
         .timeout(LISTENERS_TIMEOUT)
         .connect_timeout(LISTENERS_TIMEOUT)
         .build();
+    let unreachable = Probe {
+        health: Health::Unreachable,
+        zone: None,
+    };
     let Ok(client) = client else {
         return others
             .into_iter()
-            .map(|(id, _)| (id, Health::Unreachable))
+            .map(|(id, _)| (id, unreachable.clone()))
             .collect();
     };
     let probes = others.into_iter().map(|(id, addr)| {
         let client = &client;
+        let unreachable = unreachable.clone();
         async move {
-            let health = match client.get(format!("http://{addr}/health")).send().await {
-                Ok(r) if r.status().is_success() => Health::Serving,
-                Ok(_) => Health::NoLeader,
-                Err(_) => Health::Unreachable,
+            let probe = match client.get(format!("http://{addr}/health")).send().await {
+                Ok(r) => Probe {
+                    health: if r.status().is_success() {
+                        Health::Serving
+                    } else {
+                        Health::NoLeader
+                    },
+                    zone: r
+                        .headers()
+                        .get(super::health::ZONE_HEADER)
+                        .and_then(|v| v.to_str().ok())
+                        .map(str::to_string),
+                },
+                Err(_) => unreachable,
             };
-            (id, health)
+            (id, probe)
         }
     });
     futures::future::join_all(probes)
@@ -234,18 +258,25 @@ async fn probe_others(app: &AppState) -> BTreeMap<NodeId, Health> {
         .collect()
 }
 
+/// The members with what the probes found of the others.
+async fn probed_members(app: &AppState) -> (Vec<Member>, BTreeMap<NodeId, Probe>) {
+    let probes = probe_others(app).await;
+    let metrics = app.node.metrics();
+    let members = cluster::members(&metrics, app.node.id, |id| {
+        probes.get(&id).map_or(Health::Unreachable, |p| p.health)
+    });
+    (members, probes)
+}
+
 /// The members as Nacos shows them, those `keep` keeps.
 async fn member_views(app: &AppState, keep: impl Fn(&Member) -> bool) -> Vec<MemberView> {
-    let health = probe_others(app).await;
-    let metrics = app.node.metrics();
-    let group = cluster::group_view(&metrics);
-    cluster::members(&metrics, app.node.id, |id| {
-        health.get(&id).copied().unwrap_or(Health::Unreachable)
-    })
-    .iter()
-    .filter(|m| keep(m))
-    .map(|m| MemberView::of(m, &group))
-    .collect()
+    let (members, _) = probed_members(app).await;
+    let group = cluster::group_view(&app.node.metrics());
+    members
+        .iter()
+        .filter(|m| keep(m))
+        .map(|m| MemberView::of(m, &group))
+        .collect()
 }
 
 /// This node's member view; `None` (answered 503) before it has joined.
@@ -311,6 +342,42 @@ async fn v1_simple_nodes(app: web::Data<AppState>) -> HttpResponse {
         .map(|m| m.http_addr)
         .collect();
     v1_ok(addresses)
+}
+
+/// `GET /nacos/serverlist[?zone=]`: the address-server list SDKs
+/// configured with an `endpoint` fetch (Java, Node; the path is their
+/// default `/nacos/serverlist`): `ip:port` lines, chosen by
+/// [`cluster::server_list`] for the zone asked (`zone`, else this node's
+/// `--zone`). Public, as Nacos' address server is (it names addresses the
+/// clients reach anyway); other parameters (`namespace`) are ignored.
+async fn server_list(req: HttpRequest, app: web::Data<AppState>) -> HttpResponse {
+    let params = Params::parse(&req, &[]);
+    let zone = params
+        .get("zone")
+        .filter(|z| !z.trim().is_empty())
+        .map(str::to_string)
+        .or_else(|| app.zone.clone());
+    let (mut members, probes) = probed_members(&app).await;
+    // This node as its own /health would say: a learner too far behind
+    // does not serve.
+    if app.service.readable().is_err() {
+        for m in members.iter_mut().filter(|m| m.this_node) {
+            m.state = NodeState::Suspicious;
+        }
+    }
+    let me = app.node.id;
+    let list = cluster::server_list(&members, zone.as_deref(), |m| {
+        if m.id == me {
+            app.zone.clone()
+        } else {
+            probes.get(&m.id).and_then(|p| p.zone.clone())
+        }
+    });
+    let mut body = list.join("\n");
+    body.push('\n');
+    HttpResponse::Ok()
+        .content_type("text/plain; charset=utf-8")
+        .body(body)
 }
 
 /// Nacos' `RestResult` success: `{code: 200, message: null, data}`.

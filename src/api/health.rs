@@ -2,7 +2,7 @@
 //!
 //! | route | what |
 //! |---|---|
-//! | `GET /health`, `/nacos/v1/console/health/readiness` | 200 while this node knows a leader (and, on a learner, serves reads: not too far behind), else 503/500 |
+//! | `GET /health`, `/nacos/v1/console/health/readiness` | 200 while this node knows a leader (and, on a learner, serves reads: not too far behind), else 503/500; `/health` names the node's zone in `X-Tacos-Zone` |
 //! | `GET /nacos/v1/console/health/liveness` | 200 while the process serves |
 //! | `GET /metrics` | Prometheus text format (see [`crate::metrics`]) |
 
@@ -30,11 +30,22 @@ async fn health(app: web::Data<AppState>) -> HttpResponse {
     if !has_leader(&app) {
         return HttpResponse::ServiceUnavailable().body("DOWN: no leader");
     }
+    let mut answer = match app.service.readable() {
+        Ok(()) => HttpResponse::Ok(),
+        Err(_) => HttpResponse::ServiceUnavailable(),
+    };
+    // Members learn each other's zones from this probe (see core.rs).
+    if let Some(zone) = &app.zone {
+        answer.insert_header((ZONE_HEADER, zone.as_str()));
+    }
     match app.service.readable() {
-        Ok(()) => HttpResponse::Ok().body("UP"),
-        Err(behind) => HttpResponse::ServiceUnavailable().body(format!("DOWN: {behind}")),
+        Ok(()) => answer.body("UP"),
+        Err(behind) => answer.body(format!("DOWN: {behind}")),
     }
 }
+
+/// The header `/health` names this node's `--zone` in.
+pub const ZONE_HEADER: &str = "X-Tacos-Zone";
 
 async fn liveness() -> HttpResponse {
     HttpResponse::Ok().body("OK")

@@ -48,6 +48,8 @@ pub struct AppState {
     pub policy: guard::Policy,
     /// This node's dashboard samples ([`crate::samples`]).
     pub samples: Arc<crate::samples::Samples>,
+    /// This node's `--zone`, if any.
+    pub zone: Option<String>,
 }
 
 /// 403 unless `principal` may do `access` in `namespace`.

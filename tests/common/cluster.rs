@@ -122,6 +122,11 @@ impl Cluster {
         self.add_node_with(join, args)
     }
 
+    /// The arguments every node gets (given to [`Cluster::start`]).
+    pub fn common_args(&self) -> &[String] {
+        &self.common
+    }
+
     /// [`Cluster::add_node`] with `args` instead of the common arguments.
     pub fn add_node_with(&mut self, join: Option<usize>, args: Vec<String>) -> usize {
         let index = self.nodes.len();

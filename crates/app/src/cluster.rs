@@ -186,6 +186,47 @@ pub fn members(
     members
 }
 
+/// Which members an address-server list (`GET /nacos/serverlist`) hands
+/// a client in `zone` (`None`: no zone): the serving (`UP`) members of that
+/// zone, only its learners when it has serving ones (voters keep their
+/// CPU for commits; learners are there to serve clients); with no serving
+/// member in the zone (or no zone), every serving member; with none
+/// serving at all, every member (an empty list strands the SDKs). `zone_of`
+/// says a member's zone as this node knows it.
+pub fn server_list(
+    members: &[Member],
+    zone: Option<&str>,
+    zone_of: impl Fn(&Member) -> Option<String>,
+) -> Vec<String> {
+    let serving: Vec<&Member> = members
+        .iter()
+        .filter(|m| m.state == NodeState::Up)
+        .collect();
+    let in_zone: Vec<&Member> = match zone {
+        Some(zone) => serving
+            .iter()
+            .copied()
+            .filter(|m| zone_of(m).as_deref() == Some(zone))
+            .collect(),
+        None => Vec::new(),
+    };
+    let learners: Vec<&Member> = in_zone
+        .iter()
+        .copied()
+        .filter(|m| m.role == Role::Learner)
+        .collect();
+    let chosen = if !learners.is_empty() {
+        learners
+    } else if !in_zone.is_empty() {
+        in_zone
+    } else if !serving.is_empty() {
+        serving
+    } else {
+        members.iter().collect()
+    };
+    chosen.iter().map(|m| m.http_addr.clone()).collect()
+}
+
 /// This node as a member ([`members`] without probing anyone), if the
 /// applied membership holds it yet (a node that has not joined does not).
 pub fn this_member(metrics: &RaftMetrics, me: NodeId) -> Option<Member> {
@@ -227,6 +268,50 @@ mod tests {
         assert_eq!(NodeState::parse("ISOLATION"), Ok(None));
         assert!(NodeState::parse("sick").is_err());
         assert!(NodeState::parse("").is_err());
+    }
+
+    #[test]
+    fn server_lists_prefer_the_zone_s_serving_learners() {
+        let member = |id: NodeId, role, state| Member {
+            id,
+            http_addr: format!("10.0.0.{id}:8848"),
+            cluster_addr: format!("10.0.0.{id}:9849"),
+            role,
+            this_node: false,
+            state,
+        };
+        let members = vec![
+            member(1, Role::Leader, NodeState::Up),
+            member(2, Role::Follower, NodeState::Up),
+            member(3, Role::Follower, NodeState::Up),
+            member(4, Role::Learner, NodeState::Up),
+            member(5, Role::Learner, NodeState::Down),
+            member(6, Role::Learner, NodeState::Down),
+        ];
+        let zone_of =
+            |m: &Member| Some(["a", "a", "b", "b", "b", "c"][m.id as usize - 1].to_string());
+        let list = |zone| server_list(&members, zone, zone_of);
+        assert_eq!(list(Some("b")), ["10.0.0.4:8848"]);
+        assert_eq!(list(Some("a")), ["10.0.0.1:8848", "10.0.0.2:8848"]);
+        // No serving member in the zone, or no zone: every serving one.
+        let serving = [
+            "10.0.0.1:8848",
+            "10.0.0.2:8848",
+            "10.0.0.3:8848",
+            "10.0.0.4:8848",
+        ];
+        assert_eq!(list(Some("c")), serving);
+        assert_eq!(list(None), serving);
+        // Nobody serving: everyone, rather than nothing.
+        let down: Vec<Member> = members
+            .iter()
+            .cloned()
+            .map(|m| Member {
+                state: NodeState::Down,
+                ..m
+            })
+            .collect();
+        assert_eq!(server_list(&down, Some("a"), zone_of).len(), 6);
     }
 
     #[test]
