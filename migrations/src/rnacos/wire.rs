@@ -8,8 +8,6 @@
 //! Integers that r-nacos writes as varints are declared `int64`: a varint decodes the same
 //! whether the writer declared it `int64`, `uint32` or `uint64`, as long as it fits.
 
-use std::collections::BTreeMap;
-
 /// Key of tree `config` and the suffix of the `config_history_*` tree names.
 #[derive(Clone, PartialEq, prost::Message)]
 pub(crate) struct ConfigSerdeKey {
@@ -40,26 +38,9 @@ pub(crate) struct ConfigValue {
     pub id: i64,
 }
 
-/// Value of tree `t_user`.
-#[derive(Clone, PartialEq, prost::Message)]
-pub(crate) struct UserDo {
-    #[prost(string, tag = "1")]
-    pub username: String,
-    #[prost(string, tag = "2")]
-    pub password: String,
-    #[prost(string, tag = "3")]
-    pub nickname: String,
-    #[prost(int64, tag = "4")]
-    pub gmt_create: i64,
-    #[prost(int64, tag = "5")]
-    pub gmt_modified: i64,
-    #[prost(bool, tag = "6")]
-    pub enable: bool,
-    #[prost(string, repeated, tag = "7")]
-    pub roles: Vec<String>,
-    #[prost(btree_map = "string, string", tag = "8")]
-    pub extend_info: BTreeMap<String, String>,
-}
+/// Value of tree `t_user`: r-nacos kept the message and added fields after
+/// 0.4 (a 0.4 value decodes with them empty), so one definition serves both.
+pub(crate) use crate::rnacos_raft::wire::UserDo;
 
 /// One element of the namespace list (JSON, the content of the config
 /// `__INNER_SYSTEM__`/`sys`/`namespaces`).

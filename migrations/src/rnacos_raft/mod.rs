@@ -71,7 +71,7 @@
 
 mod apply;
 mod files;
-mod wire;
+pub(crate) mod wire;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
