@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::cluster::{member_ids, Cluster, GROUP, LEADER_TIMEOUT, LISTENER};
+use common::cluster::{member_ids, Cluster, GROUP, LEADER_TIMEOUT};
 use common::java_encode;
 use common::{assert_same_items, md5_hex, run_to_exit, NacosApi, Reply};
 use tacos_raft::rpc::pb::cluster_client::ClusterClient;
@@ -123,23 +123,7 @@ async fn write_on_any_node_is_read_on_all() {
             .as_deref(),
         Some("v1")
     );
-    let probe = format!("watched\u{2}{GROUP}\u{2}{}\u{1}", md5_hex("v1"));
-    let api = cluster.api(follower);
-    let listener = tokio::spawn(async move {
-        let value = java_encode(&probe);
-        let response = api
-            .client()
-            .post(api.url(LISTENER))
-            .header("Long-Pulling-Timeout", "30000")
-            .form(&[("Listening-Configs", value.as_str())])
-            .timeout(Duration::from_secs(45))
-            .send()
-            .await
-            .expect("POST listener");
-        Reply::read(response)
-            .await
-            .expect("reading the listener answer")
-    });
+    let listener = cluster.long_poll(follower, "watched", "v1");
     // Nothing observable tells that the listener is held: give it a moment
     // to reach the node, then check it was not answered.
     tokio::time::sleep(Duration::from_millis(600)).await;

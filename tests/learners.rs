@@ -9,8 +9,8 @@ mod common;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use common::cluster::{Cluster, GROUP, LEADER_TIMEOUT, LISTENER};
-use common::{java_encode, md5_hex, NacosApi, Reply};
+use common::cluster::{Cluster, GROUP, LEADER_TIMEOUT};
+use common::{java_encode, NacosApi, Reply};
 use serde_json::Value;
 
 const MEMBERS: &str = "/tacos/v1/admin/cluster/members";
@@ -68,32 +68,6 @@ async fn get_config(cluster: &Cluster, i: usize, data_id: &str, extra: &[(&str, 
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// Starts a v1 long poll on node `i` for `data_id` holding `content`.
-fn long_poll(
-    cluster: &Cluster,
-    i: usize,
-    data_id: &str,
-    content: &str,
-) -> tokio::task::JoinHandle<Reply> {
-    let probe = format!("{data_id}\u{2}{GROUP}\u{2}{}\u{1}", md5_hex(content));
-    let api = cluster.api(i);
-    tokio::spawn(async move {
-        let value = java_encode(&probe);
-        let response = api
-            .client()
-            .post(api.url(LISTENER))
-            .header("Long-Pulling-Timeout", "30000")
-            .form(&[("Listening-Configs", value.as_str())])
-            .timeout(Duration::from_secs(45))
-            .send()
-            .await
-            .expect("POST listener");
-        Reply::read(response)
-            .await
-            .expect("reading the listener answer")
-    })
-}
-
 /// 3 voters and 4 learners: a write on any node (learners forward theirs)
 /// is read on every node; a long poll held on every node is woken by a
 /// write on a learner; a learner killed while the cluster moves on past its
@@ -147,7 +121,7 @@ async fn learners_serve_reads_and_listeners_and_catch_up() {
     cluster.wait_converged().await;
     let polls: Vec<_> = all
         .iter()
-        .map(|&i| long_poll(&cluster, i, "watched", "v1"))
+        .map(|&i| cluster.long_poll(i, "watched", "v1"))
         .collect();
     tokio::time::sleep(Duration::from_millis(600)).await;
     assert!(
@@ -262,7 +236,8 @@ async fn a_learner_cut_off_from_the_voters_stops_serving_reads() {
     );
     let health = cluster.get(learner, "/health").await.expect("/health");
     assert_eq!(health.status, 503, "{health:?}");
-    let poll = long_poll(&cluster, learner, "kept", "before the cut")
+    let poll = cluster
+        .long_poll(learner, "kept", "before the cut")
         .await
         .expect("long poll task");
     assert_eq!(poll.status, 503, "{poll:?}");

@@ -25,7 +25,10 @@ use serde_json::Value;
 use tempfile::TempDir;
 use tokio::sync::{Mutex, MutexGuard};
 
-use super::{assert_true, free_port, read_lossy, temp_dir, NacosApi, Reply, Server, POLL};
+use super::{
+    assert_true, free_port, java_encode, md5_hex, read_lossy, temp_dir, NacosApi, Reply, Server,
+    POLL,
+};
 
 /// The group every config of these tests is in.
 pub const GROUP: &str = "DEFAULT_GROUP";
@@ -405,6 +408,33 @@ impl Cluster {
     }
 
     // ---- HTTP ----------------------------------------------------------------
+
+    /// Starts a v1 long poll (30 s) on node `i` for `data_id` in
+    /// [`GROUP`], holding the md5 of `content`; the task ends with its answer.
+    pub fn long_poll(
+        &self,
+        i: usize,
+        data_id: &str,
+        content: &str,
+    ) -> tokio::task::JoinHandle<Reply> {
+        let probe = format!("{data_id}\u{2}{GROUP}\u{2}{}\u{1}", md5_hex(content));
+        let api = self.api(i);
+        tokio::spawn(async move {
+            let value = java_encode(&probe);
+            let response = api
+                .client()
+                .post(api.url(LISTENER))
+                .header("Long-Pulling-Timeout", "30000")
+                .form(&[("Listening-Configs", value.as_str())])
+                .timeout(Duration::from_secs(45))
+                .send()
+                .await
+                .expect("POST listener");
+            Reply::read(response)
+                .await
+                .expect("reading the listener answer")
+        })
+    }
 
     /// `GET path` on node `i` with a short timeout; transport errors as text.
     pub async fn get(&self, i: usize, path: &str) -> Result<Reply, String> {
