@@ -30,7 +30,8 @@ async fn health(app: web::Data<AppState>) -> HttpResponse {
     if !has_leader(&app) {
         return HttpResponse::ServiceUnavailable().body("DOWN: no leader");
     }
-    let mut answer = match app.service.readable() {
+    let readable = app.service.readable();
+    let mut answer = match readable {
         Ok(()) => HttpResponse::Ok(),
         Err(_) => HttpResponse::ServiceUnavailable(),
     };
@@ -38,7 +39,7 @@ async fn health(app: web::Data<AppState>) -> HttpResponse {
     if let Some(zone) = &app.zone {
         answer.insert_header((ZONE_HEADER, zone.as_str()));
     }
-    match app.service.readable() {
+    match readable {
         Ok(()) => answer.body("UP"),
         Err(behind) => answer.body(format!("DOWN: {behind}")),
     }

@@ -328,32 +328,35 @@ impl Node {
 
     /// Whether this node is a member that does not vote.
     pub fn is_learner(&self) -> bool {
-        let metrics = self.metrics();
+        self.applied_if_learner().is_some()
+    }
+
+    /// The index applied here, if this node is a learner. Reads the metrics
+    /// in place (no clone): every read and listen asks it.
+    fn applied_if_learner(&self) -> Option<u64> {
+        let metrics = self.raft.metrics();
+        let metrics = metrics.borrow();
         let learner = metrics
             .membership_config
             .membership()
             .learner_ids()
             .any(|id| id == self.id);
-        learner
+        learner.then(|| metrics.last_applied.map_or(0, |l| l.index))
     }
 
     /// Whether reads may be served here now: always on a voter; on a
     /// learner only while it is fresh enough ([`freshness`]).
     pub fn check_fresh(&self) -> Result<(), Behind> {
-        if !self.is_learner() {
-            return Ok(());
+        match self.applied_if_learner() {
+            None => Ok(()),
+            Some(applied) => self.freshness.check(applied, Instant::now()),
         }
-        let applied = self.metrics().last_applied.map_or(0, |l| l.index);
-        self.freshness.check(applied, Instant::now())
     }
 
     /// A learner's lag as last measured (`None` on a voter).
     pub fn learner_lag(&self) -> Option<Lag> {
-        if !self.is_learner() {
-            return None;
-        }
-        let applied = self.metrics().last_applied.map_or(0, |l| l.index);
-        Some(self.freshness.lag(applied, Instant::now()))
+        self.applied_if_learner()
+            .map(|applied| self.freshness.lag(applied, Instant::now()))
     }
 
     /// While this node is a learner, asks the leader's read index every
