@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use common::cluster::{Cluster, GROUP, LEADER_TIMEOUT};
+use common::proxy::Proxy;
 use common::{java_encode, NacosApi, Reply};
 use serde_json::Value;
 
@@ -264,6 +265,118 @@ async fn a_learner_cut_off_from_the_voters_stops_serving_reads() {
         cluster.read(learner, "kept").await.as_deref(),
         Some("after the cut")
     );
+}
+
+/// A learner in a "remote data center": it advertises an address whose
+/// proxy passes every byte 50 ms late in each direction (a delay line, so
+/// the link keeps its throughput), so the leader's log reaches it 50 ms
+/// late and each answer takes 50 ms back. It still catches up, serves
+/// reads, wakes its long polls on writes made elsewhere, forwards its own
+/// writes (read-your-writes) and keeps serving (its lag stays under the
+/// limit). How late its listeners hear is printed, not asserted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_learner_behind_a_50ms_link_serves_reads_and_listeners() {
+    const REMOTE_IP: &str = "127.0.1.4";
+    const LATENCY: Duration = Duration::from_millis(50);
+    let mut cluster = Cluster::start(3, &[]).await;
+    cluster.publish(0, "remote", "before the learner").await;
+
+    let mut args: Vec<String> = cluster.common_args().to_vec();
+    args.extend(["--learner", "--advertise", REMOTE_IP].map(String::from));
+    let learner = cluster.add_node_with(Some(0), args);
+    // The learner binds 127.0.0.1 and tells the others to reach it at
+    // REMOTE_IP, where the proxies listen on the same ports.
+    let mut proxies = Vec::new();
+    for port in [cluster.cluster_port(learner), cluster.http_port(learner)] {
+        let listen = format!("{REMOTE_IP}:{port}").parse().expect("an address");
+        let target = format!("127.0.0.1:{port}").parse().expect("an address");
+        let proxy = Proxy::start(listen, target).await;
+        proxy.latency(LATENCY);
+        proxies.push(proxy);
+    }
+    cluster.start_nodes(&[learner]).await;
+    cluster
+        .poll_until(
+            "the remote learner in the membership",
+            LEADER_TIMEOUT,
+            || async {
+                let members = cluster.get_json(0, MEMBERS).await?;
+                let listed = members["learners"].to_string();
+                if listed.contains(&format!("{REMOTE_IP}:{}", cluster.cluster_port(learner))) {
+                    Ok(())
+                } else {
+                    Err(format!("members: {members}"))
+                }
+            },
+        )
+        .await;
+    cluster.wait_converged().await;
+    assert!(
+        proxies[0].accepted() > 0,
+        "the leader reached the learner without passing the 50 ms link"
+    );
+    assert_eq!(
+        cluster.read(learner, "remote").await.as_deref(),
+        Some("before the learner"),
+        "the learner caught up over the slow link"
+    );
+
+    // Its long polls hear of writes made on the voters.
+    for round in 0..3 {
+        let held = format!("v{round}");
+        let next = format!("v{}", round + 1);
+        cluster.publish(0, "watched", &held).await;
+        cluster
+            .poll_until(
+                "the learner holding the watched key",
+                Duration::from_secs(10),
+                || async {
+                    match cluster.read(learner, "watched").await {
+                        Some(c) if c == held => Ok(()),
+                        other => Err(format!("{other:?}")),
+                    }
+                },
+            )
+            .await;
+        let poll = cluster.long_poll(learner, "watched", &held);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(!poll.is_finished(), "answered before any change");
+        let written = Instant::now();
+        cluster.publish(1, "watched", &next).await;
+        let acked = written.elapsed();
+        let answer = tokio::time::timeout(Duration::from_secs(10), poll)
+            .await
+            .expect("the remote learner's long poll was not woken")
+            .expect("long poll task");
+        assert_eq!(answer.status, 200, "{answer:?}");
+        assert!(answer.body.starts_with("watched"), "{answer:?}");
+        eprintln!(
+            "round {round}: publish acked after {acked:?}, the remote learner's listener told after {:?}",
+            written.elapsed()
+        );
+        assert_eq!(
+            cluster.read(learner, "watched").await.as_deref(),
+            Some(next.as_str())
+        );
+    }
+
+    // Its own writes go to the leader and are read back at once.
+    cluster
+        .publish(learner, "from-remote", "written far away")
+        .await;
+    assert_eq!(
+        cluster.read(learner, "from-remote").await.as_deref(),
+        Some("written far away")
+    );
+    assert_eq!(
+        cluster.read(2, "from-remote").await.as_deref(),
+        Some("written far away")
+    );
+    let view = cluster.raft_view(learner).await;
+    assert_eq!(view["learner"]["serving"], true, "{view}");
+    let health = cluster.get(learner, "/health").await.expect("/health");
+    assert_eq!(health.status, 200, "{health:?}");
+    eprintln!("the remote learner: {}", view["learner"]);
 }
 
 /// The lines of `GET /nacos/serverlist[?zone=]` on node `i`, sorted.

@@ -9,7 +9,10 @@
 //! source address: cutting the link {a, b} blocks a's connections at b's
 //! proxy and b's at a's, in both directions (responses travel on the
 //! connection of the request). Blocking also kills the connections already
-//! open. A delay holds every chunk for a while before passing it on.
+//! open. A delay holds every chunk for a while before passing it on, one
+//! after another (a slow link: throughput drops too); a latency passes
+//! every chunk on once it is that old, without holding up the chunks behind
+//! it (a distant link: a fixed one-way time, full throughput).
 //!
 //! A blackhole is a partition as a client sees it: connections stay open,
 //! new ones are accepted, and nothing passes in either direction, not even
@@ -30,6 +33,10 @@ use tokio::task::JoinHandle;
 struct Control {
     blocked: HashSet<IpAddr>,
     delay: Duration,
+    /// One-way time every chunk takes (a delay line, see the module docs).
+    latency: Duration,
+    /// Connections accepted, to prove traffic took this way.
+    accepted: u64,
     /// Nothing passes (see the module docs).
     blackholed: bool,
     /// Open connections by id: source, when accepted, the task piping it.
@@ -52,37 +59,57 @@ fn lock(control: &Mutex<Control>) -> std::sync::MutexGuard<'_, Control> {
 
 async fn pipe(
     mut from: tokio::net::tcp::OwnedReadHalf,
-    mut to: tokio::net::tcp::OwnedWriteHalf,
+    to: tokio::net::tcp::OwnedWriteHalf,
     control: Arc<Mutex<Control>>,
 ) {
-    let mut buf = vec![0u8; 64 * 1024];
-    loop {
-        let n = match from.read(&mut buf).await {
-            Ok(0) | Err(_) => {
-                // A close does not cross a partition either: the heal
-                // aborts this task.
-                if lock(&control).blackholed {
-                    std::future::pending::<()>().await;
-                }
+    // The reader stamps each chunk with when it may leave; the writer sends
+    // it then. With no latency the stamp is "now" and the writer passes it
+    // straight on.
+    let (line, mut arrivals) = tokio::sync::mpsc::unbounded_channel::<(Instant, Vec<u8>)>();
+    let writer = async move {
+        let mut to = to;
+        while let Some((due, chunk)) = arrivals.recv().await {
+            tokio::time::sleep_until(due.into()).await;
+            if to.write_all(&chunk).await.is_err() {
                 break;
             }
-            Ok(n) => n,
-        };
-        let (delay, blackholed) = {
-            let c = lock(&control);
-            (c.delay, c.blackholed)
-        };
-        if blackholed {
-            continue;
         }
-        if !delay.is_zero() {
-            tokio::time::sleep(delay).await;
+        let _ = to.shutdown().await;
+    };
+    let reader = async move {
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let n = match from.read(&mut buf).await {
+                Ok(0) | Err(_) => {
+                    // A close does not cross a partition either: the heal
+                    // aborts this task.
+                    if lock(&control).blackholed {
+                        std::future::pending::<()>().await;
+                    }
+                    break;
+                }
+                Ok(n) => n,
+            };
+            let (delay, latency, blackholed) = {
+                let c = lock(&control);
+                (c.delay, c.latency, c.blackholed)
+            };
+            if blackholed {
+                continue;
+            }
+            if !delay.is_zero() {
+                tokio::time::sleep(delay).await;
+            }
+            if line
+                .send((Instant::now() + latency, buf[..n].to_vec()))
+                .is_err()
+            {
+                break;
+            }
         }
-        if to.write_all(&buf[..n]).await.is_err() {
-            break;
-        }
-    }
-    let _ = to.shutdown().await;
+        // Dropping `line` lets the writer finish what is in flight, then close.
+    };
+    tokio::join!(reader, writer);
 }
 
 impl Proxy {
@@ -106,6 +133,7 @@ impl Proxy {
                         continue; // dropped: the connection is reset
                     }
                     c.next_id += 1;
+                    c.accepted += 1;
                     c.next_id
                 };
                 let control = accepting.clone();
@@ -195,6 +223,18 @@ impl Proxy {
     /// Holds every chunk for `delay` before forwarding it.
     pub fn delay(&self, delay: Duration) {
         lock(&self.control).delay = delay;
+    }
+
+    /// Passes every chunk on `latency` after it arrived, in both
+    /// directions, without slowing the stream (a link to another data
+    /// center). Stays until changed; [`Proxy::heal`] does not reset it.
+    pub fn latency(&self, latency: Duration) {
+        lock(&self.control).latency = latency;
+    }
+
+    /// Connections accepted so far.
+    pub fn accepted(&self) -> u64 {
+        lock(&self.control).accepted
     }
 
     /// Connections refused or cut so far.
