@@ -413,3 +413,116 @@ async fn sdk_with_a_tag_label_reads_and_hears_its_gray() {
     assert!(publish_tagged("canary 2").await.expect("gray publish"));
     expect_notified(&mut notified, "canary 2").await;
 }
+
+/// The gRPC connections node `i` holds (`/tacos/v1/admin/listeners`).
+async fn grpc_connections(cluster: &Cluster, i: usize) -> Result<u64, String> {
+    let view = cluster.get_json(i, "/tacos/v1/admin/listeners").await?;
+    view["grpcConnections"]
+        .as_u64()
+        .ok_or_else(|| format!("no grpcConnections in {view}"))
+}
+
+/// `--grpc-connection-target 2` on three nodes and six Rust SDK clients
+/// that all start on node 1 (every address in their list leads there at
+/// first): once two of the addresses lead to nodes 2 and 3, node 1 asks its excess to move (`ConnectResetRequest`; this
+/// SDK ignores the request, so the node ends their streams 5 s later) and
+/// the clients reconnect to the next server of their list until every node
+/// holds two. Every client still hears a change made afterwards: none lost
+/// its listener on the way.
+///
+/// The SDK is given one gRPC port for all servers, so each node is reached
+/// through a proxy on its own loopback address (127.0.2.N) with the same
+/// ports; a proxy turned to its own node is how that node is "added" (the
+/// SDK will not start while the first server it picks is unreachable).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sdk_clients_of_a_node_over_its_connection_target_spread_and_keep_listening() {
+    use common::proxy::Proxy;
+    const CLIENTS: usize = 6;
+    let cluster = Cluster::start(3, &["--grpc-connection-target", "2"]).await;
+    let (http_port, grpc_port) = (free_port(), free_port());
+    let ip = |i: usize| format!("127.0.2.{}", i + 1);
+    let node = |i: usize| -> std::net::SocketAddr {
+        format!("127.0.0.1:{}", cluster.grpc_port(i))
+            .parse()
+            .expect("an address")
+    };
+    let mut proxies = Vec::new();
+    for i in 0..3 {
+        let listen = format!("{}:{grpc_port}", ip(i))
+            .parse()
+            .expect("an address");
+        proxies.push(Proxy::start(listen, node(0)).await);
+    }
+    let servers = (0..3)
+        .map(|i| format!("{}:{http_port}", ip(i)))
+        .collect::<Vec<_>>()
+        .join(",");
+
+    cluster.publish(0, "spread", "v1").await;
+    cluster.wait_converged().await;
+    let tmp = temp_dir();
+    let mut clients = Vec::new();
+    for k in 0..CLIENTS {
+        let cache = tmp.path().join(format!("client-{k}"));
+        let props = ClientProps::new()
+            .server_addr(servers.clone())
+            .remote_grpc_port(grpc_port)
+            .namespace("")
+            .app_name("tacos-balance-test")
+            .env_first(false)
+            .config_load_cache_at_start(false)
+            .cache_dir(cache);
+        let sdk = build(props, false).await;
+        let (tx, rx) = mpsc::unbounded_channel();
+        sdk.add_listener("spread".into(), GROUP.into(), Arc::new(Forward(tx)))
+            .await
+            .expect("adding a listener");
+        clients.push((sdk, rx));
+    }
+    // (Node 1 is over its target from the start: it already asks clients
+    // to move, and they come back through the other addresses.)
+    let mut before = Vec::new();
+    for i in 0..3 {
+        before.push(grpc_connections(&cluster, i).await.expect("connections"));
+    }
+    assert_eq!(before[1] + before[2], 0, "connections per node: {before:?}");
+    eprintln!("connections per node before: {before:?}");
+
+    // Nodes 2 and 3 are "added"; node 1 sheds its excess.
+    proxies[1].retarget(node(1));
+    proxies[2].retarget(node(2));
+    let spread = cluster
+        .poll_until(
+            "every node at or under its target",
+            Duration::from_secs(120),
+            || async {
+                let mut counts = Vec::new();
+                for i in 0..3 {
+                    counts.push(grpc_connections(&cluster, i).await?);
+                }
+                if counts.iter().all(|&n| n <= 2) && counts.iter().sum::<u64>() == CLIENTS as u64 {
+                    Ok(counts)
+                } else {
+                    Err(format!("connections per node: {counts:?}"))
+                }
+            },
+        )
+        .await;
+    eprintln!("connections per node after spreading: {spread:?}");
+    let metrics = cluster.get(0, "/metrics").await.expect("/metrics");
+    assert!(
+        metrics
+            .body
+            .lines()
+            .any(|l| l.starts_with("tacos_grpc_rebalanced_total")),
+        "node 1 counted no move:\n{}",
+        metrics.body
+    );
+
+    // Every client, wherever it is now, hears the next change.
+    cluster.publish(1, "spread", "v2").await;
+    for (k, (_, rx)) in clients.iter_mut().enumerate() {
+        eprintln!("client {k}");
+        expect_notified(rx, "v2").await;
+    }
+}

@@ -37,6 +37,8 @@ struct Control {
     latency: Duration,
     /// Connections accepted, to prove traffic took this way.
     accepted: u64,
+    /// Where new connections go (see [`Proxy::retarget`]).
+    target: Option<SocketAddr>,
     /// Nothing passes (see the module docs).
     blackholed: bool,
     /// Open connections by id: source, when accepted, the task piping it.
@@ -118,7 +120,10 @@ impl Proxy {
         let listener = TcpListener::bind(listen)
             .await
             .unwrap_or_else(|e| panic!("proxy cannot listen on {listen}: {e}"));
-        let control = Arc::new(Mutex::new(Control::default()));
+        let control = Arc::new(Mutex::new(Control {
+            target: Some(target),
+            ..Control::default()
+        }));
         let accepting = control.clone();
         let accept = tokio::spawn(async move {
             loop {
@@ -126,7 +131,7 @@ impl Proxy {
                     continue;
                 };
                 let source = peer.ip();
-                let id = {
+                let (id, target) = {
                     let mut c = lock(&accepting);
                     if c.blocked.contains(&source) {
                         c.cut += 1;
@@ -134,7 +139,7 @@ impl Proxy {
                     }
                     c.next_id += 1;
                     c.accepted += 1;
-                    c.next_id
+                    (c.next_id, c.target.unwrap_or(target))
                 };
                 let control = accepting.clone();
                 let handle = tokio::spawn(async move {
@@ -230,6 +235,11 @@ impl Proxy {
     /// center). Stays until changed; [`Proxy::heal`] does not reset it.
     pub fn latency(&self, latency: Duration) {
         lock(&self.control).latency = latency;
+    }
+
+    /// Sends new connections to `target`; the open ones stay where they are.
+    pub fn retarget(&self, target: SocketAddr) {
+        lock(&self.control).target = Some(target);
     }
 
     /// Connections accepted so far.
