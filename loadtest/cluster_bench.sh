@@ -13,6 +13,10 @@
 # Usage (from the repo root, after `cargo build --release --workspace`):
 #   loadtest/cluster_bench.sh
 # Settings (environment): ROUNDS=2 USERS=64 TIME=20s SCENARIO=http_config_set LEARNERS=0
+#   SETUPS="single cluster learners" (which setups each round runs; learners only with LEARNERS>0)
+#   LEARNER_NICE=0: with 1, learners run under `nice -n 19`, so on a machine with fewer cores
+#     than processes they take only CPU the voters and the load generator leave — a stand-in for
+#     learners on machines of their own (what is left is the leader's cost of sending them the log)
 #   BASE_PORT=28848 (node i gets HTTP BASE_PORT+i, cluster BASE_PORT+100+i)
 #   OUT=/tmp/cluster-bench-<time>  TACOS_BIN=target/release/tacos  BIN_DIR=target/release
 set -euo pipefail
@@ -28,6 +32,8 @@ USERS=${USERS:-64}
 TIME=${TIME:-20s}
 SCENARIO=${SCENARIO:-http_config_set}
 LEARNERS=${LEARNERS:-0}
+SETUPS=${SETUPS:-single cluster learners}
+LEARNER_NICE=${LEARNER_NICE:-0}
 BASE_PORT=${BASE_PORT:-28848}
 OUT=${OUT:-/tmp/cluster-bench-$(date +%Y%m%d-%H%M%S)}
 CLK_TCK=$(getconf CLK_TCK)
@@ -64,12 +70,12 @@ rss_mib() { # summed RSS of the given pids
     awk -v k="$total" 'BEGIN {printf "%.0f", k / 1024}'
 }
 
-# start_node ID DIR [ARGS...]
+# start_node ID DIR [ARGS...]  (NICE=19 start_node ... runs it niced)
 start_node() {
     local id=$1 dir=$2
     shift 2
     mkdir -p "$dir"
-    RUST_LOG=warn TACOS_ADMIN_PASSWORD=$ADMIN_PASSWORD "$TACOS_BIN" --node-id "$id" --data-dir "$dir/data" \
+    RUST_LOG=warn TACOS_ADMIN_PASSWORD=$ADMIN_PASSWORD nice -n "${NICE:-0}" "$TACOS_BIN" --node-id "$id" --data-dir "$dir/data" \
         --http-port $((BASE_PORT + id)) --cluster-port $((BASE_PORT + 100 + id)) "$@" \
         >"$dir/tacos.log" 2>&1 &
     PIDS+=($!)
@@ -123,13 +129,18 @@ run() {
         tee -a "$OUT/resources.txt"
 }
 
+has_setup() { [[ " $SETUPS " == *" $1 "* ]]; }
+
 for round in $(seq "$ROUNDS"); do
+  if has_setup single; then
     dir="$DATA/r$round-single"
     start_node 1 "$dir/n1"
     wait_voters $((BASE_PORT + 1)) 1
     run "r$round-1node" $((BASE_PORT + 1))
     stop_all
+  fi
 
+  if has_setup cluster; then
     dir="$DATA/r$round-cluster"
     start_node 1 "$dir/n1"
     wait_voters $((BASE_PORT + 1)) 1
@@ -142,16 +153,19 @@ for round in $(seq "$ROUNDS"); do
     run "r$round-3node-leader" "$leader"
     run "r$round-3node-follower" "$follower"
     stop_all
+  fi
 
-    if [ "$LEARNERS" -gt 0 ]; then
+    if [ "$LEARNERS" -gt 0 ] && has_setup learners; then
         dir="$DATA/r$round-learners"
         start_node 1 "$dir/n1"
         wait_voters $((BASE_PORT + 1)) 1
         start_node 2 "$dir/n2" --join "127.0.0.1:$((BASE_PORT + 101))"
         start_node 3 "$dir/n3" --join "127.0.0.1:$((BASE_PORT + 101))"
         wait_voters $((BASE_PORT + 1)) 3
+        nice_learners=0
+        [ "$LEARNER_NICE" = 1 ] && nice_learners=19
         for id in $(seq 4 $((3 + LEARNERS))); do
-            start_node "$id" "$dir/n$id" --join "127.0.0.1:$((BASE_PORT + 101))" --learner
+            NICE=$nice_learners start_node "$id" "$dir/n$id" --join "127.0.0.1:$((BASE_PORT + 101))" --learner
         done
         wait_learners $((BASE_PORT + 1)) "$LEARNERS"
         run "r$round-3node+${LEARNERS}learners-leader" "$(leader_port $((BASE_PORT + 1)))"
