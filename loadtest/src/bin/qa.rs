@@ -22,7 +22,7 @@ const LONG_ABOUT: &str = "\
 qa: a one-command release QA report of a Nacos-compatible config server (Tacos) against
 a baseline (e.g. r-nacos), all on 127.0.0.1.
 
-For each topology (--nodes: 1 node, a 3-node cluster, or both) it
+For each topology (--nodes: 1 node, a 3-node cluster, 7 nodes, or a list) it
   1. finds the saturation point of each scenario: a matrix of users x per-user rate
      (--users x --rates, --matrix-time per point) on one fresh server, for the server
      under test and (unless --no-baseline-saturation) the baseline; the capacity is the
@@ -80,7 +80,8 @@ struct Args {
     /// as --server this A/Bs a setting
     #[arg(long, value_name = "KEY=VALUE", value_parser = parse_env)]
     baseline_env: Vec<(String, String)>,
-    /// Topologies: 1, 3 or 1,3
+    /// Topologies: 1, 3, 7 or a list (1,3); 7 = Tacos' 3 voters + 4 learners (r-nacos:
+    /// 7 members)
     #[arg(
         long,
         value_name = "LIST",
@@ -394,8 +395,8 @@ fn run(args: Args) -> Result<ExitCode> {
 }
 
 fn validate(opts: &Options) -> Result<()> {
-    if opts.nodes.is_empty() || opts.nodes.iter().any(|&n| n != 1 && n != 3) {
-        bail!("--nodes takes 1, 3 or 1,3");
+    if opts.nodes.is_empty() || opts.nodes.iter().any(|&n| ![1, 3, 7].contains(&n)) {
+        bail!("--nodes takes 1, 3, 7 or a list of them (e.g. 1,3)");
     }
     if opts.scenarios.is_empty() {
         bail!("--scenarios is empty");

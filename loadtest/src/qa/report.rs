@@ -584,8 +584,19 @@ pub fn render(
                 "A {nodes}-node cluster on this one machine. The load goes to node 1 (which \
                  initialized the cluster and leads it); the listen scenario's listeners \
                  sit on node 2 while its writer publishes on node 1, so every \
-                 notification crosses the cluster. RSS and CPU are summed over all \
-                 nodes.\n"
+                 notification crosses the cluster; the fan-out scenario spreads its \
+                 listeners over every node. RSS and CPU are summed over all \
+                 nodes.{}\n",
+                if nodes > super::servers::TACOS_VOTERS {
+                    format!(
+                        " Tacos runs {} voters and {} learners (read replicas; \
+                         commits do not wait for them).",
+                        super::servers::TACOS_VOTERS,
+                        nodes - super::servers::TACOS_VOTERS
+                    )
+                } else {
+                    String::new()
+                }
             );
         }
         // Saturation.

@@ -805,7 +805,11 @@ fn other_cores(own_pids: &[u32], window: Duration) -> Option<f64> {
 }
 
 fn start_timeout(nodes: usize) -> Duration {
-    Duration::from_secs(if nodes > 1 { 90 } else { 45 })
+    Duration::from_secs(match nodes {
+        1 => 45,
+        2..=3 => 90,
+        _ => 150,
+    })
 }
 
 /// ` x N/s` or ` (closed loop)`.
