@@ -90,7 +90,7 @@ struct Args {
     )]
     nodes: Vec<usize>,
     /// Scenarios: set, set2, query, listen, grpc-query, grpc-publish, fanout
-    #[arg(long, value_name = "LIST", default_value = "set,set2,query,listen", value_delimiter = ',', value_parser = parse_scenario)]
+    #[arg(long, value_name = "LIST", default_value = "set,set2,query,listen,fanout", value_delimiter = ',', value_parser = parse_scenario)]
     scenarios: Vec<Scenario>,
     /// Users (connections) in the saturation matrix
     #[arg(
