@@ -352,6 +352,9 @@ pub struct Options {
     pub tag: usize,
     /// Ack `ConfigChangeNotifyRequest`s (off only to see what a server does without).
     pub ack_notifications: bool,
+    /// Connect from this local address (e.g. 127.0.0.2, when one source address runs
+    /// out of ports: see [`crate::fanout::sys`]); `None`: the kernel's choice.
+    pub source: Option<std::net::IpAddr>,
 }
 
 impl Default for Options {
@@ -362,6 +365,7 @@ impl Default for Options {
             tenant: String::new(),
             tag: 0,
             ack_notifications: true,
+            source: None,
         }
     }
 }
@@ -398,12 +402,39 @@ pub fn endpoint_url(host: &str) -> String {
 
 /// Opens a channel (one HTTP/2 connection) to `host`, with no stream on it.
 pub async fn open_channel(host: &str, timeout: Duration) -> Result<Channel, Error> {
+    open_channel_from(host, timeout, None).await
+}
+
+/// As [`open_channel`], from the local address `source` when given.
+pub async fn open_channel_from(
+    host: &str,
+    timeout: Duration,
+    source: Option<std::net::IpAddr>,
+) -> Result<Channel, Error> {
     let endpoint = Endpoint::from_shared(endpoint_url(host))
         .map_err(|e| Error::Connect(e.to_string()))?
         .connect_timeout(timeout)
         .tcp_nodelay(true);
-    tokio::time::timeout(timeout, endpoint.connect())
-        .await
+    let connected = match source {
+        None => tokio::time::timeout(timeout, endpoint.connect()).await,
+        Some(ip) => {
+            // tonic's own connector cannot bind; this one connects from `ip`.
+            let connector = tower::service_fn(move |uri: tonic::transport::Uri| async move {
+                let authority = uri
+                    .authority()
+                    .map(|a| a.as_str().to_string())
+                    .ok_or_else(|| std::io::Error::other("no host in the URI"))?;
+                let addr = tokio::net::lookup_host(&authority)
+                    .await?
+                    .next()
+                    .ok_or_else(|| std::io::Error::other(format!("{authority}: no address")))?;
+                let stream = crate::fanout::sys::connect_from(Some(ip), addr).await?;
+                Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(stream))
+            });
+            tokio::time::timeout(timeout, endpoint.connect_with_connector(connector)).await
+        }
+    };
+    connected
         .map_err(|_| Error::Timeout)?
         .map_err(|e| Error::Connect(format!("{e}: {:?}", std::error::Error::source(&e))))
 }
@@ -417,7 +448,7 @@ impl Client {
         options: &Options,
         pushes: Option<mpsc::UnboundedSender<Pushed>>,
     ) -> Result<Client, Error> {
-        let channel = open_channel(host, options.timeout).await?;
+        let channel = open_channel_from(host, options.timeout, options.source).await?;
         let mut unary = RequestClient::new(channel.clone());
         let check = call(&mut unary, server_check("0"), options.timeout)
             .await?

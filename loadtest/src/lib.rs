@@ -32,6 +32,7 @@
 //! summarize their latencies with [`latency`].
 
 pub mod cli;
+pub mod fanout;
 pub mod goose_report;
 pub mod grpc;
 pub mod latency;
@@ -645,6 +646,37 @@ pub async fn seed(
         }
     }
     failed
+}
+
+/// Publishes `content` of one key over the Nacos HTTP API (`url`: the configs
+/// resource of a node), the public namespace; `Ok` only for 200 with body `true`.
+/// The fan-out tools publish with it.
+pub async fn publish_once(
+    http: &reqwest::Client,
+    url: &str,
+    data_id: &str,
+    group: &str,
+    content: &str,
+) -> Result<(), String> {
+    let form = [
+        ("dataId", data_id),
+        ("group", group),
+        ("content", content),
+        ("tenant", ""),
+    ];
+    let response = http
+        .post(url)
+        .form(&form)
+        .send()
+        .await
+        .map_err(|e| format!("HTTP publish: {e}"))?;
+    let status = response.status();
+    let body = response.text().await.unwrap_or_default();
+    if status.is_success() && body.trim() == "true" {
+        Ok(())
+    } else {
+        Err(format!("HTTP publish: {status} {}", body.trim()))
+    }
 }
 
 #[cfg(test)]

@@ -140,35 +140,6 @@ fn fmt(x: Option<f64>) -> String {
     x.map_or("-".into(), |v| format!("{v:.2}"))
 }
 
-/// Publishes `content` over the Nacos HTTP API; `Ok` only for 200 with body `true`.
-async fn http_publish(
-    http: &reqwest::Client,
-    url: &str,
-    data_id: &str,
-    group: &str,
-    content: &str,
-) -> Result<(), String> {
-    let form = [
-        ("dataId", data_id),
-        ("group", group),
-        ("content", content),
-        ("tenant", ""),
-    ];
-    let response = http
-        .post(url)
-        .form(&form)
-        .send()
-        .await
-        .map_err(|e| format!("HTTP publish: {e}"))?;
-    let status = response.status();
-    let body = response.text().await.unwrap_or_default();
-    if status.is_success() && body.trim() == "true" {
-        Ok(())
-    } else {
-        Err(format!("HTTP publish: {status} {}", body.trim()))
-    }
-}
-
 #[tokio::main]
 async fn main() -> ExitCode {
     let args = Args::parse();
@@ -199,7 +170,9 @@ async fn main() -> ExitCode {
     let content = |round: usize| format!("grpc fanout run={run_id} round={round}");
 
     // 1. The key's first content.
-    if let Err(e) = http_publish(&http, &url, &args.data_id, &args.group, &content(0)).await {
+    if let Err(e) =
+        loadtest::publish_once(&http, &url, &args.data_id, &args.group, &content(0)).await
+    {
         eprintln!("publishing the first content failed: {e}");
         return ExitCode::FAILURE;
     }
@@ -290,7 +263,7 @@ async fn main() -> ExitCode {
         }
         let t0 = Instant::now();
         let published =
-            http_publish(&http, &url, &args.data_id, &args.group, &content(round)).await;
+            loadtest::publish_once(&http, &url, &args.data_id, &args.group, &content(round)).await;
         let t1 = Instant::now();
         if let Err(e) = &published {
             eprintln!("round {round}: {e}");

@@ -22,7 +22,7 @@ const LONG_ABOUT: &str = "\
 qa: a one-command release QA report of a Nacos-compatible config server (Tacos) against
 a baseline (e.g. r-nacos), all on 127.0.0.1.
 
-For each topology (--nodes: 1 node, a 3-node cluster, or both) it
+For each topology (--nodes: 1 node, a 3-node cluster, 7 nodes, or a list) it
   1. finds the saturation point of each scenario: a matrix of users x per-user rate
      (--users x --rates, --matrix-time per point) on one fresh server, for the server
      under test and (unless --no-baseline-saturation) the baseline; the capacity is the
@@ -39,7 +39,11 @@ For each topology (--nodes: 1 node, a 3-node cluster, or both) it
      spread between rounds).
 
 Scenarios (--scenarios): set, set2, query, listen (goose scenarios of this crate, run as
-child processes from --bin-dir) and optionally grpc-query, grpc-publish (grpc_config).
+child processes from --bin-dir) and optionally grpc-query, grpc-publish (grpc_config)
+and fanout (the fanout tool: --fanout-listeners, half long polls and half gRPC
+streams, over every node, --fanout-rounds publishes; latency per listener, missed
+listeners and server RSS per listener; qa raises its file-descriptor limit so the
+servers it starts inherit it, and gives Tacos TACOS_MAX_LONG_POLLS to fit).
 Every server and load tool it starts is stopped at the end, on error and on Ctrl-C;
 its work dir (logs, raw reports) is removed unless --keep-work.
 
@@ -48,6 +52,7 @@ its work dir (logs, raw reports) is removed unless --keep-work.
 Examples:
   qa --baseline /work/rnacos/bin/rnacos                      # docs/qa/<version>.md
   qa --baseline rnacos --nodes 1 --scenarios set,query --rounds 3
+  qa --baseline rnacos --nodes 1 --scenarios fanout --fanout-listeners 50000
   qa --smoke --server target/debug/tacos --out /tmp/qa
   qa --baseline target/release/tacos --baseline-env TACOS_AUDIT_LIMIT=1000 \
      --nodes 1 --scenarios set --out /tmp/qa-ab              # A/B a setting";
@@ -75,7 +80,8 @@ struct Args {
     /// as --server this A/Bs a setting
     #[arg(long, value_name = "KEY=VALUE", value_parser = parse_env)]
     baseline_env: Vec<(String, String)>,
-    /// Topologies: 1, 3 or 1,3
+    /// Topologies: 1, 3, 7 or a list (1,3); 7 = Tacos' 3 voters + 4 learners (r-nacos:
+    /// 7 members)
     #[arg(
         long,
         value_name = "LIST",
@@ -83,8 +89,8 @@ struct Args {
         value_delimiter = ','
     )]
     nodes: Vec<usize>,
-    /// Scenarios: set, set2, query, listen, grpc-query, grpc-publish
-    #[arg(long, value_name = "LIST", default_value = "set,set2,query,listen", value_delimiter = ',', value_parser = parse_scenario)]
+    /// Scenarios: set, set2, query, listen, grpc-query, grpc-publish, fanout
+    #[arg(long, value_name = "LIST", default_value = "set,set2,query,listen,fanout", value_delimiter = ',', value_parser = parse_scenario)]
     scenarios: Vec<Scenario>,
     /// Users (connections) in the saturation matrix
     #[arg(
@@ -126,6 +132,12 @@ struct Args {
     /// Publishes per second by the listen scenario's writer
     #[arg(long, default_value_t = 20.0)]
     publish_rate: f64,
+    /// Listeners of the fanout scenario (half long polls, half gRPC streams)
+    #[arg(long, default_value_t = 10_000)]
+    fanout_listeners: usize,
+    /// Publishes of the fanout scenario (each one round)
+    #[arg(long, default_value_t = 5)]
+    fanout_rounds: usize,
     /// Keys the query scenario reads (seeded first)
     #[arg(long, default_value_t = 100)]
     query_keys: usize,
@@ -250,6 +262,8 @@ fn run(args: Args) -> Result<ExitCode> {
             query_keys: args.query_keys,
             listen_keys: args.listen_keys,
             listen_publish_rate: args.publish_rate,
+            fanout_listeners: args.fanout_listeners,
+            fanout_rounds: args.fanout_rounds,
         },
         budgets: args
             .budgets
@@ -310,6 +324,9 @@ fn run(args: Args) -> Result<ExitCode> {
         }
     }
     validate(&opts)?;
+    if opts.scenarios.contains(&Scenario::Fanout) {
+        prepare_fanout(&mut opts)?;
+    }
     let work = match &args.work_dir {
         Some(d) => d.clone(),
         None => std::env::temp_dir().join(format!(
@@ -378,8 +395,8 @@ fn run(args: Args) -> Result<ExitCode> {
 }
 
 fn validate(opts: &Options) -> Result<()> {
-    if opts.nodes.is_empty() || opts.nodes.iter().any(|&n| n != 1 && n != 3) {
-        bail!("--nodes takes 1, 3 or 1,3");
+    if opts.nodes.is_empty() || opts.nodes.iter().any(|&n| ![1, 3, 7].contains(&n)) {
+        bail!("--nodes takes 1, 3, 7 or a list of them (e.g. 1,3)");
     }
     if opts.scenarios.is_empty() {
         bail!("--scenarios is empty");
@@ -396,11 +413,43 @@ fn validate(opts: &Options) -> Result<()> {
     if !(opts.load_fraction > 0.0 && opts.load_fraction <= 1.0) {
         bail!("--load-fraction must be in (0, 1]");
     }
+    if opts.params.fanout_listeners == 0 || opts.params.fanout_rounds == 0 {
+        bail!("--fanout-listeners and --fanout-rounds must be at least 1");
+    }
     if opts.listeners == 0 || opts.params.listen_keys == 0 || opts.params.query_keys == 0 {
         bail!("--listeners, --listen-keys and --query-keys must be at least 1");
     }
     if !(opts.params.listen_publish_rate.is_finite() && opts.params.listen_publish_rate > 0.0) {
         bail!("--publish-rate must be positive");
+    }
+    Ok(())
+}
+
+/// The fan-out scenario holds a socket per listener in the servers: raise this
+/// process's file-descriptor limit, which the servers it starts inherit (the
+/// fanout tool raises its own), and let Tacos hold that many long polls (its
+/// TACOS_MAX_LONG_POLLS refuses more with 503) unless the run sets it.
+fn prepare_fanout(opts: &mut Options) -> Result<()> {
+    let listeners = opts.params.fanout_listeners as u64;
+    let (soft, _) = loadtest::fanout::sys::raise_nofile(listeners + 4096)
+        .map_err(|e| anyhow::anyhow!("fanout: {e}"))?;
+    eprintln!("qa: RLIMIT_NOFILE {soft} for the servers (fanout)");
+    let long_polls = (listeners / 2 + 1000).max(20_000).to_string();
+    let tacos = |flavor: Option<Flavor>, path: &Path| {
+        flavor.unwrap_or_else(|| Flavor::guess(path)) == Flavor::Tacos
+    };
+    let set = |env: &mut Vec<(String, String)>| {
+        if !env.iter().any(|(k, _)| k == "TACOS_MAX_LONG_POLLS") && listeners / 2 >= 20_000 {
+            env.push(("TACOS_MAX_LONG_POLLS".into(), long_polls.clone()));
+        }
+    };
+    if tacos(opts.server_flavor, &opts.server) {
+        set(&mut opts.server_env);
+    }
+    if let Some(b) = &opts.baseline {
+        if tacos(opts.baseline_flavor, b) {
+            set(&mut opts.baseline_env);
+        }
     }
     Ok(())
 }

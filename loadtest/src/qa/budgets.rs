@@ -47,6 +47,10 @@ pub struct Budget {
     pub max_rss_mib: Option<f64>,
     /// Server CPU per request, server / baseline, at most.
     pub max_cpu_per_request_ratio: Option<f64>,
+    /// Fan-out: server RSS per listener (all nodes), KiB, at most.
+    pub max_rss_per_listener_kib: Option<f64>,
+    /// Fan-out: server RSS per listener, server / baseline, at most.
+    pub max_rss_per_listener_ratio: Option<f64>,
 }
 
 impl Budget {
@@ -63,6 +67,12 @@ impl Budget {
             max_cpu_per_request_ratio: self
                 .max_cpu_per_request_ratio
                 .or(base.max_cpu_per_request_ratio),
+            max_rss_per_listener_kib: self
+                .max_rss_per_listener_kib
+                .or(base.max_rss_per_listener_kib),
+            max_rss_per_listener_ratio: self
+                .max_rss_per_listener_ratio
+                .or(base.max_rss_per_listener_ratio),
         }
     }
 }
@@ -128,6 +138,8 @@ pub struct Measured {
     pub p99_ms: f64,
     pub error_rate: f64,
     pub rss_mib: f64,
+    /// Fan-out only: server RSS per listener, KiB (None: other scenarios, not checked).
+    pub rss_per_listener_kib: Option<f64>,
     pub cpu_per_request_us: f64,
     pub capacity: Option<f64>,
     /// What the p99 ratio compares, when not `p99_ms` (the listen scenario: its latency
@@ -203,6 +215,14 @@ pub fn check(b: &Budget, m: &Measured) -> Vec<Verdict> {
         base.and_then(|x| ratio(m.cpu_per_request_us, x.cpu_per_request_us)),
         false,
     );
+    if m.rss_per_listener_kib.is_some() {
+        push_ratio(
+            "RSS per listener ratio",
+            b.max_rss_per_listener_ratio,
+            base.and_then(|x| ratio(m.rss_per_listener_kib?, x.rss_per_listener_kib?)),
+            false,
+        );
+    }
     let mut push_abs = |name: &str, limit: Option<f64>, value: f64, unit: &str| {
         if let Some(limit) = limit {
             out.push(Verdict {
@@ -221,6 +241,14 @@ pub fn check(b: &Budget, m: &Measured) -> Vec<Verdict> {
     push_abs("p50", b.max_p50_ms, m.p50_ms, " ms");
     push_abs("error rate", b.max_error_rate, m.error_rate, "");
     push_abs("RSS", b.max_rss_mib, m.rss_mib, " MiB");
+    if let Some(per_listener) = m.rss_per_listener_kib {
+        push_abs(
+            "RSS per listener",
+            b.max_rss_per_listener_kib,
+            per_listener,
+            " KiB",
+        );
+    }
     out
 }
 
@@ -318,6 +346,26 @@ mod tests {
             .unwrap();
         assert_eq!(r.value, "1.20");
         assert_eq!(r.pass, Some(true));
+        // RSS per listener: checked only where it was measured (fan-out).
+        let per_listener = Budget {
+            max_rss_per_listener_kib: Some(20.0),
+            max_rss_per_listener_ratio: Some(1.0),
+            ..Default::default()
+        };
+        assert!(check(&per_listener, &listen).is_empty());
+        let fanout = Measured {
+            rss_per_listener_kib: Some(24.0),
+            baseline: Some(Box::new(Measured {
+                rss_per_listener_kib: Some(30.0),
+                ..Default::default()
+            })),
+            ..Default::default()
+        };
+        let v = check(&per_listener, &fanout);
+        let get = |name: &str| v.iter().find(|x| x.budget == name).unwrap().clone();
+        assert_eq!(get("RSS per listener").pass, Some(false));
+        assert_eq!(get("RSS per listener ratio").value, "0.80");
+        assert_eq!(get("RSS per listener ratio").pass, Some(true));
         // Without a baseline, ratios are n/a.
         let alone = Measured {
             baseline: None,

@@ -46,6 +46,8 @@ pub struct Aggregate {
     pub p99_range: (f64, f64),
     /// Listen: p50 and p99 from before the publish was sent.
     pub from_send: (f64, f64),
+    /// Fan-out: server RSS per listener, KiB.
+    pub rss_per_listener_kib: f64,
 }
 
 impl Aggregate {
@@ -112,6 +114,7 @@ pub fn aggregate(records: &[&RunRecord]) -> Option<Aggregate> {
             median(outcome(|o| o.from_send.map_or(f64::NAN, |f| f.0))),
             median(outcome(|o| o.from_send.map_or(f64::NAN, |f| f.1))),
         ),
+        rss_per_listener_kib: median(outcome(|o| o.rss_per_listener_kib.unwrap_or(f64::NAN))),
     })
 }
 
@@ -155,7 +158,7 @@ pub fn evaluate(results: &QaResults) -> Vec<ScenarioResult> {
             // No matrix, no capacity.
             budget.min_capacity_ratio = None;
         }
-        let listen = point.scenario == Scenario::Listen;
+        let listen = point.scenario.notifies();
         let measured = |a: &Aggregate, sat: Option<&Saturation>| Measured {
             throughput: a.throughput,
             p50_ms: a.p50,
@@ -165,6 +168,8 @@ pub fn evaluate(results: &QaResults) -> Vec<ScenarioResult> {
             p99_ratio_basis_ms: listen.then_some(a.from_send.1),
             error_rate: a.error_rate(),
             rss_mib: a.rss_mib,
+            rss_per_listener_kib: (point.scenario == Scenario::Fanout)
+                .then_some(a.rss_per_listener_kib),
             cpu_per_request_us: a.cpu_per_request_us,
             capacity: sat.map(|s| s.capacity),
             baseline: None,
@@ -579,8 +584,19 @@ pub fn render(
                 "A {nodes}-node cluster on this one machine. The load goes to node 1 (which \
                  initialized the cluster and leads it); the listen scenario's listeners \
                  sit on node 2 while its writer publishes on node 1, so every \
-                 notification crosses the cluster. RSS and CPU are summed over all \
-                 nodes.\n"
+                 notification crosses the cluster; the fan-out scenario spreads its \
+                 listeners over every node. RSS and CPU are summed over all \
+                 nodes.{}\n",
+                if nodes > super::servers::TACOS_VOTERS {
+                    format!(
+                        " Tacos runs {} voters and {} learners (read replicas; \
+                         commits do not wait for them).",
+                        super::servers::TACOS_VOTERS,
+                        nodes - super::servers::TACOS_VOTERS
+                    )
+                } else {
+                    String::new()
+                }
             );
         }
         // Saturation.
@@ -772,7 +788,7 @@ fn verdict_text(v: &[Verdict]) -> String {
 }
 
 fn load_text(p: &OperatingPoint) -> String {
-    if p.scenario == Scenario::Listen {
+    if p.scenario.notifies() {
         format!("{} listeners", p.users)
     } else {
         format!("{} users{}", p.users, rate_text(p.rate))
@@ -869,7 +885,17 @@ fn write_metrics(md: &mut String, r: &ScenarioResult, server: &str, base: Option
         ("load tool CPU (cores)".into(), |a| a.client_cores, true),
     ];
     let mut rows = rows;
-    if r.scenario == Scenario::Listen {
+    if r.scenario == Scenario::Fanout {
+        rows.insert(
+            6,
+            (
+                "server RSS per listener (KiB)".into(),
+                |a| a.rss_per_listener_kib,
+                true,
+            ),
+        );
+    }
+    if r.scenario.notifies() {
         rows.insert(
             4,
             (
@@ -898,7 +924,7 @@ fn write_metrics(md: &mut String, r: &ScenarioResult, server: &str, base: Option
     }
     let fails = |a: Option<&Aggregate>| {
         a.map_or("–".into(), |a| {
-            let what = if r.scenario == Scenario::Listen {
+            let what = if r.scenario.notifies() {
                 "missed"
             } else {
                 "failed"

@@ -403,6 +403,29 @@ impl Runner<'_> {
                 ),
             });
         }
+        if self.opts.scenarios.contains(&Scenario::Fanout) {
+            let p = &self.opts.params;
+            points.push(OperatingPoint {
+                nodes,
+                scenario: Scenario::Fanout,
+                users: p.fanout_listeners,
+                rate: 0.0,
+                saturation: None,
+                baseline_saturation: None,
+                note: format!(
+                    "{} listeners ({} long polls + {} gRPC streams) over {}, {} publish(es) on node 1",
+                    p.fanout_listeners,
+                    p.fanout_listeners / 2,
+                    p.fanout_listeners - p.fanout_listeners / 2,
+                    if nodes > 1 {
+                        format!("all {nodes} nodes")
+                    } else {
+                        "the node".to_string()
+                    },
+                    p.fanout_rounds
+                ),
+            });
+        }
         // 2. A/B: per round and scenario, the server under test then the baseline
         //    (ABAB...), each on a fresh server.
         for round in 1..=self.opts.rounds {
@@ -645,6 +668,12 @@ impl Runner<'_> {
             host: cluster.url(listen_node),
             publish_host: cluster.url(0),
             grpc: format!("127.0.0.1:{}", cluster.nodes[0].ports.grpc),
+            all_hosts: cluster
+                .nodes
+                .iter()
+                .map(|n| format!("127.0.0.1:{}", n.ports.http))
+                .collect(),
+            pids: cluster.pids(),
         };
         let report = dir.join("report.json");
         let notify = dir.join("notify.json");
@@ -676,8 +705,15 @@ impl Runner<'_> {
             Some(client.pid()),
             Duration::from_millis(250),
         );
-        // Seeding, ramp-up and the report come on top of -t.
-        let limit = Duration::from_secs(load.seconds + 90);
+        // Seeding, ramp-up and the report come on top of -t; fan-out sets up its
+        // listeners first (allow 10 ms each) and then runs its rounds.
+        let limit = if scenario == Scenario::Fanout {
+            let p = &self.opts.params;
+            Duration::from_secs(120 + 35 * p.fanout_rounds as u64)
+                + Duration::from_millis(10 * p.fanout_listeners as u64)
+        } else {
+            Duration::from_secs(load.seconds + 90)
+        };
         let status = client.wait_timeout(limit);
         let exited = Instant::now();
         let samples = sampler.stop();
@@ -769,7 +805,11 @@ fn other_cores(own_pids: &[u32], window: Duration) -> Option<f64> {
 }
 
 fn start_timeout(nodes: usize) -> Duration {
-    Duration::from_secs(if nodes > 1 { 90 } else { 45 })
+    Duration::from_secs(match nodes {
+        1 => 45,
+        2..=3 => 90,
+        _ => 150,
+    })
 }
 
 /// ` x N/s` or ` (closed loop)`.

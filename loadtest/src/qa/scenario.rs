@@ -17,16 +17,18 @@ pub enum Scenario {
     Listen,
     GrpcQuery,
     GrpcPublish,
+    Fanout,
 }
 
 impl Scenario {
-    pub const ALL: [Scenario; 6] = [
+    pub const ALL: [Scenario; 7] = [
         Scenario::Set,
         Scenario::Set2,
         Scenario::Query,
         Scenario::Listen,
         Scenario::GrpcQuery,
         Scenario::GrpcPublish,
+        Scenario::Fanout,
     ];
 
     pub fn name(self) -> &'static str {
@@ -37,6 +39,7 @@ impl Scenario {
             Scenario::Listen => "listen",
             Scenario::GrpcQuery => "grpc-query",
             Scenario::GrpcPublish => "grpc-publish",
+            Scenario::Fanout => "fanout",
         }
     }
 
@@ -52,13 +55,20 @@ impl Scenario {
             Scenario::Query => "http_config_query",
             Scenario::Listen => "http_config_listen",
             Scenario::GrpcQuery | Scenario::GrpcPublish => "grpc_config",
+            Scenario::Fanout => "fanout",
         }
     }
 
-    /// Whether the saturation matrix applies (the listen scenario is sized by its
-    /// listeners and publish rate instead).
+    /// Whether the saturation matrix applies (the listen and fan-out scenarios are
+    /// sized by their listeners instead).
     pub fn saturates(self) -> bool {
-        self != Scenario::Listen
+        !self.notifies()
+    }
+
+    /// Whether it measures notifications (publish answered -> listener told) rather
+    /// than requests.
+    pub fn notifies(self) -> bool {
+        matches!(self, Scenario::Listen | Scenario::Fanout)
     }
 
     /// One line on what a request is.
@@ -72,14 +82,18 @@ impl Scenario {
             }
             Scenario::GrpcQuery => "gRPC ConfigQueryRequest of a random one of 100 seeded keys",
             Scenario::GrpcPublish => "gRPC ConfigPublishRequest (unique content), 100 keys",
+            Scenario::Fanout => {
+                "one key, half the listeners HTTP long polls and half gRPC streams, spread over every node; one publish at a time; latency = publish answered -> each listener told"
+            }
         }
     }
 
     /// What its throughput counts.
     pub fn unit(self) -> &'static str {
-        match self {
-            Scenario::Listen => "notifications/s",
-            _ => "req/s",
+        if self.notifies() {
+            "notifications/s"
+        } else {
+            "req/s"
         }
     }
 }
@@ -93,6 +107,10 @@ pub struct Target {
     pub publish_host: String,
     /// 127.0.0.1:PORT of the gRPC port of the loaded node.
     pub grpc: String,
+    /// 127.0.0.1:PORT (HTTP) of every node, and their PIDs: the fan-out scenario
+    /// spreads its listeners over all of them and reports their RSS.
+    pub all_hosts: Vec<String>,
+    pub pids: Vec<u32>,
 }
 
 /// How much load.
@@ -110,6 +128,9 @@ pub struct Params {
     pub query_keys: usize,
     pub listen_keys: usize,
     pub listen_publish_rate: f64,
+    /// Fan-out: listeners (half long polls, half gRPC) and publishes.
+    pub fanout_listeners: usize,
+    pub fanout_rounds: usize,
 }
 
 /// The arguments of the scenario's binary.
@@ -136,6 +157,19 @@ pub fn command_args(
             };
             push(&["--host", &target.grpc, "-c", &users, "-t", &secs]);
             push(&["--mode", mode, "--keys", "100", "--rate", &rate]);
+            push(&["--label", scenario.name(), "--report-file", &report]);
+        }
+        Scenario::Fanout => {
+            let http = params.fanout_listeners / 2;
+            let grpc = params.fanout_listeners - http;
+            let pids: Vec<String> = target.pids.iter().map(u32::to_string).collect();
+            push(&["--hosts", &target.all_hosts.join(",")]);
+            push(&["--http-listeners", &http.to_string()]);
+            push(&["--grpc-listeners", &grpc.to_string()]);
+            push(&["--rounds", &params.fanout_rounds.max(1).to_string()]);
+            if !pids.is_empty() {
+                push(&["--pid", &pids.join(",")]);
+            }
             push(&["--label", scenario.name(), "--report-file", &report]);
         }
         _ => {
@@ -190,6 +224,8 @@ pub struct Outcome {
     pub publishes: Option<u64>,
     /// Listen only: p50 and p99 from before the publish was sent (always positive).
     pub from_send: Option<(f64, f64)>,
+    /// Fan-out only: server RSS grown per listener set up, KiB (all nodes).
+    pub rss_per_listener_kib: Option<f64>,
 }
 
 /// Failed share of requests; all failed when there were failures but no
@@ -232,6 +268,11 @@ pub fn read_outcome(
                 QaError::Scenario(format!("{}: unexpected shape", notify_report.display()))
             })
         }
+        Scenario::Fanout => {
+            let v = read_json(report)?;
+            outcome_from_fanout(&v)
+                .ok_or_else(|| QaError::Scenario(format!("{}: unexpected shape", report.display())))
+        }
         Scenario::GrpcQuery | Scenario::GrpcPublish => {
             let v = read_json(report)?;
             outcome_from_grpc(&v)
@@ -250,6 +291,7 @@ pub fn read_outcome(
                 max: s.max,
                 publishes: None,
                 from_send: None,
+                rss_per_listener_kib: None,
             })
         }
     }
@@ -272,6 +314,36 @@ pub fn outcome_from_notify(v: &Value) -> Option<Outcome> {
             f(&v["notify_latency_from_send"]["p50_ms"]),
             f(&v["notify_latency_from_send"]["p99_ms"]),
         )),
+        rss_per_listener_kib: None,
+    })
+}
+
+/// The numbers of a `fanout --report-file`: one notification expected per listener
+/// set up and publish; listeners that could not be set up count as missed in every
+/// round.
+pub fn outcome_from_fanout(v: &Value) -> Option<Outcome> {
+    let l = &v["latency"];
+    let f = |x: &Value| x.as_f64().unwrap_or(f64::NAN);
+    let rounds = v["rounds"].as_u64()?;
+    let not_set_up = v["listeners"]
+        .as_u64()?
+        .saturating_sub(v["listeners_set_up"].as_u64()?);
+    Some(Outcome {
+        throughput: v["notifications_per_s"].as_f64()?,
+        requests: v["expected_notifications"].as_u64()? + not_set_up * rounds,
+        failures: v["missed"].as_u64()?
+            + not_set_up * rounds
+            + v["publish_failures"].as_u64().unwrap_or(0),
+        p50: f(&l["p50_ms"]),
+        p90: f(&l["p90_ms"]),
+        p99: f(&l["p99_ms"]),
+        max: f(&l["max_ms"]),
+        publishes: Some(rounds),
+        from_send: Some((
+            f(&v["latency_from_send"]["p50_ms"]),
+            f(&v["latency_from_send"]["p99_ms"]),
+        )),
+        rss_per_listener_kib: v["rss_per_listener_kib"].as_f64(),
     })
 }
 
@@ -289,6 +361,7 @@ pub fn outcome_from_grpc(v: &Value) -> Option<Outcome> {
         max: f(&l["max_ms"]),
         publishes: None,
         from_send: None,
+        rss_per_listener_kib: None,
     })
 }
 
@@ -302,6 +375,8 @@ mod tests {
             host: "http://127.0.0.1:31000".into(),
             publish_host: "http://127.0.0.1:31010".into(),
             grpc: "127.0.0.1:32000".into(),
+            all_hosts: vec!["127.0.0.1:31000".into(), "127.0.0.1:31010".into()],
+            pids: vec![7, 8],
         }
     }
 
@@ -309,6 +384,8 @@ mod tests {
         query_keys: 100,
         listen_keys: 10,
         listen_publish_rate: 20.0,
+        fanout_listeners: 1001,
+        fanout_rounds: 3,
     };
 
     #[test]
@@ -318,7 +395,42 @@ mod tests {
         }
         assert_eq!(Scenario::parse("nope"), None);
         assert!(!Scenario::Listen.saturates());
+        assert!(!Scenario::Fanout.saturates());
         assert!(Scenario::Set2.saturates());
+        assert_eq!(Scenario::Fanout.unit(), "notifications/s");
+    }
+
+    #[test]
+    fn fanout_arguments_and_report() {
+        let load = Load {
+            users: 1001,
+            rate: 0.0,
+            seconds: 5,
+        };
+        let a = command_args(
+            Scenario::Fanout,
+            &target(),
+            &load,
+            &PARAMS,
+            Path::new("r.json"),
+            Path::new("n.json"),
+        );
+        assert_eq!(
+            a.join(" "),
+            "--hosts 127.0.0.1:31000,127.0.0.1:31010 --http-listeners 500 --grpc-listeners 501 \
+             --rounds 3 --pid 7,8 --label fanout --report-file r.json"
+        );
+        let v = json!({"rounds": 3, "listeners": 10, "listeners_set_up": 9,
+            "expected_notifications": 27, "missed": 1, "publish_failures": 0,
+            "notifications_per_s": 5000.0, "rss_per_listener_kib": 12.5,
+            "latency": {"p50_ms": 1.0, "p90_ms": 2.0, "p99_ms": 3.0, "max_ms": 4.0},
+            "latency_from_send": {"p50_ms": 2.0, "p99_ms": 5.0}});
+        let o = outcome_from_fanout(&v).unwrap();
+        assert_eq!(o.requests, 30);
+        assert_eq!(o.failures, 4);
+        assert_eq!(o.from_send, Some((2.0, 5.0)));
+        assert_eq!(o.rss_per_listener_kib, Some(12.5));
+        assert!(outcome_from_fanout(&json!({})).is_none());
     }
 
     #[test]

@@ -7,7 +7,9 @@
 //! release its ports never collides with the next one.
 //!
 //! A server is ready when a probe publish on node 1 answers `true` and reads back on
-//! every node (for Tacos also: node 1 reports as many voters as nodes). r-nacos 0.8
+//! every node (for Tacos also: node 1 reports as many voters as nodes, at most
+//! [`TACOS_VOTERS`]: Tacos nodes beyond the third join as learners, read replicas
+//! that serve reads and listeners, as a large deployment would add them). r-nacos 0.8
 //! sometimes panics at start and then acknowledges writes it does not keep: its log is
 //! checked for `panicked` and the start retried with a fresh dir.
 
@@ -19,6 +21,9 @@ use std::time::{Duration, Instant};
 use super::http::{self, port_free};
 use super::procs::Proc;
 use super::QaError;
+
+/// Voters of a Tacos cluster; nodes beyond join with `--learner`.
+pub const TACOS_VOTERS: usize = 3;
 
 /// The admin password the Tacos nodes get at cluster init.
 pub const ADMIN_PASSWORD: &str = "qa-admin-password";
@@ -284,7 +289,7 @@ impl Cluster {
             }
         }
         if self.spec.flavor == Flavor::Tacos && self.nodes.len() > 1 {
-            let want = self.nodes.len();
+            let want = self.nodes.len().min(TACOS_VOTERS);
             loop {
                 self.check_alive()?;
                 if tacos_voters(first_http) == Some(want) {
@@ -451,6 +456,9 @@ pub fn tacos_command(spec: &ServerSpec, i: usize, p: &Ports, first: &Ports, dir:
     if i > 0 {
         c.args(["--join", &format!("127.0.0.1:{}", first.cluster)]);
     }
+    if i >= TACOS_VOTERS {
+        c.arg("--learner");
+    }
     c
 }
 
@@ -539,6 +547,10 @@ mod tests {
         assert!(args.windows(2).any(|w| w == ["--join", "127.0.0.1:33001"]));
         assert!(args.windows(2).any(|w| w == ["--bind", "127.0.0.1"]));
         assert!(args.windows(2).any(|w| w == ["--node-id", "2"]));
+        assert!(!args.iter().any(|a| a == "--learner"));
+        let p4 = node_ports(31000, 3);
+        let c = tacos_command(&spec(Flavor::Tacos), 3, &p4, &p0, Path::new("/tmp/n4"));
+        assert!(c.get_args().any(|a| a == "--learner"));
         let c = rnacos_command(&spec(Flavor::RNacos), 1, &p1, &p0, Path::new("/tmp/n2"));
         let env: Vec<(String, String)> = c
             .get_envs()
