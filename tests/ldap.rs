@@ -686,3 +686,55 @@ async fn directory_precedence_and_tls() {
     assert_eq!(status, 503, "{body}");
     assert!(body.contains("LDAP directory"), "{body}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_directory_token_from_one_node_works_on_every_node() {
+    let Some(program) = slapd_or_skip("a_directory_token_from_one_node_works_on_every_node") else {
+        return;
+    };
+    let slapd = Slapd::start(&program);
+    let args = ldap_args(&slapd.url());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let cluster = common::cluster::Cluster::start(3, &args).await;
+    let http: Vec<Http> = (0..3)
+        .map(|i| Http {
+            client: reqwest::Client::builder()
+                .no_proxy()
+                .timeout(Duration::from_secs(30))
+                .build()
+                .unwrap(),
+            base: format!("http://127.0.0.1:{}", cluster.http_port(i)),
+        })
+        .collect();
+    // Roles are created through node 1 (replicated); logins on node 3.
+    http[0].seed_roles().await;
+    let olga = http[2].token("olga", "olga-ldap-1").await;
+    let alice = http[2].token("alice", "alice-ldap-1").await;
+    for node in &http {
+        let (status, body) = node
+            .send(
+                node.request(Method::GET, "/nacos/v1/auth/users")
+                    .bearer_auth(olga["accessToken"].as_str().unwrap()),
+            )
+            .await;
+        assert_eq!(status, 200, "olga on {}: {body}", node.base);
+        // (A follower applies the role a moment after the leader answered.)
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let (status, body) = node
+                .send(
+                    node.request(Method::GET, "/tacos/v1/auth/me")
+                        .bearer_auth(alice["accessToken"].as_str().unwrap()),
+                )
+                .await;
+            assert_eq!(status, 200, "alice on {}: {body}", node.base);
+            let me: Value = serde_json::from_str(&body).unwrap();
+            assert_eq!(me["username"], "alice");
+            if me["permissions"]["dev"] == "rw" {
+                break;
+            }
+            assert!(Instant::now() < deadline, "{}: {me}", node.base);
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
