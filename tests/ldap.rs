@@ -526,11 +526,15 @@ async fn directory_logins_roles_lockout_and_outage() {
         .await;
     assert_eq!(status, 200, "{body}");
 
-    // Wrong password, unknown user, disabled account: 403, the same answer.
+    // Wrong password, unknown user, disabled account, a name with filter
+    // syntax: 403, the same answer.
     for (user, password) in [
         ("alice", "not-her-password"),
         ("zed", "whatever-1"),
         ("dora", "dora-ldap-1"),
+        // Filter syntax in a name matches nothing (not every entry).
+        ("a*", "alice-ldap-1"),
+        ("*)(uid=*", "alice-ldap-1"),
     ] {
         let (status, body) = http.login(user, password).await;
         assert_eq!(status, 403, "{user}: {body}");

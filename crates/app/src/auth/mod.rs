@@ -340,11 +340,12 @@ impl Auth {
         // With its roles' permissions: what the request may do.
         let user = self.node.state().user_with_roles(username);
         let digest = self.digest(password);
-        let directory_first = self
-            .settings
-            .directory
-            .as_ref()
-            .filter(|d| d.precedence() == Precedence::Directory || user.is_none());
+        // A name that cannot be a Tacos username never reaches the
+        // directory (its tokens name users; the filter escapes it anyway).
+        let directory_first = self.settings.directory.as_ref().filter(|d| {
+            (d.precedence() == Precedence::Directory || user.is_none())
+                && check_username(username).is_ok()
+        });
         if let Some(cached) = self.verified.get(username) {
             let same = bool::from(cached.digest.ct_eq(&digest)) && now < cached.until;
             match (&cached.directory, &user) {
