@@ -937,6 +937,21 @@ mod tests {
         assert_eq!(settings.ldap_group_role.len(), 3);
         assert!(settings.directory().unwrap().is_some());
         assert!(Settings::try_parse_from(["tacos", "--ldap-precedence", "both"]).is_err());
+        // In a config file the pairs are one string, separated by ';'.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tacos.toml");
+        std::fs::write(
+            &path,
+            "ldap-url = \"ldaps://127.0.0.1:636\"\nldap-user-base = \"ou=p,dc=x\"\n\
+             ldap-group-role = \"cn=a,dc=x=devs;cn=b,dc=x=ROLE_ADMIN\"\n",
+        )
+        .unwrap();
+        let from_file =
+            file::load_from(["tacos".as_ref(), "--config".as_ref(), path.as_os_str()]).unwrap();
+        assert_eq!(
+            from_file.ldap_group_role,
+            ["cn=a,dc=x=devs", "cn=b,dc=x=ROLE_ADMIN"]
+        );
         let mut bad_role = ldap.to_vec();
         bad_role[5] = "cn=a,ou=g,dc=x=bad role";
         assert_eq!(name(&bad_role), Some("ldap-group-role"));
