@@ -323,9 +323,14 @@ impl Directory {
         if let Some(tls) = &self.tls {
             conn = conn.set_config(tls.clone());
         }
-        let (driver, mut ldap) = LdapConnAsync::with_settings(conn, &self.settings.url)
-            .await
-            .map_err(|e| Unavailable(format!("{}: {e}", self.settings.url)))?;
+        // The connect timeout bounds the TCP connect only; this bounds the
+        // StartTLS or TLS handshake too.
+        let url = &self.settings.url;
+        let (driver, mut ldap) =
+            tokio::time::timeout(timeout, LdapConnAsync::with_settings(conn, url))
+                .await
+                .map_err(|_| Unavailable(format!("{url}: no answer within {timeout:?}")))?
+                .map_err(|e| Unavailable(format!("{url}: {e}")))?;
         ldap3::drive!(driver);
         let verdict = self.converse(&mut ldap, username, password).await;
         let _ = ldap.with_timeout(timeout).unbind().await;
@@ -559,5 +564,17 @@ mod tests {
             directory.authenticate("alice", "").await.unwrap(),
             Verdict::WrongPassword
         );
+    }
+
+    #[tokio::test]
+    async fn a_directory_that_accepts_and_never_answers_times_out() {
+        // Accepts connections (the kernel's backlog) and says nothing.
+        let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut s = settings();
+        s.url = format!("ldap://127.0.0.1:{}", silent.local_addr().unwrap().port());
+        s.timeout = Duration::from_millis(300);
+        let directory = Directory::new(s).unwrap();
+        let error = directory.authenticate("alice", "pw").await.unwrap_err();
+        assert!(error.to_string().contains("cannot be reached"), "{error}");
     }
 }
