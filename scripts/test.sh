@@ -54,6 +54,16 @@ if ! command -v mariadbd >/dev/null 2>&1 && ! [ -x /usr/sbin/mariadbd ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq mariadb-server mariadb-client
 fi
 
+# The LDAP login tests (tests/ldap.rs) start a private slapd with a seeded
+# tree and make throwaway TLS certificates with openssl.
+if ! [ -x /usr/sbin/slapd ] || ! command -v openssl >/dev/null 2>&1; then
+  echo "== installing Debian slapd, ldap-utils and openssl for the LDAP tests"
+  SUDO=""
+  if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq slapd ldap-utils openssl
+fi
+
 if ! [ -d tests/console/node_modules/playwright-core ]; then
   echo "== installing npm playwright-core for the console tests"
   (cd tests/console && npm install --no-audit --no-fund --silent)

@@ -17,7 +17,7 @@
 //! | `tacos_grpc_unlistened_pushes_total` | counter | notifications queued to config connections that have not listened yet |
 //! | `tacos_watch_notify_seconds` | histogram | time from apply to a held long poll's answer |
 //! | `tacos_log_fsync_seconds` | histogram | one `fdatasync` of the Raft log |
-//! | `tacos_logins_total` | counter | `outcome` (ok, wrong_credentials, disabled, rate_limited, error) |
+//! | `tacos_logins_total` | counter | `outcome` (ok, wrong_credentials, disabled, rate_limited, locked, directory_unavailable, error) |
 //! | `tacos_config_publishes_total` | counter | publishes accepted by this node's config service (configs and grays) |
 //! | `tacos_config_reads_total` | counter | config reads answered to clients (HTTP v1/v2, gRPC) |
 //! | `tacos_configs` | gauge | |

@@ -195,8 +195,21 @@ fn serve(
             open_api_auth: settings.open_api_auth,
             token_ttl: settings.token_ttl,
             audit_limit: settings.audit_limit,
+            lockout: tacos_app::auth::limiter::Lockout {
+                failures: settings.login_lockout_failures,
+                duration: std::time::Duration::from_secs(settings.login_lockout_seconds),
+            },
+            password_policy: settings.password_policy(),
+            directory: settings.directory()?.map(Arc::new),
         },
     )?);
+    if let Some(url) = &settings.ldap_url {
+        tracing::info!(
+            url,
+            precedence = ?settings.ldap_precedence,
+            "logins are also checked against the LDAP directory"
+        );
+    }
     let init = tacos_app::auth::bootstrap::InitSettings {
         admin_username: settings.admin_username.clone(),
         admin_password: settings.admin_password.as_ref().map(|p| p.0.clone()),

@@ -215,6 +215,154 @@ pub struct Settings {
     )]
     pub audit_limit: u32,
 
+    /// Lock an account (any username tried) after this many failed logins
+    /// within --login-lockout-seconds; while locked even the right password
+    /// is refused (429, saying until when). Counted per node, in memory.
+    /// 0: never lock (the per-IP limit of 20 failures a minute stays).
+    #[arg(
+        long,
+        global = true,
+        env = "TACOS_LOGIN_LOCKOUT_FAILURES",
+        default_value_t = 5
+    )]
+    pub login_lockout_failures: u32,
+
+    /// How long a locked account stays locked, in seconds (also the window
+    /// in which --login-lockout-failures are counted).
+    #[arg(
+        long,
+        global = true,
+        env = "TACOS_LOGIN_LOCKOUT_SECONDS",
+        default_value_t = 300
+    )]
+    pub login_lockout_seconds: u64,
+
+    /// Shortest password accepted when a local user's password is set
+    /// (8 to 128). Existing passwords keep working.
+    #[arg(
+        long,
+        global = true,
+        env = "TACOS_PASSWORD_MIN_LENGTH",
+        default_value_t = 8
+    )]
+    pub password_min_length: usize,
+
+    /// How many of the classes lowercase, uppercase, digit and other a new
+    /// local password must mix (1 to 4).
+    #[arg(
+        long,
+        global = true,
+        env = "TACOS_PASSWORD_MIN_CLASSES",
+        default_value_t = 1
+    )]
+    pub password_min_classes: u8,
+
+    /// Check logins against this LDAP directory too: ldap://HOST:PORT
+    /// (with --ldap-starttls for TLS) or ldaps://HOST:PORT. See
+    /// docs/auth.md. Default: none (local users only).
+    #[arg(long, global = true, env = "TACOS_LDAP_URL", value_name = "URL")]
+    pub ldap_url: Option<String>,
+
+    /// Upgrade the ldap:// connection to TLS with StartTLS.
+    #[arg(long, global = true, env = "TACOS_LDAP_STARTTLS")]
+    pub ldap_starttls: bool,
+
+    /// PEM file of the CA(s) the directory's TLS certificate must chain to.
+    /// Default: the system's CA certificates.
+    #[arg(long, global = true, env = "TACOS_LDAP_CA_FILE", value_name = "FILE")]
+    pub ldap_ca_file: Option<PathBuf>,
+
+    /// DN of the service account that searches for users (with
+    /// --ldap-bind-password). Default: search anonymously.
+    #[arg(long, global = true, env = "TACOS_LDAP_BIND_DN", value_name = "DN")]
+    pub ldap_bind_dn: Option<String>,
+
+    /// Password of --ldap-bind-dn.
+    #[arg(
+        long,
+        global = true,
+        env = "TACOS_LDAP_BIND_PASSWORD",
+        hide_env_values = true
+    )]
+    pub ldap_bind_password: Option<Secret>,
+
+    /// Where users are searched (subtree), e.g. ou=people,dc=example,dc=org.
+    /// Required with --ldap-url.
+    #[arg(long, global = true, env = "TACOS_LDAP_USER_BASE", value_name = "DN")]
+    pub ldap_user_base: Option<String>,
+
+    /// The filter that finds a user; {username} is the login name (escaped).
+    /// A user it does not match cannot log in: add a condition to shut out
+    /// disabled accounts, e.g. (&(uid={username})(!(employeeType=disabled))).
+    #[arg(
+        long,
+        global = true,
+        env = "TACOS_LDAP_USER_FILTER",
+        default_value = "(uid={username})"
+    )]
+    pub ldap_user_filter: String,
+
+    /// Where groups are searched (subtree) with --ldap-group-filter. Without
+    /// it a user's groups are its memberOf values only.
+    #[arg(long, global = true, env = "TACOS_LDAP_GROUP_BASE", value_name = "DN")]
+    pub ldap_group_base: Option<String>,
+
+    /// The filter that finds a user's groups under --ldap-group-base; {dn}
+    /// is the user's DN (escaped).
+    #[arg(
+        long,
+        global = true,
+        env = "TACOS_LDAP_GROUP_FILTER",
+        default_value = "(|(member={dn})(uniqueMember={dn}))"
+    )]
+    pub ldap_group_filter: String,
+
+    /// GROUP_DN=ROLE: members of the group get the Tacos role (its namespace
+    /// permissions; ROLE_ADMIN makes them admins). Repeat the flag, or
+    /// separate pairs with ';' (in the environment and the config file).
+    #[arg(
+        long,
+        global = true,
+        env = "TACOS_LDAP_GROUP_ROLE",
+        value_name = "GROUP_DN=ROLE",
+        value_delimiter = ';'
+    )]
+    pub ldap_group_role: Vec<String>,
+
+    /// The role of a directory user in no mapped group. Default: none (it
+    /// may log in, and may do nothing that needs a permission).
+    #[arg(
+        long,
+        global = true,
+        env = "TACOS_LDAP_DEFAULT_ROLE",
+        value_name = "ROLE"
+    )]
+    pub ldap_default_role: Option<String>,
+
+    /// Which account a login uses for a name both a local user and the
+    /// directory have: `local` (the directory is not asked) or `directory`
+    /// (the local user is used only when the directory has no such user
+    /// or is down).
+    #[arg(
+        long,
+        global = true,
+        env = "TACOS_LDAP_PRECEDENCE",
+        default_value = "local",
+        value_parser = parse_precedence
+    )]
+    pub ldap_precedence: tacos_app::auth::directory::Precedence,
+
+    /// Bound on connecting to the directory and on each request to it, in
+    /// milliseconds; past it the login is answered 503 (local users still
+    /// log in).
+    #[arg(
+        long,
+        global = true,
+        env = "TACOS_LDAP_TIMEOUT_MS",
+        default_value_t = 5000
+    )]
+    pub ldap_timeout_ms: u64,
+
     /// HTTP worker threads (default: one per CPU).
     #[arg(long, global = true, env = "TACOS_HTTP_WORKERS")]
     pub http_workers: Option<usize>,
@@ -339,6 +487,10 @@ pub struct Settings {
     /// per line). The level comes from RUST_LOG (default `info,openraft=warn`).
     #[arg(long, global = true, env = "TACOS_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
+}
+
+fn parse_precedence(s: &str) -> Result<tacos_app::auth::directory::Precedence, String> {
+    s.parse()
 }
 
 /// A secret setting: never shown by `Debug`.
@@ -474,6 +626,24 @@ impl Settings {
         if self.audit_limit == 0 {
             return invalid("audit-limit", "must be 1 or more".into());
         }
+        if self.login_lockout_seconds == 0 || self.login_lockout_seconds > 24 * 3600 {
+            return invalid(
+                "login-lockout-seconds",
+                "must be between 1 and 86400".into(),
+            );
+        }
+        if !(8..=128).contains(&self.password_min_length) {
+            return invalid("password-min-length", "must be between 8 and 128".into());
+        }
+        if !(1..=4).contains(&self.password_min_classes) {
+            return invalid("password-min-classes", "must be between 1 and 4".into());
+        }
+        if let Err(e) = self.directory() {
+            return Err(InvalidSetting {
+                name: e.name,
+                reason: e.reason,
+            });
+        }
         if let Some(join) = &self.join {
             if !join.contains(':') {
                 return invalid("join", format!("{join:?} is not host:port"));
@@ -547,6 +717,60 @@ impl Settings {
             return invalid("snapshot-entries", "must be 1 or more".into());
         }
         Ok(())
+    }
+
+    /// The password policy for new local passwords.
+    pub fn password_policy(&self) -> tacos_app::auth::password::PasswordPolicy {
+        tacos_app::auth::password::PasswordPolicy {
+            min_length: self.password_min_length,
+            min_classes: self.password_min_classes,
+        }
+    }
+
+    /// The LDAP directory, when --ldap-url is set (settings checked).
+    pub fn directory(
+        &self,
+    ) -> Result<
+        Option<tacos_app::auth::directory::Directory>,
+        tacos_app::auth::directory::BadDirectorySetting,
+    > {
+        use tacos_app::auth::directory::{BadDirectorySetting, Directory, DirectorySettings};
+        let Some(url) = &self.ldap_url else {
+            let ldap_only = self.ldap_user_base.is_some()
+                || self.ldap_bind_dn.is_some()
+                || !self.ldap_group_role.is_empty()
+                || self.ldap_starttls;
+            return if ldap_only {
+                Err(BadDirectorySetting {
+                    name: "ldap-url",
+                    reason: "required by the other --ldap-* settings given".into(),
+                })
+            } else {
+                Ok(None)
+            };
+        };
+        if self.ldap_timeout_ms == 0 || self.ldap_timeout_ms > 60_000 {
+            return Err(BadDirectorySetting {
+                name: "ldap-timeout-ms",
+                reason: "must be between 1 and 60000".into(),
+            });
+        }
+        Directory::new(DirectorySettings {
+            url: url.clone(),
+            starttls: self.ldap_starttls,
+            ca_file: self.ldap_ca_file.clone(),
+            bind_dn: self.ldap_bind_dn.clone(),
+            bind_password: self.ldap_bind_password.as_ref().map(|p| p.0.clone()),
+            user_base: self.ldap_user_base.clone().unwrap_or_default(),
+            user_filter: self.ldap_user_filter.clone(),
+            group_base: self.ldap_group_base.clone(),
+            group_filter: self.ldap_group_filter.clone(),
+            group_roles: self.ldap_group_role.clone(),
+            default_role: self.ldap_default_role.clone(),
+            precedence: self.ldap_precedence,
+            timeout: std::time::Duration::from_millis(self.ldap_timeout_ms),
+        })
+        .map(Some)
     }
 
     /// The gRPC port (HTTP port + 1000 unless set); `None` if the default
@@ -667,6 +891,70 @@ mod tests {
             "0",
         ]);
         off.validate().unwrap();
+    }
+
+    #[test]
+    fn login_and_ldap_settings_are_checked() {
+        let settings = Settings::parse_from(["tacos"]);
+        assert_eq!(settings.login_lockout_failures, 5);
+        assert!(settings.directory().unwrap().is_none());
+        let name = |args: &[&str]| {
+            let mut all = vec!["tacos"];
+            all.extend_from_slice(args);
+            Settings::parse_from(all).validate().err().map(|e| e.name)
+        };
+        assert_eq!(
+            name(&["--password-min-length", "7"]),
+            Some("password-min-length")
+        );
+        assert_eq!(
+            name(&["--password-min-classes", "5"]),
+            Some("password-min-classes")
+        );
+        assert_eq!(
+            name(&["--login-lockout-seconds", "0"]),
+            Some("login-lockout-seconds")
+        );
+        assert_eq!(name(&["--ldap-user-base", "ou=p,dc=x"]), Some("ldap-url"));
+        assert_eq!(
+            name(&["--ldap-url", "ldap://127.0.0.1:389"]),
+            Some("ldap-user-base")
+        );
+        let ldap = [
+            "--ldap-url",
+            "ldap://127.0.0.1:389",
+            "--ldap-user-base",
+            "ou=people,dc=x",
+            "--ldap-group-role",
+            "cn=a,ou=g,dc=x=devs;cn=b,ou=g,dc=x=ROLE_ADMIN",
+            "--ldap-group-role",
+            "cn=c,ou=g,dc=x=ops",
+            "--ldap-precedence",
+            "directory",
+        ];
+        assert_eq!(name(&ldap), None);
+        let settings = Settings::parse_from(std::iter::once("tacos").chain(ldap));
+        assert_eq!(settings.ldap_group_role.len(), 3);
+        assert!(settings.directory().unwrap().is_some());
+        assert!(Settings::try_parse_from(["tacos", "--ldap-precedence", "both"]).is_err());
+        // In a config file the pairs are one string, separated by ';'.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tacos.toml");
+        std::fs::write(
+            &path,
+            "ldap-url = \"ldaps://127.0.0.1:636\"\nldap-user-base = \"ou=p,dc=x\"\n\
+             ldap-group-role = \"cn=a,dc=x=devs;cn=b,dc=x=ROLE_ADMIN\"\n",
+        )
+        .unwrap();
+        let from_file =
+            file::load_from(["tacos".as_ref(), "--config".as_ref(), path.as_os_str()]).unwrap();
+        assert_eq!(
+            from_file.ldap_group_role,
+            ["cn=a,dc=x=devs", "cn=b,dc=x=ROLE_ADMIN"]
+        );
+        let mut bad_role = ldap.to_vec();
+        bad_role[5] = "cn=a,ou=g,dc=x=bad role";
+        assert_eq!(name(&bad_role), Some("ldap-group-role"));
     }
 
     #[test]

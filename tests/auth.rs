@@ -6,7 +6,9 @@
 //!   `accessToken` header, query parameter and form field, `username` +
 //!   `password` parameters, HTTP Basic, and the gRPC `accessToken` header.
 //! * Expired, forged and superseded (password changed) tokens are refused;
-//!   a wrong password is 403; failed logins are rate-limited (429).
+//!   a wrong password is 403; failed logins lock the account for a while
+//!   (429 saying until when), and the lock ends; new passwords must meet
+//!   the password policy, old ones keep working.
 //! * A read-only user cannot publish (HTTP and gRPC) and sees only its
 //!   namespaces.
 //! * The route table: every declared route (`tacos routes --json`) is
@@ -402,7 +404,12 @@ async fn failed_logins_are_rate_limited() {
         .unwrap()
         .parse()
         .unwrap();
-    assert!((1..=60).contains(&retry), "{retry}");
+    assert!((1..=300).contains(&retry), "{retry}");
+    let body = response.text().await.unwrap();
+    assert!(
+        body.starts_with("account locked after 5 failed logins, until 20"),
+        "{body}"
+    );
     // Other users are not limited by dave's failures.
     http.token("nacos", ADMIN_PASSWORD).await;
 
@@ -419,7 +426,7 @@ async fn failed_logins_are_rate_limited() {
             .to_string()
     };
     assert_eq!(count("wrong_credentials"), "5");
-    assert_eq!(count("rate_limited"), "1");
+    assert_eq!(count("locked"), "1");
     assert_eq!(count("ok"), "1");
     let log = server.log();
     assert_eq!(
@@ -433,6 +440,85 @@ async fn failed_logins_are_rate_limited() {
         !log.contains("wrong-pass") && !log.contains("dave-pass-1"),
         "{log}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn lockout_ends_and_the_password_policy_applies_to_new_passwords_only() {
+    // A user whose password predates the policy.
+    let (tmp, mut server, http, _) = start(&[]).await;
+    http.create_user("old", "oldpassword").await;
+    server.stop().await;
+
+    let policy = [
+        "--password-min-length",
+        "12",
+        "--password-min-classes",
+        "3",
+        "--login-lockout-failures",
+        "3",
+        "--login-lockout-seconds",
+        "2",
+    ];
+    let grpc = free_port().to_string();
+    let mut args = vec!["--grpc-port", grpc.as_str()];
+    args.extend_from_slice(&policy);
+    let server = Server::start_with_args(&tmp, &args).await;
+    let http = Http::new(server.port());
+    // The old password keeps working.
+    http.token("old", "oldpassword").await;
+    // New ones must meet the policy, on create and on change, with a reason.
+    let (status, body) = http
+        .send(
+            http.admin(Method::POST, USERS)
+                .form(&[("username", "newbie"), ("password", "Short-1")]),
+        )
+        .await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("at least 12 characters"), "{body}");
+    http.create_user("newbie", "lower-digit-1").await;
+    let (status, body) = http
+        .send(
+            http.admin(Method::POST, USERS)
+                .form(&[("username", "weak"), ("password", "alllowercase")]),
+        )
+        .await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("must mix at least 3 of"), "{body}");
+    assert!(body.contains("(it has 1)"), "{body}");
+    let old_token = http.token("old", "oldpassword").await;
+    let (status, body) = http
+        .send(
+            http.request(Method::PUT, USERS)
+                .header("accessToken", &old_token)
+                .form(&[("username", "old"), ("newPassword", "stillweakpass")]),
+        )
+        .await;
+    assert_eq!(status, 400, "{body}");
+    let (status, body) = http
+        .send(
+            http.request(Method::PUT, USERS)
+                .header("accessToken", &old_token)
+                .form(&[("username", "old"), ("newPassword", "Now-Strong-Pass-1")]),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+
+    // 3 failures lock the account for 2 s, even for the right password;
+    // then the lock ends by itself.
+    for _ in 0..3 {
+        let (status, _) = http.login("old", "wrong-password").await;
+        assert_eq!(status, 403);
+    }
+    let (status, body) = http.login("old", "Now-Strong-Pass-1").await;
+    assert_eq!(status, 429, "{body}");
+    assert!(
+        body.contains("account locked after 3 failed logins, until"),
+        "{body}"
+    );
+    // Another user is not locked by old's failures.
+    http.token("newbie", "lower-digit-1").await;
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    http.token("old", "Now-Strong-Pass-1").await;
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -182,19 +182,27 @@ pub fn declared() -> Vec<RouteSpec> {
 /// The HTTP answer to an auth failure. Nacos answers 403 to every auth
 /// failure (its clients re-login on 403); a rate limit is 429.
 pub fn refusal(error: &AuthError) -> HttpResponse {
-    let status = match error {
-        AuthError::RateLimited(_) => StatusCode::TOO_MANY_REQUESTS,
-        AuthError::NotInitialized => StatusCode::SERVICE_UNAVAILABLE,
-        AuthError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
-        _ => StatusCode::FORBIDDEN,
-    };
-    let mut response = HttpResponse::build(status);
-    if let AuthError::RateLimited(wait) = error {
+    let mut response = HttpResponse::build(refusal_status(error));
+    if let AuthError::RateLimited(wait) | AuthError::Locked { wait, .. } = error {
         response.insert_header(("Retry-After", wait.as_secs().max(1).to_string()));
     }
     response
         .content_type("text/plain;charset=UTF-8")
         .body(error.to_string())
+}
+
+/// The status of a refusal: 429 for a rate limit or a locked account (with
+/// `Retry-After`), 503 while auth cannot answer (not initialized, the
+/// directory down), 403 otherwise.
+pub fn refusal_status(error: &AuthError) -> StatusCode {
+    match error {
+        AuthError::RateLimited(_) | AuthError::Locked { .. } => StatusCode::TOO_MANY_REQUESTS,
+        AuthError::NotInitialized | AuthError::DirectoryUnavailable(_) => {
+            StatusCode::SERVICE_UNAVAILABLE
+        }
+        AuthError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        _ => StatusCode::FORBIDDEN,
+    }
 }
 
 /// Credentials in headers and the query string: `Authorization: Bearer`,

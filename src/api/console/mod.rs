@@ -243,12 +243,7 @@ impl ResponseError for ConsoleError {
             }
             ConsoleError::Conflict(_) => StatusCode::CONFLICT,
             ConsoleError::NotFound(_) => StatusCode::NOT_FOUND,
-            ConsoleError::Denied(e) => match e {
-                AuthError::RateLimited(_) => StatusCode::TOO_MANY_REQUESTS,
-                AuthError::NotInitialized => StatusCode::SERVICE_UNAVAILABLE,
-                AuthError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
-                _ => StatusCode::FORBIDDEN,
-            },
+            ConsoleError::Denied(e) => crate::api::guard::refusal_status(e),
             ConsoleError::Service(e) => match e {
                 ServiceError::Invalid(_) => StatusCode::BAD_REQUEST,
                 ServiceError::Rejected(

@@ -1,9 +1,21 @@
-//! Login rate limiting: failed logins are counted per user and per client
-//! IP in fixed windows; once a key reaches its limit, further attempts for
-//! it are refused without checking the password until the window ends. A
-//! success clears the user's count (not the IP's). Memory is bounded: when
-//! a table grows past [`MAX_KEYS`], expired windows are dropped, and if that
-//! is not enough the oldest windows go.
+//! Failed logins: account lockout per username and a rate limit per client
+//! IP. Both are counted in fixed windows; once a key reaches its limit,
+//! further attempts for it are refused without checking the password.
+//!
+//! * An account (any name tried, known or not, so the lock says nothing
+//!   about which names exist) is locked for `--login-lockout-seconds` once
+//!   `--login-lockout-failures` logins failed within that many seconds,
+//!   even for the right password; the refusal says until when. A success
+//!   (while not locked) clears the account's count.
+//! * A client IP is limited to 20 failures a minute, across names.
+//!
+//! Per node, in memory, on purpose: counting failures cluster-wide would make
+//! every wrong password a Raft write (a guessing attack would then write to
+//! every node's log), and logins must keep working without a quorum. So with
+//! N nodes an attacker gets at most N times the failures per lock period;
+//! a restart forgets the counts. Memory is bounded: when a table grows past
+//! [`MAX_KEYS`], expired windows are dropped, and if that is not enough the
+//! oldest windows go.
 
 use std::time::{Duration, Instant};
 
@@ -23,6 +35,31 @@ struct Window {
 pub struct Limit {
     pub failures: u32,
     pub window: Duration,
+}
+
+/// The account lockout: `failures` within `duration` lock the account for
+/// `duration`. `failures == 0`: never locked.
+#[derive(Debug, Clone, Copy)]
+pub struct Lockout {
+    pub failures: u32,
+    pub duration: Duration,
+}
+
+impl Lockout {
+    /// 5 failures lock an account for 5 minutes.
+    pub const STANDARD: Lockout = Lockout {
+        failures: 5,
+        duration: Duration::from_secs(300),
+    };
+}
+
+/// Why an attempt is refused before its password is checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refused {
+    /// The account is locked for `wait` more, after `failures` failures.
+    Locked { wait: Duration, failures: u32 },
+    /// The client IP failed too often; `wait` until it may try again.
+    RateLimited(Duration),
 }
 
 pub struct LoginLimiter {
@@ -66,42 +103,58 @@ fn count(table: &DashMap<String, Window>, key: &str, limit: Limit, now: Instant)
     window.failures += 1;
 }
 
+/// The IP limit: 20 failures a minute.
+pub const IP_LIMIT: Limit = Limit {
+    failures: 20,
+    window: Duration::from_secs(60),
+};
+
 impl LoginLimiter {
-    pub fn new(user_limit: Limit, ip_limit: Limit) -> Self {
+    pub fn new(lockout: Lockout, ip_limit: Limit) -> Self {
         LoginLimiter {
             by_user: DashMap::new(),
             by_ip: DashMap::new(),
-            user_limit,
+            // A lock lasts from the failure that set it: the window is
+            // restarted then (see `failed`).
+            user_limit: Limit {
+                failures: lockout.failures,
+                window: lockout.duration,
+            },
             ip_limit,
         }
     }
 
-    /// 5 failures per user and 20 per IP, per minute.
+    /// The standard lockout and the IP limit.
     pub fn standard() -> Self {
-        LoginLimiter::new(
-            Limit {
-                failures: 5,
-                window: Duration::from_secs(60),
-            },
-            Limit {
-                failures: 20,
-                window: Duration::from_secs(60),
-            },
-        )
+        LoginLimiter::new(Lockout::STANDARD, IP_LIMIT)
     }
 
-    /// `Err(wait)` when `user` or `ip` may not try again for `wait`.
-    pub fn check(&self, user: &str, ip: &str, now: Instant) -> Result<(), Duration> {
-        let by_user = blocked(&self.by_user, user, self.user_limit, now);
-        let by_ip = blocked(&self.by_ip, ip, self.ip_limit, now);
-        match by_user.max(by_ip) {
-            Some(wait) => Err(wait),
+    /// Whether `user` from `ip` may try a password now.
+    pub fn check(&self, user: &str, ip: &str, now: Instant) -> Result<(), Refused> {
+        if self.user_limit.failures > 0 {
+            if let Some(wait) = blocked(&self.by_user, user, self.user_limit, now) {
+                return Err(Refused::Locked {
+                    wait,
+                    failures: self.user_limit.failures,
+                });
+            }
+        }
+        match blocked(&self.by_ip, ip, self.ip_limit, now) {
+            Some(wait) => Err(Refused::RateLimited(wait)),
             None => Ok(()),
         }
     }
 
     pub fn failed(&self, user: &str, ip: &str, now: Instant) {
-        count(&self.by_user, user, self.user_limit, now);
+        if self.user_limit.failures > 0 {
+            count(&self.by_user, user, self.user_limit, now);
+            // The failure that locks the account starts the lock period.
+            if let Some(mut window) = self.by_user.get_mut(user) {
+                if window.failures >= self.user_limit.failures {
+                    window.start = now;
+                }
+            }
+        }
         count(&self.by_ip, ip, self.ip_limit, now);
     }
 
@@ -117,9 +170,9 @@ mod tests {
     fn limiter() -> LoginLimiter {
         let minute = Duration::from_secs(60);
         LoginLimiter::new(
-            Limit {
+            Lockout {
                 failures: 3,
-                window: minute,
+                duration: minute,
             },
             Limit {
                 failures: 5,
@@ -129,20 +182,48 @@ mod tests {
     }
 
     #[test]
-    fn a_user_is_blocked_after_its_failures_until_the_window_ends() {
+    fn an_account_is_locked_after_its_failures_for_the_lock_period() {
         let l = limiter();
         let t = Instant::now();
-        for _ in 0..3 {
-            l.check("alice", "1.1.1.1", t).unwrap();
-            l.failed("alice", "1.1.1.1", t);
+        let s = Duration::from_secs;
+        // Two failures, then a third 30 s later: locked for 60 s from then.
+        for at in [t, t, t + s(30)] {
+            l.check("alice", "1.1.1.1", at).unwrap();
+            l.failed("alice", "1.1.1.1", at);
         }
-        let wait = l
-            .check("alice", "2.2.2.2", t + Duration::from_secs(10))
-            .unwrap_err();
-        assert_eq!(wait, Duration::from_secs(50));
+        let refused = l.check("alice", "2.2.2.2", t + s(40)).unwrap_err();
+        assert_eq!(
+            refused,
+            Refused::Locked {
+                wait: s(50),
+                failures: 3
+            }
+        );
         l.check("bob", "2.2.2.2", t).unwrap();
-        l.check("alice", "1.1.1.1", t + Duration::from_secs(60))
-            .unwrap();
+        assert!(l.check("alice", "1.1.1.1", t + s(89)).is_err());
+        l.check("alice", "1.1.1.1", t + s(90)).unwrap();
+        // Failures spread wider than the period never lock.
+        for i in 0..6 {
+            let at = t + s(100 + 61 * i);
+            l.check("carol", "3.3.3.3", at).unwrap();
+            l.failed("carol", "3.3.3.3", at);
+        }
+    }
+
+    #[test]
+    fn no_lockout_when_its_failures_are_zero() {
+        let l = LoginLimiter::new(
+            Lockout {
+                failures: 0,
+                duration: Duration::from_secs(60),
+            },
+            IP_LIMIT,
+        );
+        let t = Instant::now();
+        for i in 0..19 {
+            l.failed("alice", &format!("10.0.0.{i}"), t);
+        }
+        l.check("alice", "1.1.1.1", t).unwrap();
     }
 
     #[test]
@@ -152,7 +233,10 @@ mod tests {
         for user in ["a", "b", "c", "d", "e"] {
             l.failed(user, "9.9.9.9", t);
         }
-        assert!(l.check("f", "9.9.9.9", t).is_err());
+        assert!(matches!(
+            l.check("f", "9.9.9.9", t),
+            Err(Refused::RateLimited(_))
+        ));
         l.check("f", "8.8.8.8", t).unwrap();
         for _ in 0..3 {
             l.failed("g", "7.7.7.7", t);

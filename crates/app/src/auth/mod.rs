@@ -13,14 +13,21 @@
 //!   username and password on the request itself (`username`/`password`
 //!   parameters, as the npm client sends them, or HTTP Basic); a verified
 //!   pair is cached briefly so each request does not pay a hash.
-//! * Failed logins are rate-limited per user and per IP ([`limiter`]);
-//!   hashing runs on a bounded pool; secrets are compared in constant time
-//!   (argon2's verifier, the JWT signature check, the cache's digest compare).
+//! * With `--ldap-url`, a login may instead be checked against an LDAP
+//!   directory ([`directory`]); which account wins for a name both have is
+//!   a setting. A directory user's identity and mapped roles ride in its
+//!   token, so it too works on every node.
+//! * Failed logins lock the account for a while and are rate-limited per IP
+//!   ([`limiter`]); new local passwords must meet the password policy
+//!   ([`password::PasswordPolicy`]); hashing runs on a bounded pool; secrets
+//!   are compared in constant time (argon2's verifier, the JWT signature
+//!   check, the cache's digest compare).
 //!
 //! Which route needs what is declared where the route is registered
 //! (`api::guard`); this module answers "who is this" and "may they".
 
 pub mod bootstrap;
+pub mod directory;
 pub mod limiter;
 pub mod password;
 pub mod roles;
@@ -40,8 +47,9 @@ use tacos_core::{ApplyError, Op};
 use tacos_raft::node::Node;
 use tacos_state::{Access, User};
 
-use limiter::LoginLimiter;
-use password::{HashForm, Hasher};
+use directory::{Directory, DirectoryUser, Precedence, Verdict};
+use limiter::{Lockout, LoginLimiter, Refused};
+use password::{HashForm, Hasher, PasswordPolicy};
 
 /// Why a request is not allowed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -62,6 +70,18 @@ pub enum AuthError {
     Forbidden(String),
     #[error("too many failed logins; try again in {} s", .0.as_secs().max(1))]
     RateLimited(Duration),
+    #[error(
+        "account locked after {failures} failed logins, until {until} (try again in {} s)",
+        .wait.as_secs().max(1)
+    )]
+    Locked {
+        /// RFC 3339, UTC.
+        until: String,
+        wait: Duration,
+        failures: u32,
+    },
+    #[error("{0}")]
+    DirectoryUnavailable(String),
     #[error("auth is not initialized yet (the cluster has no leader yet?)")]
     NotInitialized,
     #[error("{0}")]
@@ -188,7 +208,10 @@ impl Credentials {
 /// A username/password pair that verified recently.
 struct Verified {
     digest: [u8; 32],
+    /// The local user's hash then ("" for a directory user).
     password_hash: String,
+    /// The directory user it proved to be.
+    directory: Option<DirectoryUser>,
     until: Instant,
 }
 
@@ -205,6 +228,24 @@ pub struct AuthSettings {
     pub open_api_auth: bool,
     pub token_ttl: u64,
     pub audit_limit: u32,
+    pub lockout: Lockout,
+    pub password_policy: PasswordPolicy,
+    /// LDAP logins, when `--ldap-url` is set.
+    pub directory: Option<Arc<Directory>>,
+}
+
+impl AuthSettings {
+    /// The defaults, without a directory.
+    pub fn new(open_api_auth: bool, token_ttl: u64, audit_limit: u32) -> Self {
+        AuthSettings {
+            open_api_auth,
+            token_ttl,
+            audit_limit,
+            lockout: Lockout::STANDARD,
+            password_policy: PasswordPolicy::default(),
+            directory: None,
+        }
+    }
 }
 
 /// Logins, request authentication, and user writes.
@@ -233,7 +274,7 @@ impl Auth {
             writer: Writer::new(node.clone(), settings.audit_limit),
             node,
             hasher: Hasher::new(cores),
-            limiter: LoginLimiter::standard(),
+            limiter: LoginLimiter::new(settings.lockout, limiter::IP_LIMIT),
             verified: DashMap::new(),
             salt: password::random_bytes(32)?,
             settings,
@@ -255,24 +296,90 @@ impl Auth {
         sha.finalize().into()
     }
 
-    /// Checks a username and password (rate-limited, cached briefly).
+    /// The refusal of an attempt the limiter stops.
+    fn refused(refused: Refused) -> AuthError {
+        match refused {
+            Refused::RateLimited(wait) => AuthError::RateLimited(wait),
+            Refused::Locked { wait, failures } => {
+                let until = chrono::Utc::now() + wait;
+                AuthError::Locked {
+                    until: until.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                    wait,
+                    failures,
+                }
+            }
+        }
+    }
+
+    /// Checks a username and password (lockout and rate limit first, cached
+    /// briefly): against the local user, or the directory (see
+    /// [`Precedence`] for which is asked for a name both have).
     pub async fn check_password(
         &self,
         username: &str,
         password: &str,
         ip: &str,
     ) -> Result<Arc<User>, AuthError> {
+        self.verify_password(username, password, ip)
+            .await
+            .map(|(user, _)| user)
+    }
+
+    /// [`check_password`](Self::check_password), also saying which
+    /// directory user it was (`None`: a local user).
+    async fn verify_password(
+        &self,
+        username: &str,
+        password: &str,
+        ip: &str,
+    ) -> Result<(Arc<User>, Option<DirectoryUser>), AuthError> {
         let now = Instant::now();
         self.limiter
             .check(username, ip, now)
-            .map_err(AuthError::RateLimited)?;
+            .map_err(Self::refused)?;
         // With its roles' permissions: what the request may do.
         let user = self.node.state().user_with_roles(username);
         let digest = self.digest(password);
-        if let (Some(user), Some(cached)) = (&user, self.verified.get(username)) {
-            let same = bool::from(cached.digest.ct_eq(&digest));
-            if same && cached.password_hash == user.password_hash && now < cached.until {
-                return enabled(user.clone());
+        // A name that cannot be a Tacos username never reaches the
+        // directory (its tokens name users; the filter escapes it anyway).
+        let directory_first = self.settings.directory.as_ref().filter(|d| {
+            (d.precedence() == Precedence::Directory || user.is_none())
+                && check_username(username).is_ok()
+        });
+        if let Some(cached) = self.verified.get(username) {
+            let same = bool::from(cached.digest.ct_eq(&digest)) && now < cached.until;
+            match (&cached.directory, &user) {
+                (Some(identity), _) if same && directory_first.is_some() => {
+                    return Ok((self.directory_user(identity), Some(identity.clone())));
+                }
+                (None, Some(user)) if same && cached.password_hash == user.password_hash => {
+                    return Ok((enabled(user.clone())?, None));
+                }
+                _ => {}
+            }
+        }
+        if let Some(directory) = directory_first {
+            match directory.authenticate(username, password).await {
+                Ok(Verdict::Valid(identity)) => {
+                    self.limiter.succeeded(username);
+                    self.remember(username, digest, String::new(), Some(identity.clone()), now);
+                    return Ok((self.directory_user(&identity), Some(identity)));
+                }
+                Ok(Verdict::WrongPassword) => {
+                    self.limiter.failed(username, ip, now);
+                    return Err(AuthError::WrongCredentials);
+                }
+                // Not in the directory: a local user of that name, if any.
+                Ok(Verdict::NoSuchUser) if user.is_some() => {}
+                Ok(Verdict::NoSuchUser) => {
+                    self.limiter.failed(username, ip, now);
+                    return Err(AuthError::WrongCredentials);
+                }
+                // The directory is down: local users still log in.
+                Err(e) if user.is_some() => {
+                    tracing::warn!(user = ?username, "{e}; checking the local user");
+                }
+                Err(e) => return Err(AuthError::DirectoryUnavailable(e.to_string())),
             }
         }
         let hash = user.as_ref().map(|u| u.password_hash.as_str());
@@ -285,6 +392,19 @@ impl Auth {
         if user.enabled && password::form(&user.password_hash) == HashForm::Bcrypt {
             self.rehash(&user, password, ip).await;
         }
+        self.remember(username, digest, user.password_hash.clone(), None, now);
+        Ok((enabled(user)?, None))
+    }
+
+    /// Caches a verified pair (bounded).
+    fn remember(
+        &self,
+        username: &str,
+        digest: [u8; 32],
+        password_hash: String,
+        directory: Option<DirectoryUser>,
+        now: Instant,
+    ) {
         if self.verified.len() >= MAX_VERIFIED {
             self.verified.retain(|_, v| now < v.until);
         }
@@ -293,12 +413,37 @@ impl Auth {
                 username.to_string(),
                 Verified {
                     digest,
-                    password_hash: user.password_hash.clone(),
+                    password_hash,
+                    directory,
                     until: now + VERIFIED_FOR,
                 },
             );
         }
-        enabled(user)
+    }
+
+    /// A directory user as a request sees it: its roles' namespace
+    /// permissions as the replicated roles table has them now.
+    fn directory_user(&self, identity: &DirectoryUser) -> Arc<User> {
+        let state = self.node.state();
+        let mut permissions = std::collections::BTreeMap::new();
+        if !identity.admin {
+            for role in identity.roles.iter().filter_map(|name| state.role(name)) {
+                for (namespace, access) in &role.permissions {
+                    let held = permissions.entry(namespace.clone()).or_insert(*access);
+                    *held = (*held).max(*access);
+                }
+            }
+        }
+        Arc::new(User {
+            username: identity.username.clone(),
+            password_hash: String::new(),
+            admin: identity.admin,
+            enabled: true,
+            create_time: 0,
+            modify_time: 0,
+            generation: 0,
+            permissions,
+        })
     }
 
     /// A login verified a BCrypt hash a migration carried over: replaces it
@@ -342,6 +487,24 @@ impl Auth {
         let state = self.node.state();
         let key = state.auth_key().ok_or(AuthError::NotInitialized)?;
         let claims = token::verify(&key.token_key, token)?;
+        if claims.dir {
+            // A local user created with the name since wins, unless the
+            // directory does.
+            let local_wins = self
+                .settings
+                .directory
+                .as_ref()
+                .is_none_or(|d| d.precedence() == Precedence::Local);
+            if local_wins && state.user(&claims.sub).is_some() {
+                return Err(AuthError::TokenInvalid);
+            }
+            return Ok(self.directory_user(&DirectoryUser {
+                username: claims.sub,
+                dn: String::new(),
+                roles: claims.roles,
+                admin: claims.admin,
+            }));
+        }
         let user = state
             .user_with_roles(&claims.sub)
             .ok_or(AuthError::TokenInvalid)?;
@@ -392,19 +555,17 @@ impl Auth {
         ip: &str,
     ) -> Result<Login, AuthError> {
         self.wait_initialized().await?;
-        let checked = self.check_password(username, password, ip).await;
+        let checked = self.verify_password(username, password, ip).await;
         record_login(username, ip, &checked);
-        let user = checked?;
+        let (user, directory) = checked?;
         let state = self.node.state();
         let key = state.auth_key().ok_or(AuthError::NotInitialized)?;
         let now = jsonwebtoken::get_current_timestamp();
-        let token = token::issue(
-            &key.token_key,
-            &user.username,
-            user.generation,
-            now,
-            self.settings.token_ttl,
-        )?;
+        let ttl = self.settings.token_ttl;
+        let token = match directory {
+            Some(identity) => token::issue_directory(&key.token_key, &identity, now, ttl)?,
+            None => token::issue(&key.token_key, &user.username, user.generation, now, ttl)?,
+        };
         Ok(Login {
             token,
             ttl: self.settings.token_ttl,
@@ -414,21 +575,24 @@ impl Auth {
 }
 
 /// Counts a login by outcome (`tacos_logins_total`) and logs it; refusals
-/// by the rate limiter are only counted (they can come by the thousand).
+/// by the rate limiter and the lockout are only counted (they can come by
+/// the thousand).
 /// The username is cut and escaped: it is whatever the client sent.
-fn record_login(username: &str, ip: &str, outcome: &Result<Arc<User>, AuthError>) {
+fn record_login<T>(username: &str, ip: &str, outcome: &Result<T, AuthError>) {
     let label = match outcome {
         Ok(_) => "ok",
         Err(AuthError::WrongCredentials) => "wrong_credentials",
         Err(AuthError::Disabled) => "disabled",
         Err(AuthError::RateLimited(_)) => "rate_limited",
+        Err(AuthError::Locked { .. }) => "locked",
+        Err(AuthError::DirectoryUnavailable(_)) => "directory_unavailable",
         Err(_) => "error",
     };
     metrics::counter!("tacos_logins_total", "outcome" => label).increment(1);
     let user: String = username.chars().take(MAX_USERNAME_LEN).collect();
     match outcome {
         Ok(_) => tracing::info!(user = ?user, ip, "login"),
-        Err(AuthError::RateLimited(_)) => {}
+        Err(AuthError::RateLimited(_) | AuthError::Locked { .. }) => {}
         Err(e) => tracing::warn!(user = ?user, ip, "login refused: {e}"),
     }
 }

@@ -18,7 +18,7 @@ use tokio::sync::Semaphore;
 
 use super::AuthError;
 
-/// Shortest password accepted for a new or changed password.
+/// Shortest password any policy accepts for a new or changed password.
 pub const MIN_LEN: usize = 8;
 /// Longest password accepted (hashing cost grows with it).
 pub const MAX_LEN: usize = 128;
@@ -26,19 +26,66 @@ pub const MAX_LEN: usize = 128;
 /// Why a new password is not accepted.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WeakPassword {
-    #[error("password must be at least {MIN_LEN} characters")]
-    TooShort,
+    #[error("password must be at least {0} characters")]
+    TooShort(usize),
     #[error("password must be at most {MAX_LEN} characters")]
     TooLong,
+    #[error(
+        "password must mix at least {needed} of: lowercase letters, uppercase letters, \
+         digits, other characters (it has {found})"
+    )]
+    TooFewClasses { needed: u8, found: u8 },
 }
 
-/// Checks a password a user chooses.
-pub fn check_new(password: &str) -> Result<(), WeakPassword> {
-    match password.chars().count() {
-        n if n < MIN_LEN => Err(WeakPassword::TooShort),
-        n if n > MAX_LEN => Err(WeakPassword::TooLong),
-        _ => Ok(()),
+/// What a new local password must be (`--password-min-length`,
+/// `--password-min-classes`). Checked when a password is set (user create,
+/// password change), never at login: passwords set under an older, weaker
+/// policy keep working. Directory users' passwords are the directory's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PasswordPolicy {
+    /// [`MIN_LEN`] to [`MAX_LEN`] characters.
+    pub min_length: usize,
+    /// 1 to 4 of the classes lowercase, uppercase, digit, other.
+    pub min_classes: u8,
+}
+
+impl Default for PasswordPolicy {
+    fn default() -> Self {
+        PasswordPolicy {
+            min_length: MIN_LEN,
+            min_classes: 1,
+        }
     }
+}
+
+impl PasswordPolicy {
+    /// Checks a password a user chooses.
+    pub fn check(&self, password: &str) -> Result<(), WeakPassword> {
+        match password.chars().count() {
+            n if n < self.min_length.max(MIN_LEN) => {
+                return Err(WeakPassword::TooShort(self.min_length.max(MIN_LEN)))
+            }
+            n if n > MAX_LEN => return Err(WeakPassword::TooLong),
+            _ => {}
+        }
+        let has = |test: fn(char) -> bool| password.chars().any(test) as u8;
+        let found = has(|c| c.is_lowercase())
+            + has(|c| c.is_uppercase())
+            + has(|c| c.is_ascii_digit())
+            + has(|c| !c.is_lowercase() && !c.is_uppercase() && !c.is_ascii_digit());
+        if found < self.min_classes {
+            return Err(WeakPassword::TooFewClasses {
+                needed: self.min_classes,
+                found,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Checks a password against the default policy (8 to 128 characters).
+pub fn check_new(password: &str) -> Result<(), WeakPassword> {
+    PasswordPolicy::default().check(password)
 }
 
 /// `n` random bytes from the OS.
@@ -206,13 +253,40 @@ mod tests {
 
     #[test]
     fn new_passwords_have_bounds_and_generated_ones_are_long() {
-        assert_eq!(check_new("short"), Err(WeakPassword::TooShort));
+        assert_eq!(check_new("short"), Err(WeakPassword::TooShort(8)));
         assert_eq!(check_new(&"x".repeat(129)), Err(WeakPassword::TooLong));
         check_new("eight ch").unwrap();
         let generated = generate().unwrap();
         assert_eq!(generated.len(), 24);
         check_new(&generated).unwrap();
         assert_ne!(generated, generate().unwrap());
+    }
+
+    #[test]
+    fn the_policy_counts_length_and_character_classes() {
+        let policy = PasswordPolicy {
+            min_length: 12,
+            min_classes: 3,
+        };
+        assert_eq!(policy.check("Abc-1234567"), Err(WeakPassword::TooShort(12)));
+        assert_eq!(
+            policy.check("abcdefgh-ijk"),
+            Err(WeakPassword::TooFewClasses {
+                needed: 3,
+                found: 2
+            })
+        );
+        policy.check("abcdefgh-ijK").unwrap();
+        policy.check("Äbcdefgh1ijk").unwrap();
+        let message = policy.check("abcdefghijkl").unwrap_err().to_string();
+        assert!(message.contains("at least 3 of"), "{message}");
+        assert!(message.contains("(it has 1)"), "{message}");
+        // Never below the floor of 8, whatever the setting says.
+        let lax = PasswordPolicy {
+            min_length: 1,
+            min_classes: 1,
+        };
+        assert_eq!(lax.check("1234567"), Err(WeakPassword::TooShort(8)));
     }
 
     #[tokio::test]

@@ -3,6 +3,11 @@
 //! any other node issued). Claims: `sub` (username), `iat`/`exp` (seconds)
 //! and `gen`, the user's password generation, so changing a password ends
 //! every token issued before. A token is never logged.
+//!
+//! A directory (LDAP) user has no replicated record: its token says so
+//! (`dir`) and carries its mapped `roles` and `admin` flag (see
+//! [`super::directory`] for why). Tokens of local users leave these out, so
+//! they look exactly as before.
 
 use base64::Engine;
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
@@ -19,6 +24,15 @@ pub struct Claims {
     pub iat: u64,
     pub exp: u64,
     pub gen: u64,
+    /// A directory user's token.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub dir: bool,
+    /// A directory user's roles.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub roles: Vec<String>,
+    /// A directory user's admin flag (`ROLE_ADMIN` mapped).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub admin: bool,
 }
 
 /// Decodes the `--token-secret` setting (base64, standard or URL-safe).
@@ -42,7 +56,7 @@ pub fn decode_secret(secret: &str) -> Result<Vec<u8>, String> {
     Ok(key)
 }
 
-/// Signs a token for `username` at password generation `gen`.
+/// Signs a token for local user `username` at password generation `gen`.
 pub fn issue(
     key: &[u8],
     username: &str,
@@ -50,15 +64,45 @@ pub fn issue(
     now: u64,
     ttl: u64,
 ) -> Result<String, AuthError> {
-    let claims = Claims {
-        sub: username.to_string(),
-        iat: now,
-        exp: now + ttl,
-        gen,
-    };
+    sign(
+        key,
+        &Claims {
+            sub: username.to_string(),
+            iat: now,
+            exp: now + ttl,
+            gen,
+            dir: false,
+            roles: Vec::new(),
+            admin: false,
+        },
+    )
+}
+
+/// Signs a token for a directory user.
+pub fn issue_directory(
+    key: &[u8],
+    user: &super::directory::DirectoryUser,
+    now: u64,
+    ttl: u64,
+) -> Result<String, AuthError> {
+    sign(
+        key,
+        &Claims {
+            sub: user.username.clone(),
+            iat: now,
+            exp: now + ttl,
+            gen: 0,
+            dir: true,
+            roles: user.roles.clone(),
+            admin: user.admin,
+        },
+    )
+}
+
+fn sign(key: &[u8], claims: &Claims) -> Result<String, AuthError> {
     jsonwebtoken::encode(
         &Header::new(Algorithm::HS256),
-        &claims,
+        claims,
         &EncodingKey::from_secret(key),
     )
     .map_err(|e| AuthError::Internal(format!("cannot sign a token: {e}")))
@@ -100,6 +144,28 @@ mod tests {
         parts[1] = forged.split('.').nth(1).unwrap().to_string();
         assert_eq!(verify(&key, &parts.join(".")), Err(AuthError::TokenInvalid));
         assert_eq!(verify(&key, "garbage"), Err(AuthError::TokenInvalid));
+    }
+
+    #[test]
+    fn directory_tokens_carry_roles_and_local_ones_stay_as_before() {
+        let key = [7u8; 32];
+        let user = super::super::directory::DirectoryUser {
+            username: "carol".into(),
+            dn: "uid=carol,ou=people,dc=x".into(),
+            roles: vec!["devs".into()],
+            admin: false,
+        };
+        let claims = verify(&key, &issue_directory(&key, &user, now(), 60).unwrap()).unwrap();
+        assert!(claims.dir && !claims.admin);
+        assert_eq!(claims.roles, vec!["devs".to_string()]);
+        let local = issue(&key, "alice", 1, now(), 60).unwrap();
+        let payload = local.split('.').nth(1).unwrap();
+        let json = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(payload)
+            .unwrap();
+        let json = String::from_utf8(json).unwrap();
+        assert!(!json.contains("dir") && !json.contains("roles"), "{json}");
+        assert!(!verify(&key, &local).unwrap().dir);
     }
 
     #[test]

@@ -6,7 +6,7 @@ use tacos_core::validate::InvalidInput;
 use tacos_core::{now_ms, Op};
 use tacos_state::{Access, ALL_NAMESPACES};
 
-use super::{check_role, check_username, password, Auth};
+use super::{check_role, check_username, Auth};
 use crate::service::{Caller, ServiceError};
 
 impl Auth {
@@ -15,7 +15,9 @@ impl Auth {
     }
 
     async fn hash_new(&self, password: &str) -> Result<String, ServiceError> {
-        password::check_new(password)
+        self.settings
+            .password_policy
+            .check(password)
             .map_err(|e| InvalidInput::Other("password", e.to_string()))?;
         self.hasher
             .hash(password)
