@@ -738,7 +738,11 @@ impl Settings {
         let Some(url) = &self.ldap_url else {
             let ldap_only = self.ldap_user_base.is_some()
                 || self.ldap_bind_dn.is_some()
+                || self.ldap_bind_password.is_some()
+                || self.ldap_ca_file.is_some()
+                || self.ldap_group_base.is_some()
                 || !self.ldap_group_role.is_empty()
+                || self.ldap_default_role.is_some()
                 || self.ldap_starttls;
             return if ldap_only {
                 Err(BadDirectorySetting {
