@@ -120,8 +120,10 @@ const H_APP: Key = Key {
     data_id: "app.yaml",
 };
 
-/// Every HTTP route that reads one config, as `(name, request)`.
-fn reads(http: &Http, token: &str, k: Key) -> Vec<(&'static str, RequestBuilder)> {
+/// Every HTTP route that reads one config (`nid`: a history row of it),
+/// as `(name, request)`.
+fn reads(http: &Http, token: &str, k: Key, nid: u64) -> Vec<(&'static str, RequestBuilder)> {
+    let nid = nid.to_string();
     let v1 = [("dataId", k.data_id), ("group", k.group), ("tenant", k.ns)];
     let v2 = [
         ("dataId", k.data_id),
@@ -178,7 +180,46 @@ fn reads(http: &Http, token: &str, k: Key) -> Vec<(&'static str, RequestBuilder)
             "console history",
             get("/tacos/api/console/history").query(&console),
         ),
+        (
+            "console history item",
+            get("/tacos/api/console/history/item").query(&[("id", &nid)]),
+        ),
+        (
+            "v3 admin history row",
+            get("/nacos/v3/admin/cs/history")
+                .query(&v3)
+                .query(&[("nid", &nid)]),
+        ),
+        (
+            "console preview",
+            http.as_user(token, Method::POST, "/tacos/api/console/config/preview")
+                .json(
+                    &json!({"namespace": k.ns, "group": k.group, "dataId": k.data_id,
+                    "content": "a: 2", "type": "yaml"}),
+                ),
+        ),
     ]
+}
+
+/// The id of the newest history row of `k` (as the admin sees it).
+async fn history_id(http: &Http, k: Key) -> u64 {
+    let body = http
+        .ok(
+            http.admin(Method::GET, "/nacos/v1/cs/history").query(&[
+                ("search", "accurate"),
+                ("dataId", k.data_id),
+                ("group", k.group),
+                ("tenant", k.ns),
+            ]),
+            "history",
+        )
+        .await;
+    let page: Value = serde_json::from_str(&body).unwrap();
+    let id = &page["pageItems"][0]["id"];
+    id.as_str()
+        .map(|id| id.parse().unwrap())
+        .or_else(|| id.as_u64())
+        .expect("a history row id")
 }
 
 /// Every HTTP route that publishes one config.
@@ -186,6 +227,15 @@ fn writes(http: &Http, token: &str, k: Key) -> Vec<(&'static str, RequestBuilder
     let content = format!("{}/{}: 2", k.group, k.data_id);
     let post = |path| http.as_user(token, Method::POST, path);
     vec![
+        (
+            "v3 admin listeners (write, as Nacos 3)",
+            http.as_user(token, Method::GET, "/nacos/v3/admin/cs/config/listener")
+                .query(&[
+                    ("dataId", k.data_id),
+                    ("groupName", k.group),
+                    ("namespaceId", k.ns),
+                ]),
+        ),
         (
             "v1 publish",
             post("/nacos/v1/cs/configs").form(&[
@@ -486,7 +536,17 @@ async fn every_config_route_and_grpc_request_checks_group_and_data_id_grants() {
         ("one", &one, G_APP, false),
         ("wo", &wo, G_APP, false),
     ] {
-        expect(http, who, reads(http, token, key), allowed).await;
+        let nid = history_id(http, key).await;
+        expect(http, who, reads(http, token, key, nid), allowed).await;
+        // A history row by id the caller may not read is not found (as if
+        // it did not exist), on v1 and v2.
+        for path in ["/nacos/v1/cs/history", "/nacos/v2/cs/history"] {
+            let request = http
+                .as_user(token, Method::GET, path)
+                .query(&[("nid", nid.to_string())]);
+            let status = http.send(request).await.0;
+            assert_eq!(status, if allowed { 200 } else { 404 }, "{who}: {path}?nid");
+        }
         for (kind, body) in grpc_requests(key, true) {
             let reply = grpc.call(token, kind, body).await;
             if allowed {
@@ -521,6 +581,32 @@ async fn every_config_route_and_grpc_request_checks_group_and_data_id_grants() {
         http.publish(key.ns, key.group, key.data_id).await;
     }
 
+    // The console's rollback reads the row it restores: rw may, the
+    // write-only may not.
+    for (who, token, key, status) in [("one", &one, H_APP, 200), ("wo", &wo, G_APP, 403)] {
+        // A change, so the newest row (an update) holds other content.
+        http.ok(
+            http.admin(Method::POST, "/nacos/v1/cs/configs").form(&[
+                ("dataId", key.data_id),
+                ("group", key.group),
+                ("tenant", key.ns),
+                ("content", "changed: 1"),
+            ]),
+            "change",
+        )
+        .await;
+        let id = history_id(http, key).await;
+        let request = http
+            .as_user(token, Method::POST, "/tacos/api/console/history/rollback")
+            .json(&json!({ "id": id }));
+        let (got, body) = http.send(request).await;
+        assert_eq!(
+            got,
+            status,
+            "{who}: rollback: {}",
+            String::from_utf8_lossy(&body)
+        );
+    }
     // A fuzzy watch wider than the grant is refused; one inside it is not.
     for (pattern, allowed) in [
         ("dev>>G>>*", true),
@@ -645,6 +731,38 @@ async fn lists_exports_and_imports_show_and_take_only_what_a_grant_covers() {
         .map(|n| n["namespace"].as_str().unwrap())
         .collect();
     assert_eq!(ids, ["dev"], "{namespaces}");
+
+    // A clone needs read on each source and write on each target.
+    let config_id = |k: Key| {
+        http.admin(Method::GET, "/nacos/v3/admin/cs/config")
+            .query(&[
+                ("dataId", k.data_id),
+                ("groupName", k.group),
+                ("namespaceId", k.ns),
+            ])
+    };
+    let id_of = |body: String| json_of(body)["data"]["id"].as_str().unwrap().to_string();
+    let g_app = id_of(http.ok(config_id(G_APP), "id").await);
+    let h_app = id_of(http.ok(config_id(H_APP), "id").await);
+    for (source, group, status) in [(&g_app, "H", 403), (&h_app, "G", 403), (&h_app, "H", 200)] {
+        let body = json!([{"cfgId": source, "dataId": "app.yaml", "group": group}]);
+        let (got, reply) = http
+            .send(
+                http.as_user(&one, Method::POST, "/nacos/v1/cs/configs")
+                    .query(&[
+                        ("clone", "true"),
+                        ("tenant", "dev"),
+                        ("policy", "OVERWRITE"),
+                    ])
+                    .json(&body),
+            )
+            .await;
+        let reply = String::from_utf8_lossy(&reply);
+        assert_eq!(got, status, "clone {source} to {group}: {reply}");
+        if status == 200 {
+            assert_eq!(json_of(reply.to_string())["code"], 200, "{reply}");
+        }
+    }
 
     // An import writes all or nothing: the zip grp exported holds keys of
     // group G, which `one` may not write.
