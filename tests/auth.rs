@@ -543,7 +543,10 @@ async fn a_read_only_user_reads_only_its_namespaces_and_cannot_write() {
         .send(as_reader(Method::GET, CONFIGS).query(&get_config_query("prod")))
         .await;
     assert_eq!(status, 403, "{body}");
-    assert!(body.contains("may not read namespace prod"), "{body}");
+    assert!(
+        body.contains("may not read prod:DEFAULT_GROUP:config/app.yaml"),
+        "{body}"
+    );
 
     // Sees only dev in the namespace list.
     let (status, body) = http.send(as_reader(Method::GET, NAMESPACES)).await;
@@ -815,10 +818,10 @@ async fn nacos_roles_grant_namespaces_to_their_users() {
     for (role, resource, action, status, message) in [
         (
             "devs",
-            "dev:DEFAULT_GROUP:*",
+            "dev:DEFAULT_GROUP:app.yaml",
             "r",
             400,
-            "Tacos grants whole namespaces",
+            "the third part must be * or config/DATAID",
         ),
         ("devs", "dev:*:*", "x", 400, "(r, w or rw)"),
         ("nobody", "dev:*:*", "r", 404, "role not found: nobody"),

@@ -155,7 +155,8 @@ impl Grant {
     fn rank(self) -> u8 {
         match self {
             Grant::Nothing => 0,
-            Grant::Everywhere(Access::Read) => 1,
+            // r-nacos has no write-only role; ranked under read-write.
+            Grant::Everywhere(Access::Read | Access::Write) => 1,
             Grant::Everywhere(Access::ReadWrite) => 2,
             Grant::Admin => 3,
         }
@@ -175,6 +176,7 @@ impl Grant {
             Grant::Admin => "admin",
             Grant::Everywhere(Access::ReadWrite) => "read-write on every namespace",
             Grant::Everywhere(Access::Read) => "read on every namespace",
+            Grant::Everywhere(Access::Write) => "write on every namespace",
             Grant::Nothing => "no access (no role)",
         }
     }
@@ -213,8 +215,9 @@ pub struct UserLine {
 pub struct RoleLine {
     pub name: String,
     pub users: Vec<String>,
-    /// Namespace id (`""` public, `"*"` every namespace) → access.
-    pub permissions: BTreeMap<String, Access>,
+    /// Resource (namespace `""` public, `"*"` every namespace; group and
+    /// dataId patterns) → access.
+    pub permissions: tacos_state::Permissions,
 }
 
 /// What the conversion carried over, and what not.
@@ -797,12 +800,16 @@ impl Converter<'_> {
                 (Grant::Everywhere(access), None) => vec![pb::PermissionRecord {
                     namespace: ALL_NAMESPACES.to_string(),
                     access: access.to_pb() as i32,
+                    group: "*".to_string(),
+                    data_id: "*".to_string(),
                 }],
                 (Grant::Everywhere(access), Some(list)) => list
                     .iter()
                     .map(|namespace| pb::PermissionRecord {
                         namespace: namespace.clone(),
                         access: access.to_pb() as i32,
+                        group: "*".to_string(),
+                        data_id: "*".to_string(),
                     })
                     .collect(),
                 (Grant::Admin | Grant::Nothing, _) => Vec::new(),
@@ -1022,9 +1029,11 @@ impl Converter<'_> {
                 permissions: role
                     .permissions
                     .iter()
-                    .map(|(namespace, access)| pb::PermissionRecord {
-                        namespace: namespace.clone(),
+                    .map(|(resource, access)| pb::PermissionRecord {
+                        namespace: resource.namespace.clone(),
                         access: access.to_pb() as i32,
+                        group: resource.group.clone(),
+                        data_id: resource.data_id.clone(),
                     })
                     .collect(),
             }));
@@ -1190,9 +1199,9 @@ fn check(
             Grant::Nothing => None,
         };
         let rights_match = match &line.namespaces {
-            None => user.access("any-namespace") == access,
+            None => user.namespace_access("any-namespace") == access,
             Some(list) => {
-                list.iter().all(|ns| user.access(ns) == access)
+                list.iter().all(|ns| user.namespace_access(ns) == access)
                     && user.permissions.len() == list.len()
             }
         };
@@ -1430,16 +1439,16 @@ mod tests {
         let state = &converted.state;
         let alice = state.user("alice").unwrap();
         assert!(!alice.admin && alice.enabled);
-        assert_eq!(alice.access("dev"), Some(Access::ReadWrite));
-        assert_eq!(alice.access(""), Some(Access::ReadWrite));
+        assert_eq!(alice.namespace_access("dev"), Some(Access::ReadWrite));
+        assert_eq!(alice.namespace_access(""), Some(Access::ReadWrite));
         let bob = state.user("bob").unwrap();
-        assert_eq!(bob.access("anything"), Some(Access::Read));
+        assert_eq!(bob.namespace_access("anything"), Some(Access::Read));
         let root = state.user("root").unwrap();
         assert!(root.admin, "role 0 wins over 2");
         assert!(root.permissions.is_empty());
         let nobody = state.user("nobody").unwrap();
         assert!(!nobody.enabled);
-        assert_eq!(nobody.access("dev"), None);
+        assert_eq!(nobody.namespace_access("dev"), None);
         assert_eq!(
             (nobody.create_time, nobody.modify_time),
             (1_700_000_000_000, 1_700_000_100_000)
@@ -1693,7 +1702,7 @@ mod tests {
         source.roles = vec![source::Role {
             name: "dev-rw".into(),
             users: vec!["nobody".into(), "not-a-user".into()],
-            permissions: [("dev".to_string(), Access::ReadWrite)].into(),
+            permissions: [(tacos_state::Resource::namespace("dev"), Access::ReadWrite)].into(),
         }];
         let converted = convert(&source, &options(false), &mut NoProgress).unwrap();
         let ours: Vec<Vec<u8>> = converted.records.iter().map(Record::encode).collect();
@@ -1729,7 +1738,7 @@ mod tests {
                 .state
                 .user_with_roles("nobody")
                 .unwrap()
-                .access("dev"),
+                .namespace_access("dev"),
             Some(Access::ReadWrite)
         );
         let report = &converted.report;

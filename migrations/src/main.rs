@@ -51,7 +51,8 @@ use tacos_migrate::{report, DirKind, Input, Options, ReadOptions};
 /// description, app name, tags, author and betas/tag grays; history keeps Nacos' op
 /// types and ids, deleted configs' too; users keep their BCrypt hashes (re-hashed with
 /// argon2id at first login); ROLE_ADMIN makes an admin, other roles move with their
-/// whole-namespace permissions (NAMESPACE:*:*); the report lists what cannot move.
+/// config permissions (NAMESPACE:GROUP:config/DATAID patterns, r/w/rw); the report lists
+/// what cannot move.
 ///
 /// Moves namespaces, configs with their history (contents, md5s, timestamps, and for 0.5+
 /// types, descriptions and who wrote each version) and users, so every user logs in with

@@ -225,15 +225,24 @@ fn role_line(role: &RoleLine) -> String {
     let grants: Vec<String> = role
         .permissions
         .iter()
-        .map(|(namespace, access)| {
+        .map(|(resource, access)| {
             let access = match access {
                 tacos_state::Access::ReadWrite => "read-write",
                 tacos_state::Access::Read => "read",
+                tacos_state::Access::Write => "write",
             };
-            match namespace.as_str() {
-                "" => format!("{access} on public"),
-                tacos_state::ALL_NAMESPACES => format!("{access} on every namespace"),
-                ns => format!("{access} on {ns}"),
+            let namespace = match resource.namespace.as_str() {
+                "" => "public".to_string(),
+                tacos_state::ALL_NAMESPACES => "every namespace".to_string(),
+                ns => ns.to_string(),
+            };
+            if resource.is_namespace_wide() {
+                format!("{access} on {namespace}")
+            } else {
+                format!(
+                    "{access} on {namespace}, group {}, dataId {}",
+                    resource.group, resource.data_id
+                )
             }
         })
         .collect();

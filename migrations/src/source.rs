@@ -277,8 +277,9 @@ pub struct Role {
     pub name: String,
     /// Bound usernames, sorted.
     pub users: Vec<String>,
-    /// Namespace id (`""` public, `"*"` every namespace) → access.
-    pub permissions: BTreeMap<String, Access>,
+    /// Resource (namespace `""` public, `"*"` every namespace; group and
+    /// dataId patterns) → access.
+    pub permissions: tacos_state::Permissions,
 }
 
 /// Something read but not carried over.

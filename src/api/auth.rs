@@ -8,9 +8,9 @@
 //! | `PUT /nacos/v1/auth/users` | login | `username`, `newPassword`: users change their own, admins anyone's; admins may also set `admin`, `enabled` |
 //! | `DELETE /nacos/v1/auth/users` | admin | `username` (the last admin cannot be removed) |
 //! | `GET /tacos/v1/auth/me` | login | who the caller is |
-//! | `GET /tacos/v1/auth/permissions` | admin | `username` → that user's permissions |
-//! | `POST /tacos/v1/auth/permissions` | admin | `username`, `namespace` (`*` = all), `action=r\|rw` |
-//! | `DELETE /tacos/v1/auth/permissions` | admin | `username`, `namespace` |
+//! | `GET /tacos/v1/auth/permissions` | admin | `username` → that user's permissions: namespace (or `NS:GROUP:config/DATAID` for a narrower grant) → action |
+//! | `POST /tacos/v1/auth/permissions` | admin | `username`, `namespace` (`*` = all), `group`, `dataId` (patterns, `*` when absent), `action=r\|w\|rw` |
+//! | `DELETE /tacos/v1/auth/permissions` | admin | `username`, `namespace`, `group`, `dataId` |
 //! | `/nacos/v1/auth/roles`, `/nacos/v1/auth/permissions` | admin | Nacos roles: see [`super::roles`] |
 //! | `GET /tacos/v1/admin/audit` | admin | `user`, `action` (prefix), `target` (substring), `from`, `to` (epoch ms), `pageNo`, `pageSize` → rows newest first |
 
@@ -28,7 +28,7 @@ use crate::api::guard::Authed;
 use tacos_app::auth::{AuthError, Principal};
 use tacos_app::service::ServiceError;
 use tacos_core::validate::InvalidInput;
-use tacos_state::{Access, AuditRow, User};
+use tacos_state::{Access, AuditRow, Resource, User};
 
 pub fn routes(r: &mut Routes) {
     r.post("/nacos/v1/auth/login", Need::Public, login)
@@ -99,7 +99,9 @@ struct UserView {
     enabled: bool,
     create_time: i64,
     modify_time: i64,
-    /// Namespace (`*` = all, "" = public) → `r` or `rw`.
+    /// Namespace (`*` = all, "" = public) → `r`, `w` or `rw`; a grant
+    /// narrower than a namespace is keyed by its resource
+    /// (`NS:GROUP:config/DATAID`, `NS:GROUP:*`).
     permissions: BTreeMap<String, &'static str>,
 }
 
@@ -114,7 +116,14 @@ impl UserView {
             permissions: user
                 .permissions
                 .iter()
-                .map(|(ns, access)| (ns.clone(), access.code()))
+                .map(|(resource, access)| {
+                    let shown = if resource.is_namespace_wide() {
+                        resource.namespace.clone()
+                    } else {
+                        resource.to_string()
+                    };
+                    (shown, access.code())
+                })
                 .collect(),
         }
     }
@@ -262,10 +271,19 @@ async fn set_permission(
         Ok(f) => f,
         Err(e) => return bad_request(e),
     };
+    let pattern = |name| match params.str(name).trim() {
+        "" => "*",
+        given => given,
+    };
+    let namespace = match namespace {
+        tacos_state::ALL_NAMESPACES => namespace,
+        one => tacos_state::canonical_namespace(one),
+    };
+    let resource = Resource::new(namespace, pattern("group"), pattern("dataId"));
     let caller = principal.caller("", client_ip(req));
     write_result(
         app.auth
-            .set_permission(username, namespace, access, &caller)
+            .set_permission(username, &resource, access, &caller)
             .await,
         "ok",
     )
@@ -282,7 +300,7 @@ async fn grant(
     let Some(access) = Access::parse(action) else {
         return bad_request(InvalidInput::Other(
             "action",
-            format!("{action:?} (r or rw)"),
+            format!("{action:?} (r, w or rw)"),
         ));
     };
     set_permission(&req, &params, &app, &principal, Some(access)).await

@@ -88,7 +88,7 @@ pub async fn listened_by(
     Ok(found
         .into_iter()
         .filter(|l| shown.shows(&l.key))
-        .filter(|l| principal.require(&l.key.namespace, Access::Read).is_ok())
+        .filter(|l| principal.can_key(&l.key, Access::Read))
         .map(|l| (group_key(&l.key), l.md5))
         .collect())
 }

@@ -52,14 +52,63 @@ pub struct AppState {
     pub zone: Option<String>,
 }
 
-/// 403 unless `principal` may do `access` in `namespace`.
+/// 403 unless `principal` may do `access` on `namespace` / `group` /
+/// `data_id` ([`Principal::can`]).
 pub fn allow(
+    principal: &Principal,
+    namespace: &str,
+    group: &str,
+    data_id: &str,
+    access: Access,
+) -> Result<(), Box<HttpResponse>> {
+    principal
+        .require(namespace, group, data_id, access)
+        .map_err(|e| Box::new(guard::refusal(&e)))
+}
+
+/// [`allow`] on what a request's parameters name, as Nacos'
+/// `ConfigHttpResourceParser` reads them: the namespace parameter,
+/// `group` and `dataId` (a blank one is `*`: every group or dataId).
+pub fn allow_params(
+    principal: &Principal,
+    params: &params::Params,
+    namespace_param: &str,
+    access: Access,
+) -> Result<(), Box<HttpResponse>> {
+    let any = |value: &str| {
+        if value.trim().is_empty() {
+            "*".to_string()
+        } else {
+            value.to_string()
+        }
+    };
+    allow(
+        principal,
+        params.str(namespace_param),
+        &any(params.str("group")),
+        &any(params.str("dataId")),
+        access,
+    )
+}
+
+/// [`allow`] on one config.
+pub fn allow_key(
+    principal: &Principal,
+    key: &tacos_core::ConfigKey,
+    access: Access,
+) -> Result<(), Box<HttpResponse>> {
+    allow(principal, &key.namespace, &key.group, &key.data_id, access)
+}
+
+/// 403 unless `principal` may do `access` on some config of `namespace`
+/// (a list, which then shows only what it may read).
+pub fn allow_some(
     principal: &Principal,
     namespace: &str,
     access: Access,
 ) -> Result<(), Box<HttpResponse>> {
     principal
-        .require(namespace, access)
+        .require_some(namespace, access)
         .map_err(|e| Box::new(guard::refusal(&e)))
 }
 

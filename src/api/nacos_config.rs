@@ -5,7 +5,9 @@
 use super::params::{config_filter, paging, Params};
 use super::render::{ConfigInfoWrapper, ConfigItem, HistoryItem, Page};
 use tacos_app::auth::Principal;
-use tacos_app::query::{search_configs, visible_history_row, ConfigFilter, HistoryLookup};
+use tacos_app::query::{
+    readable_configs, search_configs, visible_history_row, ConfigFilter, HistoryLookup,
+};
 use tacos_app::service::{checked_key, comma_list, PublishRequest};
 use tacos_core::command::Expect;
 use tacos_core::validate::{self, InvalidInput};
@@ -21,6 +23,7 @@ pub fn key_from(params: &Params, namespace_param: &str) -> Result<ConfigKey, Inv
 /// `search=accurate|blur` over the configs of one namespace.
 pub fn search(
     state: &State,
+    principal: &Principal,
     params: &Params,
     mode: &str,
     namespace_param: &str,
@@ -35,7 +38,7 @@ pub fn search(
     let namespace = params.str(namespace_param);
     validate::namespace(namespace)?;
     let namespace = canonical_namespace(namespace);
-    let found: Vec<(&ConfigKey, &Config)> = search_configs(state, namespace, filter)
+    let found: Vec<(&ConfigKey, &Config)> = search_configs(state, principal, namespace, filter)
         .map(|(k, c)| (k, c.as_ref()))
         .collect();
     let total = found.len();
@@ -104,10 +107,13 @@ pub fn history_page(
     )
 }
 
-/// Configs of a namespace (`history/configs`).
-pub fn namespace_configs(state: &State, namespace: &str) -> Vec<ConfigInfoWrapper> {
-    state
-        .configs_in(canonical_namespace(namespace))
+/// Configs of a namespace `principal` may read (`history/configs`).
+pub fn namespace_configs(
+    state: &State,
+    principal: &Principal,
+    namespace: &str,
+) -> Vec<ConfigInfoWrapper> {
+    readable_configs(state, principal, canonical_namespace(namespace))
         .map(|(k, c)| ConfigInfoWrapper::new(k, c))
         .collect()
 }

@@ -17,7 +17,7 @@ use super::params::{
 use super::render::{
     content_type_for, http_date, v1_error, v1_service_error, BetaInfo, ConfigDetail,
 };
-use super::{allow, listeners, transfer, AppState};
+use super::{allow_key, allow_params, allow_some, listeners, transfer, AppState};
 use crate::api::guard::Authed;
 use tacos_app::auth::Principal;
 use tacos_app::gray;
@@ -97,20 +97,31 @@ async fn get_config(
     Authed(principal): Authed,
 ) -> HttpResponse {
     let params = Params::parse(&req, &body);
-    if let Err(denied) = allow(&principal, params.str("tenant"), Access::Read) {
+    // Exports and searches show what the caller may read; one config needs
+    // read on it.
+    let listing = ["export", "exportV2"]
+        .iter()
+        .any(|p| params.get(p) == Some("true"))
+        || params.get("search").is_some();
+    let allowed = if listing {
+        allow_some(&principal, params.str("tenant"), Access::Read)
+    } else {
+        allow_params(&principal, &params, "tenant", Access::Read)
+    };
+    if let Err(denied) = allowed {
         return *denied;
     }
     if let Err(response) = super::read_barrier(&app, &req, &params).await {
         return response;
     }
     if params.get("export") == Some("true") {
-        return export(&req, &body, &app, &params, Layout::Nacos1).await;
+        return export(&req, &body, &app, &principal, &params, Layout::Nacos1).await;
     }
     if params.get("exportV2") == Some("true") {
-        return export(&req, &body, &app, &params, Layout::Nacos2).await;
+        return export(&req, &body, &app, &principal, &params, Layout::Nacos2).await;
     }
     if let Some(mode) = params.get("search") {
-        return match search(&app.service.state(), &params, mode, "tenant") {
+        return match search(&app.service.state(), &principal, &params, mode, "tenant") {
             Ok(page) => HttpResponse::Ok().json(page),
             Err(e) => bad_request(e),
         };
@@ -176,7 +187,7 @@ async fn publish_config(
     if params.get("clone") == Some("true") {
         return clone(&req, &body, &app, &principal, &params).await;
     }
-    if let Err(denied) = allow(&principal, params.str("tenant"), Access::ReadWrite) {
+    if let Err(denied) = allow_params(&principal, &params, "tenant", Access::Write) {
         return *denied;
     }
     let request = match publish_request(
@@ -208,7 +219,7 @@ async fn delete_config(
     if params.get("delType") == Some("ids") {
         return delete_configs_by_id(&req, &body, &app, &principal, &params).await;
     }
-    if let Err(denied) = allow(&principal, params.str("tenant"), Access::ReadWrite) {
+    if let Err(denied) = allow_params(&principal, &params, "tenant", Access::Write) {
         return *denied;
     }
     let caller = caller(&req, &params, &principal);
@@ -250,7 +261,7 @@ async fn delete_configs_by_id(
     };
     let keys = configs_with_ids(&app.service.state(), &ids);
     for key in &keys {
-        if let Err(denied) = allow(principal, &key.namespace, Access::ReadWrite) {
+        if let Err(denied) = allow_key(principal, key, Access::Write) {
             return *denied;
         }
     }
@@ -276,6 +287,7 @@ async fn export(
     req: &HttpRequest,
     body: &[u8],
     app: &AppState,
+    principal: &Principal,
     params: &Params,
     layout: Layout,
 ) -> HttpResponse {
@@ -288,7 +300,7 @@ async fn export(
         return bad_request(e);
     }
     let filter = export_filter(params);
-    match transfer::export(app, namespace, filter, &ids, layout).await {
+    match transfer::export(app, principal, namespace, filter, &ids, layout).await {
         Ok(zip) => zip,
         Err(e) => v1_error(StatusCode::INTERNAL_SERVER_ERROR, e),
     }
@@ -482,7 +494,7 @@ async fn listener(
         return v1_error(StatusCode::SERVICE_UNAVAILABLE, behind);
     }
     for key in &keys {
-        if let Err(denied) = allow(&principal, &key.key.namespace, Access::Read) {
+        if let Err(denied) = allow_key(&principal, &key.key, Access::Read) {
             return *denied;
         }
     }
@@ -611,7 +623,7 @@ async fn listeners_of_config(
         Ok(flags) => flags,
         Err(e) => return bad_request(e),
     };
-    if let Err(denied) = allow(&principal, &key.namespace, Access::Read) {
+    if let Err(denied) = allow_key(&principal, &key, Access::Read) {
         return *denied;
     }
     match listeners::listening_to(&app, &key).await {
@@ -667,7 +679,7 @@ async fn history(
             Err(e) => v1_row_error(e),
         };
     }
-    if let Err(denied) = allow(&principal, params.str("tenant"), Access::Read) {
+    if let Err(denied) = allow_params(&principal, &params, "tenant", Access::Read) {
         return *denied;
     }
     let result = key_from(&params, "tenant").and_then(|key| Ok((key, paging(&params, 100)?)));
@@ -706,13 +718,17 @@ async fn history_configs(
 ) -> HttpResponse {
     let params = Params::parse(&req, &[]);
     let namespace = params.str("tenant");
-    if let Err(denied) = allow(&principal, namespace, Access::Read) {
+    if let Err(denied) = allow_some(&principal, namespace, Access::Read) {
         return *denied;
     }
     if let Err(e) = validate::namespace(namespace) {
         return bad_request(e);
     }
-    HttpResponse::Ok().json(namespace_configs(&app.service.state(), namespace))
+    HttpResponse::Ok().json(namespace_configs(
+        &app.service.state(),
+        &principal,
+        namespace,
+    ))
 }
 
 // ---- namespaces -------------------------------------------------------------

@@ -14,7 +14,7 @@ use super::params::paging;
 use super::params::{client_ip, header, read_labels, Params};
 use super::render::{v2_error, v2_ok, v2_service_error};
 use super::v3::namespaces;
-use super::{allow, AppState};
+use super::{allow_params, allow_some, AppState};
 use crate::api::guard::Authed;
 use tacos_app::query::HistoryLookup;
 use tacos_app::service::ServiceError;
@@ -70,7 +70,7 @@ async fn get_config(
     Authed(principal): Authed,
 ) -> HttpResponse {
     let params = Params::parse(&req, &[]);
-    if let Err(denied) = allow(&principal, params.str("namespaceId"), Access::Read) {
+    if let Err(denied) = allow_params(&principal, &params, "namespaceId", Access::Read) {
         return *denied;
     }
     let key = match key_from(&params, "namespaceId") {
@@ -94,11 +94,17 @@ async fn search_config(
     Authed(principal): Authed,
 ) -> HttpResponse {
     let params = Params::parse(&req, &[]);
-    if let Err(denied) = allow(&principal, params.str("namespaceId"), Access::Read) {
+    if let Err(denied) = allow_some(&principal, params.str("namespaceId"), Access::Read) {
         return *denied;
     }
     let mode = params.get("search").unwrap_or("blur");
-    match search(&app.service.state(), &params, mode, "namespaceId") {
+    match search(
+        &app.service.state(),
+        &principal,
+        &params,
+        mode,
+        "namespaceId",
+    ) {
         Ok(page) => v2_ok(page),
         Err(e) => invalid(e),
     }
@@ -111,7 +117,7 @@ async fn publish_config(
     Authed(principal): Authed,
 ) -> HttpResponse {
     let params = Params::parse(&req, &body);
-    if let Err(denied) = allow(&principal, params.str("namespaceId"), Access::ReadWrite) {
+    if let Err(denied) = allow_params(&principal, &params, "namespaceId", Access::Write) {
         return *denied;
     }
     let beta_ips = header(&req, "betaIps").or_else(|| params.get("betaIps").map(str::to_string));
@@ -134,7 +140,7 @@ async fn delete_config(
     Authed(principal): Authed,
 ) -> HttpResponse {
     let params = Params::parse(&req, &body);
-    if let Err(denied) = allow(&principal, params.str("namespaceId"), Access::ReadWrite) {
+    if let Err(denied) = allow_params(&principal, &params, "namespaceId", Access::Write) {
         return *denied;
     }
     let (data_id, group) = match (params.required("dataId"), params.required("group")) {
@@ -164,7 +170,7 @@ async fn history_list(
     Authed(principal): Authed,
 ) -> HttpResponse {
     let params = Params::parse(&req, &[]);
-    if let Err(denied) = allow(&principal, params.str("namespaceId"), Access::Read) {
+    if let Err(denied) = allow_params(&principal, &params, "namespaceId", Access::Read) {
         return *denied;
     }
     match key_from(&params, "namespaceId").and_then(|k| Ok((k, paging(&params, 100)?))) {
@@ -218,11 +224,15 @@ async fn history_configs(
 ) -> HttpResponse {
     let params = Params::parse(&req, &[]);
     let namespace = params.str("namespaceId");
-    if let Err(denied) = allow(&principal, namespace, Access::Read) {
+    if let Err(denied) = allow_some(&principal, namespace, Access::Read) {
         return *denied;
     }
     if let Err(e) = validate::namespace(namespace) {
         return invalid(e);
     }
-    v2_ok(namespace_configs(&app.service.state(), namespace))
+    v2_ok(namespace_configs(
+        &app.service.state(),
+        &principal,
+        namespace,
+    ))
 }

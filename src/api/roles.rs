@@ -1,5 +1,5 @@
 //! Nacos' roles and permissions API, for tools that manage access the Nacos
-//! way: users are bound to roles, roles are granted namespaces.
+//! way: users are bound to roles, roles are granted resources.
 //!
 //! | route | needs | what |
 //! |---|---|---|
@@ -8,14 +8,14 @@
 //! | `POST /nacos/v1/auth/roles` | admin | `role`, `username`: binds the user (creates the role) |
 //! | `DELETE /nacos/v1/auth/roles` | admin | `role`, `username`: unbinds; without `username` removes the role |
 //! | `GET /nacos/v1/auth/permissions` | admin | `role`, `pageNo`, `pageSize`, `search` → page of `{role, resource, action}` |
-//! | `POST /nacos/v1/auth/permissions` | admin | `role`, `resource=NAMESPACE:*:*`, `action=r\|w\|rw` |
+//! | `POST /nacos/v1/auth/permissions` | admin | `role`, `resource=NS:GROUP:config/DATAID` (`*` wildcards), `action=r\|w\|rw` |
 //! | `DELETE /nacos/v1/auth/permissions` | admin | `role`, `resource`, `action` |
 //!
-//! Differences from Nacos, each refused with a clear message rather than
-//! half-honoured: Tacos grants whole namespaces, so a resource must be
-//! `NAMESPACE:*:*` (`:*:*` or `public:*:*` is the public namespace, `*:*:*`
-//! every namespace); `w` is taken as `rw` (Tacos has no write-only access);
-//! `ROLE_ADMIN` is listed for admin users but cannot be bound or removed
+//! Resources and actions are read as Nacos writes them
+//! ([`tacos_app::auth::roles`]: `dev:*:*`, `dev:GROUP:*`,
+//! `dev:GROUP:config/app*.yaml`; `r`, `w` write-only, `rw`); a resource
+//! Tacos could not honour is refused with a clear message rather than
+//! half-honoured. `ROLE_ADMIN` is listed for admin users but cannot be bound or removed
 //! here (admins are users with the admin flag: `PUT /nacos/v1/auth/users`
 //! with `admin=true`).
 
@@ -28,12 +28,11 @@ use super::render::Page;
 use super::AppState;
 use crate::api::guard::Authed;
 use tacos_app::auth::roles::{
-    action, namespace_of_resource, permission_rows, role_bindings, role_names, PermissionRow,
-    RoleBinding,
+    action, parse_resource, permission_rows, role_bindings, role_names, PermissionRow, RoleBinding,
 };
 use tacos_app::query::NameMatch;
 use tacos_core::validate::InvalidInput;
-use tacos_state::Access;
+use tacos_state::{Access, Resource};
 
 pub fn routes(r: &mut Routes) {
     r.get("/nacos/v1/auth/roles", Need::Admin, list_roles)
@@ -111,12 +110,12 @@ async fn unbind(
     )
 }
 
-/// `role`, `resource` (as a namespace) and `action` of a permission write.
-fn permission_fields(params: &Params) -> Result<(&str, String, Access), InvalidInput> {
+/// `role`, `resource` and `action` of a permission write.
+fn permission_fields(params: &Params) -> Result<(&str, Resource, Access), InvalidInput> {
     let role = params.required("role")?;
-    let namespace = namespace_of_resource(params.required("resource")?)?;
+    let resource = parse_resource(params.required("resource")?)?;
     let access = action(params.required("action")?)?;
-    Ok((role, namespace, access))
+    Ok((role, resource, access))
 }
 
 async fn list_permissions(req: HttpRequest, app: web::Data<AppState>) -> HttpResponse {
@@ -141,14 +140,14 @@ async fn grant(
     Authed(principal): Authed,
 ) -> HttpResponse {
     let params = Params::parse(&req, &body);
-    let (role, namespace, access) = match permission_fields(&params) {
+    let (role, resource, access) = match permission_fields(&params) {
         Ok(f) => f,
         Err(e) => return bad_request(e),
     };
     let caller = principal.caller("", client_ip(&req));
     write_result(
         app.auth
-            .set_role_permission(role, &namespace, Some(access), &caller)
+            .set_role_permission(role, &resource, Some(access), &caller)
             .await,
         "add permission ok!",
     )
@@ -161,7 +160,7 @@ async fn revoke(
     Authed(principal): Authed,
 ) -> HttpResponse {
     let params = Params::parse(&req, &body);
-    let (role, namespace, access) = match permission_fields(&params) {
+    let (role, resource, access) = match permission_fields(&params) {
         Ok(f) => f,
         Err(e) => return bad_request(e),
     };
@@ -171,14 +170,14 @@ async fn revoke(
         .service
         .state()
         .role(role)
-        .and_then(|r| r.permissions.get(&namespace).copied());
+        .and_then(|r| r.permissions.get(&resource).copied());
     if held != Some(access) {
         return write_result(Ok(()), "delete permission ok!");
     }
     let caller = principal.caller("", client_ip(&req));
     write_result(
         app.auth
-            .set_role_permission(role, &namespace, None, &caller)
+            .set_role_permission(role, &resource, None, &caller)
             .await,
         "delete permission ok!",
     )

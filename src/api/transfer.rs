@@ -84,8 +84,11 @@ pub fn policy(raw: Option<&str>) -> Result<Policy, String> {
 /// The zip download of Nacos' export routes: the configs of `namespace`
 /// the filter and `ids` pick (an empty zip when none does, as Nacos), in
 /// `layout`.
+/// The zip holds only the configs `principal` may read (the caller checks
+/// it may read some of `namespace`: [`super::allow_some`]).
 pub async fn export(
     app: &AppState,
+    principal: &Principal,
     namespace: &str,
     filter: tacos_app::query::ConfigFilter<'_>,
     ids: &[u64],
@@ -93,6 +96,7 @@ pub async fn export(
 ) -> Result<HttpResponse, String> {
     let items = transfer::export_items(
         &app.service.state(),
+        principal,
         canonical_namespace(namespace),
         filter,
         ids,
@@ -194,6 +198,21 @@ fn unrecognized_name(problem: &EntryProblem, v1: bool) -> String {
     }
 }
 
+fn deny(e: tacos_app::auth::AuthError) -> Refused {
+    Refused::Denied(Box::new(super::guard::refusal(&e)))
+}
+
+/// An import or clone writes every item or none: refused whole (403) when
+/// the caller may not write one of them.
+fn writable(principal: &Principal, namespace: &str, items: &[Item]) -> Result<(), Refused> {
+    for item in items {
+        principal
+            .require(namespace, &item.group, &item.data_id, Access::Write)
+            .map_err(deny)?;
+    }
+    Ok(())
+}
+
 /// A zip import (`file`) into `namespace`: read with Nacos' rules (keys,
 /// blank, size; no syntax check), then [`import_items`]; entries that are
 /// not configs are `unrecognizedData`. `v1` picks Nacos' wording.
@@ -213,8 +232,8 @@ pub async fn import_zip(
         return Err(Refused::Invalid(e.to_string()));
     }
     principal
-        .require(namespace, Access::ReadWrite)
-        .map_err(|e| Refused::Denied(Box::new(super::guard::refusal(&e))))?;
+        .require_some(namespace, Access::Write)
+        .map_err(deny)?;
     if !app
         .service
         .state()
@@ -242,6 +261,7 @@ pub async fn import_zip(
             problem.entry, problem.reason
         )));
     }
+    writable(principal, namespace, &unzipped.items)?;
     let mut result = import_items(app, namespace, unzipped.items, policy, caller).await?;
     if !unzipped.unrecognized.is_empty() {
         result.insert(
@@ -354,9 +374,8 @@ pub async fn clone(
     if let Err(e) = tacos_core::validate::namespace(namespace) {
         return Err(Refused::Invalid(e.to_string()));
     }
-    let deny = |e| Refused::Denied(Box::new(super::guard::refusal(&e)));
     principal
-        .require(namespace, Access::ReadWrite)
+        .require_some(namespace, Access::Write)
         .map_err(deny)?;
     let state = app.service.state();
     if !state.has_namespace(canonical_namespace(namespace)) {
@@ -364,9 +383,7 @@ pub async fn clone(
     }
     for target in targets {
         if let Some((key, _)) = tacos_app::query::config_with_id(&state, target.id) {
-            principal
-                .require(&key.namespace, Access::Read)
-                .map_err(deny)?;
+            principal.require_key(key, Access::Read).map_err(deny)?;
         }
     }
     let items = clone_items(&state, targets);
@@ -378,6 +395,7 @@ pub async fn clone(
         tacos_app::service::checked_key(namespace, &item.group, &item.data_id)
             .map_err(|e| Refused::Invalid(e.to_string()))?;
     }
+    writable(principal, namespace, &items)?;
     import_items(app, namespace, items, policy, caller).await
 }
 

@@ -59,7 +59,7 @@ pub fn query(
     if let Err(behind) = app.service.readable() {
         return failed(code::SERVER_ERROR, &behind.to_string());
     }
-    if let Err(e) = principal.require(&key.namespace, Access::Read) {
+    if let Err(e) = principal.require_key(&key, Access::Read) {
         return failed(code::NO_RIGHT, &e.to_string());
     }
     let state = app.service.state();
@@ -119,6 +119,22 @@ fn write_failure(error: &ServiceError) -> (i32, String) {
     (code, error.to_string())
 }
 
+/// What a config request names (Nacos' `ConfigGrpcResourceParser`:
+/// `tenant`, `group`, `dataId`; a blank one is `*`), checked for `need`.
+fn require_request(
+    principal: &Principal,
+    req: &Incoming,
+    need: Access,
+) -> Result<(), tacos_app::auth::AuthError> {
+    let any = |v: &str| if v.trim().is_empty() { "*" } else { v }.to_string();
+    principal.require(
+        req.str("tenant"),
+        &any(req.str("group")),
+        &any(req.str("dataId")),
+        need,
+    )
+}
+
 /// `ConfigPublishRequest{dataId, group, tenant, content, casMd5, additionMap}`.
 pub async fn publish(
     app: &GrpcState,
@@ -128,7 +144,7 @@ pub async fn publish(
 ) -> Reply {
     const KIND: &str = "ConfigPublishResponse";
     let rid = req.request_id();
-    if let Err(e) = principal.require(req.str("tenant"), Access::ReadWrite) {
+    if let Err(e) = require_request(principal, req, Access::Write) {
         return payload::fail(KIND, &rid, code::NO_RIGHT, &e.to_string());
     }
     let addition: std::collections::HashMap<String, String> = match req.field("additionMap") {
@@ -169,7 +185,7 @@ pub async fn remove(
 ) -> Reply {
     const KIND: &str = "ConfigRemoveResponse";
     let rid = req.request_id();
-    if let Err(e) = principal.require(req.str("tenant"), Access::ReadWrite) {
+    if let Err(e) = require_request(principal, req, Access::Write) {
         return payload::fail(KIND, &rid, code::NO_RIGHT, &e.to_string());
     }
     let caller = principal.caller(req.str("srcUser"), client_ip.to_string());
@@ -237,7 +253,8 @@ pub async fn batch_listen(
             Ok(key) => key,
             Err(e) => return payload::fail(KIND, &rid, code::INVALID_PARAM, &e.to_string()),
         };
-        if let Err(e) = principal.require(&key.namespace, Access::Read) {
+        // Every key, where Nacos checks the first one's namespace only.
+        if let Err(e) = principal.require_key(&key, Access::Read) {
             return payload::fail(KIND, &rid, code::NO_RIGHT, &e.to_string());
         }
         keys.push(ListenKey {
@@ -321,7 +338,13 @@ pub async fn fuzzy_watch(
         Ok(pattern) => pattern,
         Err(e) => return payload::fail(KIND, &rid, code::INVALID_PARAM, &e.to_string()),
     };
-    if let Err(e) = principal.require(pattern.namespace(), Access::Read) {
+    // The pattern itself: a grant must cover every key it could match.
+    if let Err(e) = principal.require(
+        pattern.namespace(),
+        pattern.group(),
+        pattern.data_id(),
+        Access::Read,
+    ) {
         return payload::fail(KIND, &rid, code::NO_RIGHT, &e.to_string());
     }
     let conn = peer.and_then(|p| app.connections.get(p));

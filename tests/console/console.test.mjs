@@ -637,6 +637,18 @@ try {
     const permissions = async (role) => (await apiGet('/nacos/v1/auth/permissions', { role, pageNo: 1, pageSize: 50 })).body.pageItems;
     const bound = async (role) => (await apiGet('/nacos/v1/auth/roles', { role, pageNo: 1, pageSize: 50 })).body.pageItems.map((b) => b.username).sort();
     assert.deepEqual(await permissions('ops'), [{ role: 'ops', resource: `${NS}:*:*`, action: 'rw' }]);
+    // A narrower grant: one group's dataIds by pattern, write-only.
+    await row.locator('button[data-grant=ops]').click();
+    await page.getByTestId('grant-namespace').last().selectOption(NS);
+    await page.getByTestId('grant-access').last().selectOption('w');
+    await page.getByTestId('grant-group').last().fill('DEFAULT_GROUP');
+    await page.getByTestId('grant-data-id').last().fill('app*.yaml');
+    await page.locator('[data-action=grant]').click();
+    await row.getByText(`DEFAULT_GROUP:config/app*.yaml: w`).waitFor();
+    assert.deepEqual(await permissions('ops'), [
+      { role: 'ops', resource: `${NS}:*:*`, action: 'rw' },
+      { role: 'ops', resource: `${NS}:DEFAULT_GROUP:config/app*.yaml`, action: 'w' },
+    ]);
     // Bind a second user, then unbind it.
     await row.locator('[data-bind=ops]').click();
     await page.getByTestId('role-user').last().selectOption('reader');

@@ -90,16 +90,32 @@ impl ConfigFilter<'_> {
     }
 }
 
-/// The configs of `namespace` (canonical) that `filter` matches, in key
-/// order.
+/// The configs of `namespace` (canonical) that `filter` matches and
+/// `principal` may read, in key order. Lists leave out what the principal
+/// may not read (Nacos instead refuses a list unless the caller may read
+/// what its parameters name: see docs/auth.md).
 pub fn search_configs<'a>(
     state: &'a State,
+    principal: &'a Principal,
     namespace: &'a str,
     filter: ConfigFilter<'a>,
 ) -> impl Iterator<Item = (&'a ConfigKey, &'a Arc<Config>)> + 'a {
+    readable_configs(state, principal, namespace)
+        .filter(move |(key, config)| filter.matches(key, config))
+}
+
+/// The configs of `namespace` (canonical) `principal` may read, in key
+/// order.
+pub fn readable_configs<'a>(
+    state: &'a State,
+    principal: &'a Principal,
+    namespace: &'a str,
+) -> impl Iterator<Item = (&'a ConfigKey, &'a Arc<Config>)> + 'a {
+    // One check for the whole namespace spares one per key.
+    let all = principal.can_namespace(namespace, Access::Read);
     state
         .configs_in(namespace)
-        .filter(move |(key, config)| filter.matches(key, config))
+        .filter(move |(key, _)| all || principal.can_key(key, Access::Read))
 }
 
 /// A namespace as a list shows it to one principal.
@@ -111,7 +127,9 @@ pub struct NamespaceSummary {
     pub desc: String,
     pub config_count: usize,
     pub create_time: i64,
-    /// The principal's right here (at least read: others are left out).
+    /// What the principal may do on some config here (all of them when
+    /// its grant covers the namespace; namespaces where it may do nothing
+    /// are left out).
     pub access: Access,
 }
 
@@ -121,8 +139,9 @@ impl NamespaceSummary {
     }
 }
 
-/// The namespaces `principal` may read, the public one first (named
-/// `public`, with `public_desc`), each with its config count.
+/// The namespaces where `principal` may read or write some config, the
+/// public one first (named `public`, with `public_desc`), each with the
+/// count of configs it may read.
 pub fn visible_namespaces(
     state: &State,
     principal: &Principal,
@@ -132,7 +151,7 @@ pub fn visible_namespaces(
         id: String::new(),
         name: tacos_core::PUBLIC_NAMESPACE.into(),
         desc: public_desc.into(),
-        config_count: state.configs_in("").count(),
+        config_count: 0,
         create_time: 0,
         access: Access::Read,
     };
@@ -140,20 +159,24 @@ pub fn visible_namespaces(
         id: n.id.clone(),
         name: n.name.clone(),
         desc: n.desc.clone(),
-        config_count: state.configs_in(&n.id).count(),
+        config_count: 0,
         create_time: n.create_time,
         access: Access::Read,
     });
     std::iter::once(public)
         .chain(custom)
         .filter_map(|mut n| {
-            n.access = if principal.can(&n.id, Access::ReadWrite) {
-                Access::ReadWrite
-            } else if principal.can(&n.id, Access::Read) {
-                Access::Read
-            } else {
-                return None;
+            let read = principal
+                .can_some(&n.id, Access::Read)
+                .then_some(Access::Read);
+            let write = principal
+                .can_some(&n.id, Access::Write)
+                .then_some(Access::Write);
+            n.access = match (read, write) {
+                (Some(r), Some(w)) => r.union(w),
+                (one, other) => one.or(other)?,
             };
+            n.config_count = readable_configs(state, principal, &n.id).count();
             Some(n)
         })
         .collect()
@@ -168,7 +191,7 @@ pub enum HistoryLookup {
     Previous,
 }
 
-/// A history row by id, if `principal` may read its namespace: a row the
+/// A history row by id, if `principal` may read its config: a row the
 /// caller may not see is not found, as if it did not exist.
 pub fn visible_history_row<'a>(
     state: &'a State,
@@ -180,7 +203,7 @@ pub fn visible_history_row<'a>(
         HistoryLookup::This => state.history_row(id),
         HistoryLookup::Previous => state.previous_history_row(id),
     };
-    row.filter(|row| principal.can(&row.key.namespace, Access::Read))
+    row.filter(|row| principal.can_key(&row.key, Access::Read))
 }
 
 /// The live config with config id `id`, in any namespace (every config's

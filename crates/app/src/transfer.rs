@@ -34,6 +34,7 @@ use std::io::{Cursor, Read, Write};
 
 use serde::{Deserialize, Serialize};
 
+use crate::auth::Principal;
 use crate::query::{search_configs, ConfigFilter};
 use tacos_core::validate;
 use tacos_state::State;
@@ -139,16 +140,17 @@ pub enum Layout {
     Nacos2,
 }
 
-/// The configs of `namespace` an export takes: those `filter` matches and,
-/// when `ids` is not empty, whose id is one of them (Nacos'
-/// `findAllConfigInfo4Export`).
+/// The configs of `namespace` an export takes: those `filter` matches that
+/// `principal` may read and, when `ids` is not empty, whose id is one of
+/// them (Nacos' `findAllConfigInfo4Export`).
 pub fn export_items(
     state: &State,
+    principal: &Principal,
     namespace: &str,
     filter: ConfigFilter<'_>,
     ids: &[u64],
 ) -> Vec<Item> {
-    search_configs(state, namespace, filter)
+    search_configs(state, principal, namespace, filter)
         .filter(|(_, c)| ids.is_empty() || ids.contains(&c.id))
         .map(|(k, c)| Item {
             group: k.group.clone(),

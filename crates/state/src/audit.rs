@@ -66,9 +66,17 @@ fn publish_detail(p: &pb::PublishConfig) -> String {
 }
 
 /// `namespace=... access=...` for a permission change.
-fn grant_detail(namespace: &str, access: i32) -> String {
+/// `namespace=NS access=A`, with ` group=G dataId=D` when the grant is
+/// narrower than the namespace.
+fn grant_detail(namespace: &str, group: &str, data_id: &str, access: i32) -> String {
+    let resource = super::Resource::from_record(namespace, group, data_id);
+    let narrower = if resource.is_namespace_wide() {
+        String::new()
+    } else {
+        format!(" group={} dataId={}", resource.group, resource.data_id)
+    };
     format!(
-        "namespace={} access={}",
+        "namespace={}{narrower} access={}",
         shown_namespace(canonical_namespace(namespace)),
         super::Access::from_pb(access).map_or("none", super::Access::code)
     )
@@ -161,7 +169,7 @@ fn describe(op: Option<&Op>) -> (&str, String, String) {
         Some(Op::SetPermission(p)) => (
             "permission.set",
             p.username.clone(),
-            grant_detail(&p.namespace, p.access),
+            grant_detail(&p.namespace, &p.group, &p.data_id, p.access),
         ),
         Some(Op::AuditNote(n)) => (&n.action, n.target.clone(), n.detail.clone()),
         Some(Op::BindRole(b)) => ("role.bind", b.role.clone(), format!("user={}", b.username)),
@@ -176,7 +184,7 @@ fn describe(op: Option<&Op>) -> (&str, String, String) {
         Some(Op::SetRolePermission(p)) => (
             "role.permission",
             p.role.clone(),
-            grant_detail(&p.namespace, p.access),
+            grant_detail(&p.namespace, &p.group, &p.data_id, p.access),
         ),
         None => ("unknown", String::new(), String::new()),
     }

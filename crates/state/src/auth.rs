@@ -1,56 +1,13 @@
-//! The auth tables: the token signing key, users and their namespace
-//! permissions. Applied like every other table: the proposing node hashes
+//! The auth tables: the token signing key, users and their permissions
+//! ([`super::permission`]). Applied like every other table: the proposing node hashes
 //! passwords and draws the key, so apply only stores what it is given.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use super::permission::{self, Access, Permissions, Resource, ALL_NAMESPACES};
 use super::{canonical_namespace, ApplyError, Response, State};
 use tacos_core::command as pb;
-
-/// The namespace name that stands for every namespace in a permission.
-pub const ALL_NAMESPACES: &str = "*";
-
-/// What a user may do in a namespace. Ordered: read-write includes read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Access {
-    Read,
-    ReadWrite,
-}
-
-impl Access {
-    /// Nacos' action letters: `r` or `rw` (`w` alone is taken as `rw`).
-    pub fn parse(action: &str) -> Option<Self> {
-        match action {
-            "r" => Some(Access::Read),
-            "rw" | "w" => Some(Access::ReadWrite),
-            _ => None,
-        }
-    }
-
-    pub fn code(self) -> &'static str {
-        match self {
-            Access::Read => "r",
-            Access::ReadWrite => "rw",
-        }
-    }
-
-    pub fn to_pb(self) -> pb::Access {
-        match self {
-            Access::Read => pb::Access::Read,
-            Access::ReadWrite => pb::Access::ReadWrite,
-        }
-    }
-
-    /// `None` for ACCESS_NONE (and unknown values).
-    pub fn from_pb(value: i32) -> Option<Self> {
-        match pb::Access::try_from(value) {
-            Ok(pb::Access::Read) => Some(Access::Read),
-            Ok(pb::Access::ReadWrite) => Some(Access::ReadWrite),
-            _ => None,
-        }
-    }
-}
 
 /// A user account.
 #[derive(Clone, PartialEq, Eq)]
@@ -65,8 +22,9 @@ pub struct User {
     /// Bumped by every password change: tokens carry the generation they
     /// were issued at, so a new password ends the old tokens.
     pub generation: u64,
-    /// Canonical namespace (or [`ALL_NAMESPACES`]) → access.
-    pub permissions: BTreeMap<String, Access>,
+    /// Resource → access (with its roles' folded in when the user comes
+    /// from [`State::user_with_roles`]).
+    pub permissions: Permissions,
 }
 
 impl std::fmt::Debug for User {
@@ -96,15 +54,38 @@ impl User {
         }
     }
 
-    /// What this user may do in `namespace` (as a client spells it).
-    pub fn access(&self, namespace: &str) -> Option<Access> {
+    /// Whether this user may do `need` on `namespace` (as a client spells
+    /// it) / `group` / `data_id` (`*` in them asks for all; see
+    /// [`permission`]).
+    pub fn allows(&self, namespace: &str, group: &str, data_id: &str, need: Access) -> bool {
+        self.admin
+            || permission::allows(
+                &self.permissions,
+                canonical_namespace(namespace),
+                group,
+                data_id,
+                need,
+            )
+    }
+
+    /// What this user holds on the whole of `namespace` (as a client spells
+    /// it): the union of its namespace-wide permissions that cover it.
+    pub fn namespace_access(&self, namespace: &str) -> Option<Access> {
         if self.admin {
             return Some(Access::ReadWrite);
         }
         let namespace = canonical_namespace(namespace);
-        let exact = self.permissions.get(namespace).copied();
-        let all = self.permissions.get(ALL_NAMESPACES).copied();
-        exact.max(all)
+        self.permissions
+            .iter()
+            .filter(|(r, _)| r.is_namespace_wide() && r.covers(namespace, "*", "*"))
+            .map(|(_, a)| *a)
+            .reduce(Access::union)
+    }
+
+    /// Whether this user may do `need` on some config of `namespace`.
+    pub fn allows_some(&self, namespace: &str, need: Access) -> bool {
+        self.admin
+            || permission::allows_some(&self.permissions, canonical_namespace(namespace), need)
     }
 }
 
@@ -233,13 +214,13 @@ impl State {
 
     pub(super) fn set_permission(&mut self, p: &pb::SetPermission) -> Result<Response, ApplyError> {
         let mut user = self.existing_user(&p.username)?;
-        let namespace = canonical_namespace(&p.namespace).to_string();
-        if namespace != ALL_NAMESPACES && !self.has_namespace(&namespace) {
+        let resource = Resource::from_record(&p.namespace, &p.group, &p.data_id);
+        if resource.namespace != ALL_NAMESPACES && !self.has_namespace(&resource.namespace) {
             return Err(ApplyError::NamespaceNotFound(p.namespace.clone()));
         }
         let existed = match Access::from_pb(p.access) {
-            Some(access) => user.permissions.insert(namespace, access).is_some(),
-            None => user.permissions.remove(&namespace).is_some(),
+            Some(access) => user.permissions.insert(resource, access).is_some(),
+            None => user.permissions.remove(&resource).is_some(),
         };
         self.users.insert(p.username.clone(), Arc::new(user));
         Ok(Response::Removed { existed })

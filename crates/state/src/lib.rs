@@ -13,6 +13,7 @@
 
 mod audit;
 mod auth;
+mod permission;
 mod roles;
 mod snapshot;
 mod types;
@@ -22,7 +23,8 @@ use std::sync::Arc;
 use imbl::{OrdMap, Vector};
 
 pub use audit::AuditRow;
-pub use auth::{Access, AuthKey, User, ALL_NAMESPACES};
+pub use auth::{AuthKey, User};
+pub use permission::{add as permission_add, glob, Access, Permissions, Resource, ALL_NAMESPACES};
 pub use roles::{Role, ADMIN_ROLE};
 pub use snapshot::{user_record, DecodeError, Record};
 pub use tacos_core::{
@@ -664,13 +666,13 @@ impl State {
         let holders: Vec<String> = self
             .users
             .values()
-            .filter(|u| u.permissions.contains_key(&r.id))
+            .filter(|u| u.permissions.keys().any(|p| p.namespace == r.id))
             .map(|u| u.username.clone())
             .collect();
         for username in holders {
             if let Some(user) = self.users.get(&username) {
                 let mut user = User::clone(user);
-                user.permissions.remove(&r.id);
+                user.permissions.retain(|p, _| p.namespace != r.id);
                 self.users.insert(username, Arc::new(user));
             }
         }

@@ -1,5 +1,5 @@
-//! Nacos roles: a role binds users, and its namespace permissions apply to
-//! every user bound to it (on top of the user's own permissions).
+//! Nacos roles: a role binds users, and its permissions apply to every
+//! user bound to it (on top of the user's own permissions).
 //!
 //! Admins are users with the admin flag, as before; the reserved role
 //! [`ADMIN_ROLE`] is how the Nacos API shows them and cannot be bound or
@@ -7,11 +7,12 @@
 //! permission: unbinding its last user keeps its permissions (as Nacos
 //! does), removing the role drops both.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use super::auth::{Access, User, ALL_NAMESPACES};
-use super::{canonical_namespace, ApplyError, Response, State};
+use super::auth::User;
+use super::permission::{self, Access, Permissions, Resource, ALL_NAMESPACES};
+use super::{ApplyError, Response, State};
 use tacos_core::command as pb;
 
 /// Nacos' global admin role: shown for admin users, never stored.
@@ -22,8 +23,8 @@ pub const ADMIN_ROLE: &str = "ROLE_ADMIN";
 pub struct Role {
     pub name: String,
     pub users: BTreeSet<String>,
-    /// Canonical namespace (or [`ALL_NAMESPACES`]) → access.
-    pub permissions: BTreeMap<String, Access>,
+    /// Resource → access.
+    pub permissions: Permissions,
 }
 
 impl Role {
@@ -57,12 +58,8 @@ impl State {
                 continue;
             }
             let merged = merged.get_or_insert_with(|| User::clone(user));
-            for (namespace, access) in &role.permissions {
-                let held = merged
-                    .permissions
-                    .entry(namespace.clone())
-                    .or_insert(*access);
-                *held = (*held).max(*access);
+            for (resource, access) in &role.permissions {
+                permission::add(&mut merged.permissions, resource, *access);
             }
         }
         Some(merged.map_or_else(|| user.clone(), Arc::new))
@@ -119,7 +116,7 @@ impl State {
         p: &pb::SetRolePermission,
     ) -> Result<Response, ApplyError> {
         Self::not_reserved(&p.role)?;
-        let namespace = canonical_namespace(&p.namespace).to_string();
+        let resource = Resource::from_record(&p.namespace, &p.group, &p.data_id);
         let access = Access::from_pb(p.access);
         let Some(role) = self.roles.get(&p.role) else {
             // Revoking from a role that does not exist changes nothing.
@@ -131,12 +128,13 @@ impl State {
         let mut role = Role::clone(role);
         let existed = match access {
             Some(access) => {
-                if namespace != ALL_NAMESPACES && !self.has_namespace(&namespace) {
+                if resource.namespace != ALL_NAMESPACES && !self.has_namespace(&resource.namespace)
+                {
                     return Err(ApplyError::NamespaceNotFound(p.namespace.clone()));
                 }
-                role.permissions.insert(namespace, access).is_some()
+                role.permissions.insert(resource, access).is_some()
             }
-            None => role.permissions.remove(&namespace).is_some(),
+            None => role.permissions.remove(&resource).is_some(),
         };
         self.put_role(role);
         Ok(Response::Removed { existed })
@@ -173,7 +171,11 @@ impl State {
 
     /// A removed namespace leaves every role's permissions.
     pub(super) fn revoke_namespace_from_roles(&mut self, namespace: &str) {
-        self.edit_roles(|role| role.permissions.remove(namespace).is_some());
+        self.edit_roles(|role| {
+            let before = role.permissions.len();
+            role.permissions.retain(|r, _| r.namespace != namespace);
+            role.permissions.len() != before
+        });
     }
 
     /// Loads a role from a snapshot.

@@ -11,8 +11,8 @@ use std::sync::Arc;
 use prost::Message;
 
 use super::{
-    Access, AuthKey, Config, ConfigKey, Gray, GrayRule, HistoryRow, Namespace, OpType, Role, State,
-    User, BETA_GRAY, BETA_PRIORITY,
+    Access, AuthKey, Config, ConfigKey, Gray, GrayRule, HistoryRow, Namespace, OpType, Permissions,
+    Resource, Role, State, User, BETA_GRAY, BETA_PRIORITY,
 };
 use tacos_core::snapshot as pb;
 
@@ -413,23 +413,27 @@ pub fn user_record(u: &User) -> pb::UserRecord {
     }
 }
 
-type Permissions = std::collections::BTreeMap<String, Access>;
-
 fn permission_records(permissions: &Permissions) -> Vec<pb::PermissionRecord> {
     permissions
         .iter()
-        .map(|(namespace, access)| pb::PermissionRecord {
-            namespace: namespace.clone(),
+        .map(|(resource, access)| pb::PermissionRecord {
+            namespace: resource.namespace.clone(),
             access: access.to_pb() as i32,
+            group: resource.group.clone(),
+            data_id: resource.data_id.clone(),
         })
         .collect()
 }
 
-/// `None` if a record has no access.
+/// `None` if a record has no access. A record without group and dataId
+/// (snapshots from before group/dataId grants) covers its whole namespace.
 fn permissions_from_records(records: Vec<pb::PermissionRecord>) -> Option<Permissions> {
     records
         .into_iter()
-        .map(|p| Some((p.namespace, Access::from_pb(p.access)?)))
+        .map(|p| {
+            let resource = Resource::from_record(&p.namespace, &p.group, &p.data_id);
+            Some((resource, Access::from_pb(p.access)?))
+        })
         .collect()
 }
 

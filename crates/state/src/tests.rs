@@ -353,6 +353,8 @@ fn set_permission(name: &str, namespace: &str, access: pb::Access) -> Command {
             username: name.into(),
             namespace: namespace.into(),
             access: access as i32,
+            // As entries from before group/dataId grants: the whole namespace.
+            ..Default::default()
         }),
         actor("nacos", 7, 100),
     )
@@ -401,12 +403,12 @@ fn permissions_grant_namespaces_and_the_last_admin_stays() {
     );
     apply(&mut s, set_permission("bob", "dev", pb::Access::Read));
     let bob = s.user("bob").unwrap().clone();
-    assert_eq!(bob.access("dev"), Some(Access::Read));
-    assert_eq!(bob.access(""), None);
-    assert_eq!(bob.access("public"), None);
+    assert_eq!(bob.namespace_access("dev"), Some(Access::Read));
+    assert_eq!(bob.namespace_access(""), None);
+    assert_eq!(bob.namespace_access("public"), None);
     apply(&mut s, set_permission("bob", "*", pb::Access::ReadWrite));
     assert_eq!(
-        s.user("bob").unwrap().access("prod"),
+        s.user("bob").unwrap().namespace_access("prod"),
         Some(Access::ReadWrite)
     );
     assert_eq!(
@@ -415,7 +417,7 @@ fn permissions_grant_namespaces_and_the_last_admin_stays() {
     );
     // Revoking, and removing the namespace drops permissions in it.
     apply(&mut s, set_permission("bob", "*", pb::Access::None));
-    assert_eq!(s.user("bob").unwrap().access("prod"), None);
+    assert_eq!(s.user("bob").unwrap().namespace_access("prod"), None);
     apply(
         &mut s,
         Command::of(Op::RemoveNamespace(pb::RemoveNamespace {
@@ -611,6 +613,7 @@ fn grant_role(role: &str, namespace: &str, access: pb::Access) -> Command {
         role: role.into(),
         namespace: namespace.into(),
         access: access as i32,
+        ..Default::default()
     }))
 }
 
@@ -664,12 +667,12 @@ fn roles_grant_their_namespaces_to_every_bound_user() {
     // Own and role permissions fold together, the stronger winning; the
     // stored user keeps only its own.
     let bob = s.user_with_roles("bob").unwrap();
-    assert_eq!(bob.access("dev"), Some(Access::ReadWrite));
-    assert_eq!(bob.access("prod"), Some(Access::Read));
-    assert_eq!(bob.access(""), None);
-    assert_eq!(s.user("bob").unwrap().access("dev"), None);
+    assert_eq!(bob.namespace_access("dev"), Some(Access::ReadWrite));
+    assert_eq!(bob.namespace_access("prod"), Some(Access::Read));
+    assert_eq!(bob.namespace_access(""), None);
+    assert_eq!(s.user("bob").unwrap().namespace_access("dev"), None);
     assert_eq!(
-        s.user_with_roles("carol").unwrap().access("dev"),
+        s.user_with_roles("carol").unwrap().namespace_access("dev"),
         Some(Access::ReadWrite)
     );
     // An admin is all-powerful anyway; no user, no answer.
@@ -692,10 +695,13 @@ fn roles_grant_their_namespaces_to_every_bound_user() {
         apply(&mut s, unbind("devs", "carol")).0,
         Response::Removed { existed: true }
     );
-    assert_eq!(s.user_with_roles("carol").unwrap().access("dev"), None);
+    assert_eq!(
+        s.user_with_roles("carol").unwrap().namespace_access("dev"),
+        None
+    );
     apply(&mut s, grant_role("devs", "prod", pb::Access::None));
     assert_eq!(
-        s.user_with_roles("bob").unwrap().access("prod"),
+        s.user_with_roles("bob").unwrap().namespace_access("prod"),
         Some(Access::Read),
         "bob's own permission stays"
     );
@@ -925,4 +931,99 @@ fn a_publish_may_create_its_namespace_once_every_check_passed() {
     let ns = s.namespaces().find(|n| n.id == "ops.core").unwrap();
     assert_eq!((ns.name.as_str(), ns.create_time), ("ops.core", 10));
     assert_eq!(s.configs_in("ops.core").count(), 1);
+}
+
+// ---- group and dataId grants (cluster protocol 6) ----------------------------
+
+fn grant_resource(role: &str, ns: &str, group: &str, data_id: &str, access: pb::Access) -> Command {
+    role_op(Op::SetRolePermission(pb::SetRolePermission {
+        role: role.into(),
+        namespace: ns.into(),
+        access: access as i32,
+        group: group.into(),
+        data_id: data_id.into(),
+    }))
+}
+
+#[test]
+fn group_and_data_id_grants_apply_survive_a_snapshot_and_old_records_cover_namespaces() {
+    let mut s = State::default();
+    apply(&mut s, init_auth("nacos"));
+    apply(&mut s, namespace("dev"));
+    apply(&mut s, create_user("bob", false));
+    apply(&mut s, bind("devs", "bob"));
+    apply(
+        &mut s,
+        grant_resource("devs", "dev", "G", "*", pb::Access::Read),
+    );
+    apply(
+        &mut s,
+        grant_resource("devs", "dev", "H", "app*", pb::Access::Write),
+    );
+    apply(
+        &mut s,
+        Command::by(
+            Op::SetPermission(pb::SetPermission {
+                username: "bob".into(),
+                namespace: "".into(),
+                access: pb::Access::ReadWrite as i32,
+                group: "P".into(),
+                data_id: "one.yaml".into(),
+            }),
+            actor("nacos", 9, 100),
+        ),
+    );
+    let bob = s.user_with_roles("bob").unwrap();
+    assert!(bob.allows("dev", "G", "x", Access::Read));
+    assert!(!bob.allows("dev", "G", "x", Access::Write));
+    assert!(bob.allows("dev", "H", "app.yaml", Access::Write));
+    assert!(
+        !bob.allows("dev", "H", "app.yaml", Access::Read),
+        "w is write-only"
+    );
+    assert!(!bob.allows("dev", "H", "other", Access::Write));
+    assert!(bob.allows("public", "P", "one.yaml", Access::Read));
+    assert!(!bob.allows("", "P", "two.yaml", Access::Read));
+    assert!(
+        !bob.allows("dev", "*", "*", Access::Read),
+        "no namespace-wide grant"
+    );
+    assert!(bob.allows_some("dev", Access::Read));
+    assert_eq!(bob.namespace_access("dev"), None);
+    let audit: Vec<String> = s
+        .audit()
+        .filter(|r| &*r.action == "role.permission")
+        .map(|r| r.detail.clone())
+        .collect();
+    assert_eq!(audit[1], "namespace=dev group=H dataId=app* access=w");
+
+    // A snapshot keeps them.
+    let mut loaded = State::default();
+    for record in s.snapshot_records() {
+        loaded.load_snapshot_record(&record).unwrap();
+    }
+    assert_eq!(loaded.digest(), s.digest());
+    assert_eq!(loaded.user("bob"), s.user("bob"));
+    assert_eq!(loaded.role("devs"), s.role("devs"));
+
+    // A record written before group/dataId grants (no group, no dataId)
+    // covers its whole namespace.
+    let old = tacos_core::snapshot::RoleRecord {
+        role: "old".into(),
+        usernames: vec!["bob".into()],
+        permissions: vec![tacos_core::snapshot::PermissionRecord {
+            namespace: "dev".into(),
+            access: pb::Access::Read as i32,
+            ..Default::default()
+        }],
+    };
+    let mut from_old = State::default();
+    from_old
+        .load_snapshot_record(&crate::Record::Role(old).encode())
+        .unwrap();
+    let role = from_old.role("old").unwrap();
+    assert_eq!(
+        role.permissions.keys().collect::<Vec<_>>(),
+        vec![&crate::Resource::namespace("dev")]
+    );
 }

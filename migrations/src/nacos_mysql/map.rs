@@ -24,24 +24,27 @@
 //!   and re-hashes with argon2id) and `enabled` (Java Nacos never reads it; 0 becomes a
 //!   disabled user).
 //! * **Roles and permissions.** `ROLE_ADMIN` makes an admin. Other roles become Tacos
-//!   roles of the same name, bound to the same users. Tacos grants access per
-//!   namespace, so a permission moves when its resource is a whole namespace: `NS:*:*`
-//!   or `NS:*:config/*` (`NS` `''` or `public` is the public namespace, `*` every
-//!   namespace), with action `r` or `rw`. Nacos matches resources as regular
-//!   expressions; a namespace id is taken literally (a `.` in it matches only a `.`, so
-//!   never more than Nacos allowed).
+//!   roles of the same name, bound to the same users, with their config permissions:
+//!   a whole namespace `NS:*:*` or `NS:*:config/*` (`NS` `''` or `public` is the public
+//!   namespace, `*` every namespace), a group `NS:GROUP:*`, or dataIds
+//!   `NS:GROUP:config/DATAID`, group and dataId with `*` wildcards; actions `r`, `w`
+//!   (write-only) and `rw`. Nacos matches resources as regular expressions (`*` made
+//!   `.*`); Tacos takes every other character literally (a `.` matches only a `.`), so
+//!   never more than Nacos allowed.
 //!
 //! What Tacos cannot hold stops the migration with [`MapError::Unsupported`], or with
 //! `skip_bad` is left out and listed in [`Source::skipped`]: an encrypted config, a gray
-//! of an unknown rule type or of a config that does not exist, a permission on a group
-//! or data id pattern or on a namespace pattern, and a write-only (`w`) permission.
+//! of an unknown rule type or of a config that does not exist, a permission on a
+//! namespace pattern or whose resource is not one of the shapes above (in Nacos a
+//! dataId part without `config/` matches no config).
 //! Tables Tacos has nothing for (capacity quotas, aggregates) and naming permissions
 //! become [`Source::notes`].
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use tacos_state::{
-    tag_gray_name, Access, GrayRule, OpType, ALL_NAMESPACES, BETA_GRAY, BETA_PRIORITY, TAG_PRIORITY,
+    tag_gray_name, Access, GrayRule, OpType, Resource, ALL_NAMESPACES, BETA_GRAY, BETA_PRIORITY,
+    TAG_PRIORITY,
 };
 
 use super::{ConfigRow, GrayRow, GraySource, HistoryRow, Tables};
@@ -73,10 +76,8 @@ pub enum MapError {
 /// A permission resource Tacos can hold.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Scope {
-    /// Every namespace (`*:*:*`).
-    All,
-    /// One namespace; `""` is the public one.
-    Namespace(String),
+    /// Configs: a namespace (`""` public, `*` every one), group and dataId patterns.
+    Config(Resource),
     /// Only naming (service) resources, which Tacos does not have.
     Naming,
 }
@@ -87,20 +88,24 @@ pub fn parse_resource(resource: &str) -> Result<Scope, String> {
     if let Some(ns) = resource.strip_suffix(":*:naming/*") {
         return namespace(ns).map(|_| Scope::Naming);
     }
-    let ns = WHOLE
+    // A whole namespace first: its id may hold a `:` (a legal tenant character).
+    if let Some(ns) = WHOLE
         .iter()
         .find_map(|suffix| resource.strip_suffix(suffix))
-        .ok_or_else(|| {
-            "it names a group or data id pattern; Tacos grants access per whole namespace \
-             (NAMESPACE:*:*)"
-                .to_string()
-        })?;
-    namespace(ns)
+    {
+        return namespace(ns).map(|ns| Scope::Config(Resource::namespace(&ns)));
+    }
+    let (ns, _) = resource.split_once(':').unwrap_or((resource, ""));
+    namespace(ns)?;
+    tacos_app::auth::roles::parse_resource(resource)
+        .map(Scope::Config)
+        .map_err(|e| e.to_string())
 }
 
-fn namespace(ns: &str) -> Result<Scope, String> {
+/// A namespace id (`""` public, `*` every one); `Err` for a pattern.
+fn namespace(ns: &str) -> Result<String, String> {
     if ns == "*" {
-        return Ok(Scope::All);
+        return Ok(ALL_NAMESPACES.to_string());
     }
     const REGEX: &[char] = &[
         '*', '+', '?', '(', ')', '[', ']', '{', '}', '|', '^', '$', '\\',
@@ -110,11 +115,11 @@ fn namespace(ns: &str) -> Result<Scope, String> {
             "its namespace {ns:?} is a pattern; Tacos grants access per namespace id"
         ));
     }
-    Ok(Scope::Namespace(if ns == PUBLIC {
+    Ok(if ns == PUBLIC {
         String::new()
     } else {
         ns.to_string()
-    }))
+    })
 }
 
 /// Parses a Nacos action; `Err(reason)` for one Tacos cannot hold.
@@ -122,7 +127,7 @@ pub fn parse_action(action: &str) -> Result<Access, String> {
     match action {
         "r" => Ok(Access::Read),
         "rw" => Ok(Access::ReadWrite),
-        "w" => Err("write-only access; Tacos has read and read-write".to_string()),
+        "w" => Ok(Access::Write),
         other => Err(format!("unknown action {other:?}")),
     }
 }
@@ -591,17 +596,15 @@ impl Mapper<'_> {
                     continue;
                 }
             };
-            let namespace = match scope {
-                Scope::All => ALL_NAMESPACES.to_string(),
-                Scope::Namespace(ns) => ns,
-                Scope::Naming => continue,
+            let Scope::Config(resource) = scope else {
+                continue;
             };
             let role = roles.entry(&p.role).or_insert_with(|| Role {
                 name: p.role.clone(),
                 ..Role::default()
             });
-            let held = role.permissions.entry(namespace).or_insert(access);
-            *held = (*held).max(access);
+            // Nacos rows of one resource add up (`r` and `w` rows: `rw`).
+            tacos_state::permission_add(&mut role.permissions, &resource, access);
         }
         let mut users: Vec<User> = tables
             .users
@@ -818,6 +821,16 @@ mod tests {
                     resource: ":*:*".into(),
                     action: "w".into(),
                 },
+                PermissionRow {
+                    role: "devs".into(),
+                    resource: "dev:G:config/app-*".into(),
+                    action: "r".into(),
+                },
+                PermissionRow {
+                    role: "devs".into(),
+                    resource: "dev:G:app.yaml".into(),
+                    action: "r".into(),
+                },
             ],
             not_read: Vec::new(),
             skipped: Vec::new(),
@@ -840,7 +853,10 @@ mod tests {
         assert_eq!(skipped.len(), 3, "{skipped:?}");
         assert!(skipped[0].contains("secret.yaml"));
         assert!(skipped[1].contains("gray row 3"));
-        assert!(skipped[2].contains(r#""w""#));
+        assert!(
+            skipped[2].contains("dev:G:app.yaml"),
+            "no config/: matches nothing"
+        );
 
         // 'public' folds into '': one a.yaml (the '' row, with its tag), the
         // public-only config moved; one beta.
@@ -872,7 +888,8 @@ mod tests {
         );
         assert_eq!(source.deleted_history.len(), 1);
 
-        // Users: nacos admin, alice disabled with role devs (r and rw on dev: rw).
+        // Users: nacos admin, alice disabled with role devs (r and rw on dev: rw; w
+        // on public; r on some dataIds of group G of dev).
         let names: Vec<(&str, &[String], bool)> = source
             .users
             .iter()
@@ -890,7 +907,12 @@ mod tests {
         assert_eq!(source.roles[0].users, ["alice"]);
         assert_eq!(
             source.roles[0].permissions,
-            [("dev".to_string(), Access::ReadWrite)].into()
+            [
+                (Resource::namespace("dev"), Access::ReadWrite),
+                (Resource::namespace(""), Access::Write),
+                (Resource::new("dev", "G", "app-*"), Access::Read),
+            ]
+            .into()
         );
         assert_eq!(source.namespaces[0].desc, "d");
         assert_eq!(source.namespaces[0].create_time_ms, Some(5));
@@ -898,33 +920,31 @@ mod tests {
 
     #[test]
     fn resources_tacos_can_hold() {
-        assert_eq!(
-            parse_resource("dev:*:*"),
-            Ok(Scope::Namespace("dev".into()))
-        );
-        assert_eq!(parse_resource(":*:*"), Ok(Scope::Namespace(String::new())));
-        assert_eq!(
-            parse_resource("public:*:*"),
-            Ok(Scope::Namespace(String::new()))
-        );
-        assert_eq!(parse_resource("*:*:*"), Ok(Scope::All));
+        let config = |ns: &str, g: &str, d: &str| Ok(Scope::Config(Resource::new(ns, g, d)));
+        assert_eq!(parse_resource("dev:*:*"), config("dev", "*", "*"));
+        assert_eq!(parse_resource(":*:*"), config("", "*", "*"));
+        assert_eq!(parse_resource("public:*:*"), config("", "*", "*"));
+        assert_eq!(parse_resource("*:*:*"), config("*", "*", "*"));
         assert_eq!(
             parse_resource("a:b.c:*:config/*"),
-            Ok(Scope::Namespace("a:b.c".into()))
+            config("a:b.c", "*", "*")
         );
         assert_eq!(parse_resource("dev:*:naming/*"), Ok(Scope::Naming));
-        for bad in [
-            "dev:DEFAULT_GROUP:config/app-*",
-            "dev:*:config/a.yaml",
-            "dev*:*:*",
-            "d[e]v:*:*",
-            "dev",
-        ] {
+        assert_eq!(
+            parse_resource("dev:DEFAULT_GROUP:config/app-*"),
+            config("dev", "DEFAULT_GROUP", "app-*")
+        );
+        assert_eq!(
+            parse_resource("dev:*:config/a.yaml"),
+            config("dev", "*", "a.yaml")
+        );
+        assert_eq!(parse_resource("dev:G:*"), config("dev", "G", "*"));
+        for bad in ["dev*:*:*", "d[e]v:*:*", "dev", "dev:G:a.yaml", "dev:G+:*"] {
             assert!(parse_resource(bad).is_err(), "{bad}");
         }
         assert_eq!(parse_action("r"), Ok(Access::Read));
         assert_eq!(parse_action("rw"), Ok(Access::ReadWrite));
-        assert!(parse_action("w").is_err());
+        assert_eq!(parse_action("w"), Ok(Access::Write));
     }
 
     #[test]

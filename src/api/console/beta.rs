@@ -108,8 +108,8 @@ struct Gray {
 /// and app, after the same syntax check as the config's own publish.
 async fn publish_gray_version(call: Call, form: Gray) -> Result<HttpResponse, ConsoleError> {
     validate::namespace(&form.namespace)?;
-    call.principal.require(&form.namespace, Access::ReadWrite)?;
     let key = checked_key(&form.namespace, &form.group, &form.data_id)?;
+    call.principal.require_key(&key, Access::Write)?;
     let state = call.app.service.state();
     let Some(config) = state.config(&key).cloned() else {
         return Err(ConsoleError::NotFound(format!(
@@ -143,7 +143,7 @@ async fn publish_gray_version(call: Call, form: Gray) -> Result<HttpResponse, Co
 }
 
 pub async fn stop_beta(call: Call) -> Result<HttpResponse, ConsoleError> {
-    let key = call.config(Access::ReadWrite)?;
+    let key = call.config(Access::Write)?;
     let caller = call.caller();
     let existed = call
         .app
@@ -172,7 +172,7 @@ struct PromoteBody {
 pub async fn promote_beta(call: Call, body: web::Bytes) -> Result<HttpResponse, ConsoleError> {
     let form: PromoteBody = json_body(&body)?;
     let key = checked_key(&form.namespace, &form.group, &form.data_id)?;
-    call.principal.require(&key.namespace, Access::ReadWrite)?;
+    call.principal.require_key(&key, Access::Write)?;
     let caller = call.caller();
     call.app
         .service
@@ -202,7 +202,7 @@ struct GrayPromoteBody {
 pub async fn promote_gray(call: Call, body: web::Bytes) -> Result<HttpResponse, ConsoleError> {
     let form: GrayPromoteBody = json_body(&body)?;
     let key = checked_key(&form.namespace, &form.group, &form.data_id)?;
-    call.principal.require(&key.namespace, Access::ReadWrite)?;
+    call.principal.require_key(&key, Access::Write)?;
     let caller = call.caller();
     call.app
         .service
@@ -213,7 +213,7 @@ pub async fn promote_gray(call: Call, body: web::Bytes) -> Result<HttpResponse, 
 
 /// Ends the gray version `grayName`.
 pub async fn stop_gray(call: Call) -> Result<HttpResponse, ConsoleError> {
-    let key = call.config(Access::ReadWrite)?;
+    let key = call.config(Access::Write)?;
     let name = call.params.str("grayName").to_string();
     if name.is_empty() {
         return Err(InvalidInput::Missing("grayName").into());

@@ -17,6 +17,7 @@ use super::Call;
 use super::{diff, json_body, ok_json, syntax, ConsoleError};
 use crate::api::params::{config_filter, paging, Params};
 use crate::api::render::Page;
+use tacos_app::auth::Principal;
 use tacos_app::query::search_configs;
 use tacos_app::service::{checked_key, PublishRequest};
 use tacos_core::command::Expect;
@@ -81,12 +82,14 @@ impl ConfigRow {
 /// (`config_filter`; blur unless `search=accurate`).
 pub(super) fn matching<'a>(
     state: &'a State,
+    principal: &'a Principal,
     namespace: &'a str,
     params: &'a Params,
 ) -> Result<impl Iterator<Item = (&'a ConfigKey, &'a std::sync::Arc<Config>)> + 'a, ConsoleError> {
     let blur = blur_of(params)?;
     Ok(search_configs(
         state,
+        principal,
         namespace,
         config_filter(params, blur),
     ))
@@ -104,11 +107,11 @@ pub(super) fn blur_of(params: &Params) -> Result<bool, ConsoleError> {
 pub async fn list(call: Call) -> Result<HttpResponse, ConsoleError> {
     let namespace = call.params.str("namespace");
     validate::namespace(namespace)?;
-    call.principal.require(namespace, Access::Read)?;
+    call.principal.require_some(namespace, Access::Read)?;
     let (page_no, page_size) = paging(&call.params, 20)?;
     let state = call.app.service.state();
     let namespace = canonical_namespace(namespace);
-    let found: Vec<_> = matching(&state, namespace, &call.params)?.collect();
+    let found: Vec<_> = matching(&state, &call.principal, namespace, &call.params)?.collect();
     let total = found.len();
     Ok(ok_json(Page::of(
         found.into_iter().map(|(k, c)| ConfigRow::of(&state, k, c)),
@@ -231,7 +234,8 @@ pub(super) fn checked_publish(
 pub async fn publish(call: Call, body: web::Bytes) -> Result<HttpResponse, ConsoleError> {
     let form: PublishBody = json_body(&body)?;
     validate::namespace(&form.namespace)?;
-    call.principal.require(&form.namespace, Access::ReadWrite)?;
+    call.principal
+        .require(&form.namespace, &form.group, &form.data_id, Access::Write)?;
     checked_publish(
         &form.namespace,
         &form.group,
@@ -269,7 +273,7 @@ pub async fn publish(call: Call, body: web::Bytes) -> Result<HttpResponse, Conso
 }
 
 pub async fn remove(call: Call) -> Result<HttpResponse, ConsoleError> {
-    let key = call.config(Access::ReadWrite)?;
+    let key = call.config(Access::Write)?;
     let caller = call.caller();
     let existed = call
         .app
@@ -336,7 +340,7 @@ struct PreviewBody {
 pub async fn preview(call: Call, body: web::Bytes) -> Result<HttpResponse, ConsoleError> {
     let form: PreviewBody = json_body(&body)?;
     let key = checked_key(&form.namespace, &form.group, &form.data_id)?;
-    call.principal.require(&key.namespace, Access::Read)?;
+    call.principal.require_key(&key, Access::Read)?;
     let content_error = validate::content(&form.content, call.app.service.max_content_size())
         .err()
         .map(|e| e.to_string());

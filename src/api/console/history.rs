@@ -88,7 +88,7 @@ fn readable_row<'a>(
     let row = state
         .history_row(id)
         .ok_or_else(|| ConsoleError::NotFound(format!("history row {id} does not exist")))?;
-    principal.require(&row.key.namespace, Access::Read)?;
+    principal.require_key(&row.key, Access::Read)?;
     Ok(row)
 }
 
@@ -163,8 +163,7 @@ pub async fn rollback(call: Call, body: web::Bytes) -> Result<HttpResponse, Cons
     let form: RollbackBody = json_body(&body)?;
     let state = call.app.service.state();
     let row = readable_row(&state, &call.principal, form.id)?.clone();
-    call.principal
-        .require(&row.key.namespace, Access::ReadWrite)?;
+    call.principal.require_key(&row.key, Access::Write)?;
     drop(state);
     let caller = call.caller();
     call.app

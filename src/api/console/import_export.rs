@@ -20,7 +20,7 @@ use crate::api::params::config_filter;
 pub async fn export(call: Call) -> Result<HttpResponse, ConsoleError> {
     let namespace = call.params.str("namespace");
     validate::namespace(namespace)?;
-    call.principal.require(namespace, Access::Read)?;
+    call.principal.require_some(namespace, Access::Read)?;
     let ids: Vec<u64> = call
         .params
         .str("ids")
@@ -35,6 +35,7 @@ pub async fn export(call: Call) -> Result<HttpResponse, ConsoleError> {
     let blur = super::configs::blur_of(&call.params)?;
     let items = transfer::export_items(
         &call.app.service.state(),
+        &call.principal,
         canonical_namespace(namespace),
         config_filter(&call.params, blur),
         &ids,
@@ -82,7 +83,7 @@ fn syntax_ok(config_type: &str, content: &str) -> Result<(), String> {
 pub async fn import(call: Call, body: web::Bytes) -> Result<HttpResponse, ConsoleError> {
     let namespace = call.params.str("namespace").to_string();
     validate::namespace(&namespace)?;
-    call.principal.require(&namespace, Access::ReadWrite)?;
+    call.principal.require_some(&namespace, Access::Write)?;
     let policy = Policy::parse(call.params.str("policy")).ok_or_else(|| {
         InvalidInput::Other(
             "policy",
@@ -108,6 +109,11 @@ pub async fn import(call: Call, body: web::Bytes) -> Result<HttpResponse, Consol
         .map_err(|e| ConsoleError::Internal(e.to_string()))??;
     if !unzipped.invalid.is_empty() {
         return Err(TransferError::Invalid(unzipped.invalid).into());
+    }
+    // Every entry or none: refused whole when one may not be written.
+    for item in &unzipped.items {
+        call.principal
+            .require(&namespace, &item.group, &item.data_id, Access::Write)?;
     }
     let outcome = call
         .app

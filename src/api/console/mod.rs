@@ -319,10 +319,10 @@ fn ok_json(value: impl serde::Serialize) -> HttpResponse {
 /// What console handlers ask of a [`Call`].
 impl Call {
     /// The config the route names by its `namespace`, `group` and `dataId`
-    /// parameters, once the caller may do `access` in its namespace.
+    /// parameters, once the caller may do `access` on it.
     pub fn config(&self, access: Access) -> Result<ConfigKey, ConsoleError> {
         let key = configs::key_param(&self.params)?;
-        self.principal.require(&key.namespace, access)?;
+        self.principal.require_key(&key, access)?;
         Ok(key)
     }
 }

@@ -25,8 +25,7 @@ use crate::api::params::{client_ip, name_filter, Params};
 use crate::api::render::{v1_error, Page};
 use crate::api::AppState;
 use tacos_app::auth::roles::{
-    action, namespace_of_resource, permission_rows, role_bindings, role_names, PermissionRow,
-    RoleBinding,
+    action, parse_resource, permission_rows, role_bindings, role_names, PermissionRow, RoleBinding,
 };
 use tacos_app::auth::AuthError;
 use tacos_app::query::Paging;
@@ -294,19 +293,19 @@ pub async fn search_roles(call: Call) -> Answer {
 
 // ---- permissions --------------------------------------------------------------
 
-/// `role`, `resource` and `action` (all required), the resource as the
-/// namespace Tacos grants.
-fn permission_of(params: &Params) -> Refused<(&str, String, tacos_state::Access)> {
+/// `role`, `resource` and `action` (all required).
+fn permission_of(params: &Params) -> Refused<(&str, tacos_state::Resource, tacos_state::Access)> {
     let role = required_string(params, "role")?;
     let resource = required_string(params, "resource")?;
     let access = required_string(params, "action")?;
-    let namespace = namespace_of_resource(resource).map_err(illegal)?;
+    let resource = parse_resource(resource).map_err(illegal)?;
     let access = action(access).map_err(illegal)?;
-    Ok((role, namespace, access))
+    Ok((role, resource, access))
 }
 
 /// `POST /nacos/v3/auth/permission`: `role`, `resource`
-/// (`NAMESPACE:*:*`), `action` (`r`, `w`, `rw`) → `add permission ok!`.
+/// (`NS:GROUP:config/DATAID`, `*` wildcards), `action` (`r`, `w`, `rw`) →
+/// `add permission ok!`.
 pub async fn grant(call: FormCall) -> Answer {
     let FormCall(Call {
         app,
@@ -314,11 +313,11 @@ pub async fn grant(call: FormCall) -> Answer {
         params,
         req,
     }) = call;
-    let (role, namespace, access) = permission_of(&params)?;
+    let (role, resource, access) = permission_of(&params)?;
     let caller = principal.caller("", client_ip(&req));
     done(
         app.auth
-            .set_role_permission(role, &namespace, Some(access), &caller)
+            .set_role_permission(role, &resource, Some(access), &caller)
             .await,
         "add permission ok!",
     )
@@ -333,19 +332,19 @@ pub async fn revoke(call: FormCall) -> Answer {
         params,
         req,
     }) = call;
-    let (role, namespace, access) = permission_of(&params)?;
+    let (role, resource, access) = permission_of(&params)?;
     let held = app
         .service
         .state()
         .role(role)
-        .and_then(|r| r.permissions.get(&namespace).copied());
+        .and_then(|r| r.permissions.get(&resource).copied());
     if held != Some(access) {
         return ok("delete permission ok!");
     }
     let caller = principal.caller("", client_ip(&req));
     done(
         app.auth
-            .set_role_permission(role, &namespace, None, &caller)
+            .set_role_permission(role, &resource, None, &caller)
             .await,
         "delete permission ok!",
     )
@@ -355,12 +354,12 @@ pub async fn revoke(call: FormCall) -> Answer {
 /// resource with this action or with `rw` (Nacos' `isDuplicatePermission`).
 pub async fn is_duplicate(call: Call) -> Answer {
     let Call { app, params, .. } = call;
-    let (role, namespace, access) = permission_of(&params)?;
+    let (role, resource, access) = permission_of(&params)?;
     let held = app
         .service
         .state()
         .role(role)
-        .and_then(|r| r.permissions.get(&namespace).copied());
+        .and_then(|r| r.permissions.get(&resource).copied());
     ok(held.is_some_and(|h| h == access || h == tacos_state::Access::ReadWrite))
 }
 

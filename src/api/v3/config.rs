@@ -11,9 +11,9 @@ use super::model::{
     ConfigBasicInfo, ConfigDetailInfo, ConfigGrayInfo, ConfigListenerInfo, ConfigQueryResponse,
 };
 use super::{
-    allow, config_key, fail, fail_without_data, filled, invalid, missing_field, missing_param,
-    namespace_of, not_a_number, ok, page, param_filter, required_string, service_error, Answer,
-    Refusal, PARAMETER_VALIDATE_ERROR, RESOURCE_NOT_FOUND,
+    allow, allow_some, config_key, fail, fail_without_data, filled, invalid, missing_field,
+    missing_param, namespace_of, not_a_number, ok, page, param_filter, required_string,
+    service_error, Answer, Refusal, PARAMETER_VALIDATE_ERROR, RESOURCE_NOT_FOUND,
 };
 use crate::api::guard::Authed;
 use crate::api::listeners;
@@ -49,7 +49,7 @@ pub async fn client_get(call: Call) -> Answer {
         .ok_or_else(|| plain("Required parameter 'dataId' type String is not present".into()))?;
     let key = tacos_app::service::checked_key(namespace_of(&params), group, data_id)
         .map_err(|e| invalid(&e))?;
-    allow(&principal, &key.namespace, Access::Read)?;
+    allow(&principal, &key, Access::Read)?;
     crate::api::read_barrier(&app, &req, &params).await?;
     let state = app.service.state();
     let config = state.config(&key);
@@ -90,7 +90,7 @@ pub async fn get(call: Call) -> Answer {
         req,
     } = call;
     let key = config_key(&params)?;
-    allow(&principal, &key.namespace, Access::Read)?;
+    allow(&principal, &key, Access::Read)?;
     crate::api::read_barrier(&app, &req, &params).await?;
     match app.service.state().config(&key) {
         Some(config) => ok(ConfigDetailInfo::of(&key, config)),
@@ -116,7 +116,7 @@ pub async fn publish(call: FormCall) -> Answer {
     }) = call;
     let key = config_key(&params)?;
     let content = filled(&params, "content").ok_or_else(|| missing_field("content"))?;
-    allow(&principal, &key.namespace, Access::ReadWrite)?;
+    allow(&principal, &key, Access::Write)?;
     let request = PublishRequest {
         namespace: key.namespace.clone(),
         group: key.group.clone(),
@@ -149,7 +149,7 @@ pub async fn delete(call: FormCall) -> Answer {
         req,
     }) = call;
     let key = config_key(&params)?;
-    allow(&principal, &key.namespace, Access::ReadWrite)?;
+    allow(&principal, &key, Access::Write)?;
     let caller = principal.caller("", client_ip(&req));
     match app
         .service
@@ -199,7 +199,7 @@ pub async fn list(call: Call) -> Answer {
     let paging = page(&params)?;
     let namespace = namespace_of(&params);
     validate::namespace(namespace).map_err(|e| invalid(&e))?;
-    allow(&principal, namespace, Access::Read)?;
+    allow_some(&principal, namespace, Access::Read)?;
     let filter = ConfigFilter {
         data_id: params.str("dataId").trim(),
         group: params.str("groupName").trim(),
@@ -216,7 +216,7 @@ pub async fn list(call: Call) -> Answer {
     };
     let state = app.service.state();
     let found: Vec<ConfigBasicInfo> =
-        search_configs(&state, canonical_namespace(namespace), filter)
+        search_configs(&state, &principal, canonical_namespace(namespace), filter)
             .map(|(key, config)| ConfigBasicInfo::of(key, config))
             .collect();
     let total = found.len();
@@ -247,7 +247,7 @@ pub async fn delete_batch(
         .collect::<Result<Vec<u64>, _>>()?;
     let keys = configs_with_ids(&app.service.state(), &ids);
     for key in &keys {
-        allow(&principal, &key.namespace, Access::ReadWrite)?;
+        allow(&principal, key, Access::Write)?;
     }
     let caller = principal.caller("", client_ip(&req));
     match app.service.remove_each(&keys, &caller).await {
@@ -267,7 +267,7 @@ pub async fn beta(call: Call) -> Answer {
         ..
     } = call;
     let key = config_key(&params)?;
-    allow(&principal, &key.namespace, Access::Read)?;
+    allow(&principal, &key, Access::Read)?;
     let state = app.service.state();
     match state.gray(&key, tacos_state::BETA_GRAY) {
         Some(beta) => ok(ConfigGrayInfo::of(
@@ -288,7 +288,7 @@ pub async fn stop_beta(call: FormCall) -> Answer {
         req,
     }) = call;
     let key = config_key(&params)?;
-    allow(&principal, &key.namespace, Access::ReadWrite)?;
+    allow(&principal, &key, Access::Write)?;
     let caller = principal.caller("", client_ip(&req));
     match app
         .service
@@ -354,10 +354,10 @@ pub async fn export(call: Call) -> Answer {
         ids.push(id.parse().map_err(|_| not_a_number(id, "java.lang.Long"))?);
     }
     let namespace = namespace_of(&params);
-    allow(&principal, namespace, Access::Read)?;
+    allow_some(&principal, namespace, Access::Read)?;
     let filter = crate::api::nacos_config::export_filter(&params);
     Ok(
-        transfer::export(&app, namespace, filter, &ids, Layout::Nacos2)
+        transfer::export(&app, &principal, namespace, filter, &ids, Layout::Nacos2)
             .await
             .map_err(|e| fail(StatusCode::INTERNAL_SERVER_ERROR, super::SERVER_ERROR, e))?,
     )
@@ -446,7 +446,7 @@ pub async fn listeners(call: Call) -> Answer {
     } = call;
     let key = config_key(&params)?;
     let aggregation = aggregation(&params)?;
-    allow(&principal, &key.namespace, Access::ReadWrite)?;
+    allow(&principal, &key, Access::Write)?;
     let mut status = listeners::listening_to(&app, &key)
         .await
         .map_err(|e| fail(StatusCode::INTERNAL_SERVER_ERROR, super::SERVER_ERROR, e))?;

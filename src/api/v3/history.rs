@@ -12,8 +12,8 @@ use actix_web::HttpResponse;
 
 use super::model::{ConfigBasicInfo, ConfigHistoryBasicInfo, ConfigHistoryDetailInfo};
 use super::{
-    allow, config_key, fail, invalid, ok, page, param_filter, required_id, required_string, Answer,
-    ACCESS_DENIED, RESOURCE_NOT_FOUND,
+    allow, allow_some, config_key, fail, invalid, ok, page, param_filter, required_id,
+    required_string, Answer, ACCESS_DENIED, RESOURCE_NOT_FOUND,
 };
 use crate::api::params::Params;
 use crate::api::render::Page;
@@ -32,7 +32,7 @@ pub async fn list(call: Call) -> Answer {
     } = call;
     let key = config_key(&params)?;
     let paging = page(&params)?;
-    allow(&principal, &key.namespace, Access::Read)?;
+    allow(&principal, &key, Access::Read)?;
     let state = app.service.state();
     let total = state.history(&key).count();
     ok(Page::of(
@@ -94,7 +94,7 @@ fn row(
     not_found: impl FnOnce() -> String,
 ) -> Answer {
     let key = config_key(params)?;
-    allow(principal, &key.namespace, Access::Read)?;
+    allow(principal, &key, Access::Read)?;
     let state = app.service.state();
     match config_history_row(&state, &key, lookup) {
         Ok(row) => ok(ConfigHistoryDetailInfo::of(row)),
@@ -124,11 +124,11 @@ pub async fn configs(call: Call) -> Answer {
     param_filter(&params)?;
     let namespace = required_string(&params, "namespaceId")?.trim();
     validate::namespace(namespace).map_err(|e| invalid(&e))?;
-    allow(&principal, namespace, Access::Read)?;
+    allow_some(&principal, namespace, Access::Read)?;
     let state = app.service.state();
-    let items: Vec<ConfigBasicInfo> = state
-        .configs_in(canonical_namespace(namespace))
-        .map(|(key, config)| ConfigBasicInfo::of(key, config))
-        .collect();
+    let items: Vec<ConfigBasicInfo> =
+        tacos_app::query::readable_configs(&state, &principal, canonical_namespace(namespace))
+            .map(|(key, config)| ConfigBasicInfo::of(key, config))
+            .collect();
     ok(items)
 }

@@ -263,10 +263,15 @@ fn missing_param(name: &str, java_type: &str, blank: bool) -> HttpResponse {
     )
 }
 
-/// 403 (the guard's answer) unless `principal` may do `access` in
-/// `namespace`.
-fn allow(principal: &Principal, namespace: &str, access: Access) -> Refused<()> {
-    super::allow(principal, namespace, access).map_err(Refusal)
+/// 403 (the guard's answer) unless `principal` may do `access` on `key`.
+fn allow(principal: &Principal, key: &tacos_core::ConfigKey, access: Access) -> Refused<()> {
+    super::allow_key(principal, key, access).map_err(Refusal)
+}
+
+/// 403 unless `principal` may do `access` on some config of `namespace`
+/// (lists, which then show only what it may read).
+fn allow_some(principal: &Principal, namespace: &str, access: Access) -> Refused<()> {
+    super::allow_some(principal, namespace, access).map_err(Refusal)
 }
 
 /// The answer of Nacos' parameter filter (on by default) to an illegal or

@@ -1,8 +1,10 @@
-// Roles (admins): a role binds users, and the namespaces granted to the
+// Roles (admins): a role binds users, and the resources granted to the
 // role apply to every user bound to it. Through Nacos' role API
 // (/nacos/v1/auth/roles, /nacos/v1/auth/permissions; docs/auth.md): create
 // a role (binding its first user), bind and unbind users, grant and revoke
-// namespaces, delete the role. Every change is audited by the server.
+// resources (a namespace, or a group and dataId pattern in it, as Nacos'
+// NS:GROUP:config/DATAID), delete the role. Every change is audited by the
+// server.
 
 import { api } from '../api.js';
 import { h, table, field, show, toast, modal, confirmDialog, errorText, badge, nsName } from '../ui.js';
@@ -14,7 +16,7 @@ const PERMISSIONS = '/nacos/v1/auth/permissions';
 /** Admins show as ROLE_ADMIN; that role is managed on the users page. */
 const ADMIN_ROLE = 'ROLE_ADMIN';
 
-/** role -> { users: [], grants: [{ resource, ns, action }] }. */
+/** role -> { users: [], grants: [{ resource, ns, scope, action }] }. */
 async function loadRoles() {
   const [bindings, permissions] = await Promise.all([
     api.get(ROLES, { pageNo: 1, pageSize: 500, search: 'accurate' }),
@@ -28,7 +30,10 @@ async function loadRoles() {
   for (const b of bindings.pageItems) entry(b.role).users.push(b.username);
   for (const p of permissions.pageItems) {
     const ns = p.resource.split(':')[0] || 'public';
-    entry(p.role).grants.push({ resource: p.resource, ns, action: p.action });
+    // What the grant covers inside its namespace: '' for all of it.
+    const rest = p.resource.slice(p.resource.indexOf(':') + 1);
+    const scope = rest === '*:*' ? '' : rest;
+    entry(p.role).grants.push({ resource: p.resource, ns, scope, action: p.action });
   }
   return [...roles.values()].sort((a, b) => a.role.localeCompare(b.role));
 }
@@ -80,11 +85,18 @@ export async function render(main, params, ctx) {
   const grant = (role) => {
     const namespace = namespaceSelect(ctx);
     const access = accessSelect();
+    const pattern = (name, testid) => h('input', { value: '*', autocomplete: 'off', attrs: { 'aria-label': name, 'data-testid': testid } });
+    const group = pattern(t('roles.group'), 'grant-group');
+    const dataId = pattern(t('roles.dataId'), 'grant-data-id');
     const err = h('div');
     modal({
       title: t('roles.grantTitle', { role: role.role }),
       wide: false,
-      body: h('div', {}, h('div', { class: 'row' }, field(t('common.namespace'), namespace), field(t('users.access'), access)), err),
+      body: h('div', {},
+        h('div', { class: 'row' }, field(t('common.namespace'), namespace), field(t('users.access'), access)),
+        h('div', { class: 'row' }, field(t('roles.group'), group), field(t('roles.dataId'), dataId)),
+        h('p', { class: 'muted', text: t('roles.patternHint') }),
+        err),
       actions: [
         { label: t('common.cancel') },
         {
@@ -93,7 +105,10 @@ export async function render(main, params, ctx) {
           id: 'grant',
           onClick: async (close) => {
             try {
-              await api.form('POST', PERMISSIONS, { role: role.role, resource: `${namespace.value}:*:*`, action: access.value });
+              const g = group.value.trim() || '*';
+              const d = dataId.value.trim() || '*';
+              const resource = `${namespace.value}:${g}:${d === '*' ? '*' : `config/${d}`}`;
+              await api.form('POST', PERMISSIONS, { role: role.role, resource, action: access.value });
               close();
               toast(t('roles.granted', { role: role.role, access: access.value, ns: namespace.value }));
               reload();
@@ -129,7 +144,7 @@ export async function render(main, params, ctx) {
       title: t('users.permissions'),
       cell: (r) => (r.role === ADMIN_ROLE ? h('span', { class: 'muted', text: t('users.everything') }) : h('div', { class: 'actions' },
         r.grants.length ? null : h('span', { class: 'muted', text: t('users.none') }),
-        r.grants.map((g) => h('span', { class: 'badge', dataset: { grant: g.ns } }, `${nsLabel(g.ns)}: ${g.action} `,
+        r.grants.map((g) => h('span', { class: 'badge', dataset: { grant: g.ns } }, `${nsLabel(g.ns)}${g.scope ? ` ${g.scope}` : ''}: ${g.action} `,
           h('button', {
             class: 'link',
             text: '×',

@@ -37,10 +37,26 @@ export function namespaceSelect(ctx) {
     ctx.namespaces.map((n) => h('option', { value: n.id || 'public', text: n.id ? `${n.name} (${n.id})` : 'public' })));
 }
 
-/** Read or read-write. */
+/** Read, read-write or write-only (Nacos' r, rw, w). */
 export function accessSelect() {
   return h('select', { attrs: { 'aria-label': t('users.access'), 'data-testid': 'grant-access' } },
-    h('option', { value: 'r', text: t('ns.read') }), h('option', { value: 'rw', text: t('ns.readWrite') }));
+    h('option', { value: 'r', text: t('ns.read') }), h('option', { value: 'rw', text: t('ns.readWrite') }),
+    h('option', { value: 'w', text: t('ns.writeOnly') }));
+}
+
+/**
+ * A grant's key as the server lists it: a namespace, or for a grant
+ * narrower than a namespace its resource NS:GROUP:config/DATAID or
+ * NS:GROUP:* → the namespace, group and dataId of the revoke.
+ */
+export function grantParts(key) {
+  const colon = key.indexOf(':');
+  if (colon < 0) return { namespace: key || 'public', group: '*', dataId: '*' };
+  const namespace = key.slice(0, colon) || 'public';
+  const rest = key.slice(colon + 1);
+  if (rest.endsWith(':*')) return { namespace, group: rest.slice(0, -2), dataId: '*' };
+  const at = rest.indexOf(':config/');
+  return { namespace, group: rest.slice(0, at), dataId: rest.slice(at + ':config/'.length) };
 }
 
 export async function render(main, params, ctx) {
@@ -131,7 +147,7 @@ export async function render(main, params, ctx) {
             text: '×',
             title: t('users.revoke'),
             attrs: { 'aria-label': t('users.revokeNs', { ns }) },
-            onClick: () => act(() => api.del(PERMISSIONS, { username: u.username, namespace: ns || 'public' }), t('users.revoked', { user: u.username, ns: nsName(ns) })),
+            onClick: () => act(() => api.del(PERMISSIONS, { username: u.username, ...grantParts(ns) }), t('users.revoked', { user: u.username, ns: nsName(ns) })),
           }))),
         h('button', { class: 'link', text: t('users.plusGrant'), onClick: () => grant(u) }),
         (viaRoles.get(u.username) || []).map((g) => h('span', {

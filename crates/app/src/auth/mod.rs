@@ -1,8 +1,10 @@
 //! Users, logins, tokens and permissions.
 //!
 //! * Users live in the replicated state ([`tacos_state::User`]): a password
-//!   hash (argon2id, [`password`]), an admin flag, and per-namespace access
-//!   (read, or read-write; `*` for every namespace).
+//!   hash (argon2id, [`password`]), an admin flag, and permissions: resource
+//!   patterns `namespace:group:dataId` with `r`, `w` or `rw`, their own and
+//!   their roles' ([`roles`]). [`Principal::can`] is the one rule every
+//!   surface asks.
 //! * A user a migration carried over may hold a BCrypt hash: a login verifies
 //!   it and replaces it with argon2id ([`password`]; `Auth::rehash`).
 //! * A login checks the password and returns a token ([`token`]) signed with
@@ -43,9 +45,10 @@ use subtle::ConstantTimeEq;
 
 use crate::service::{Caller, ServiceError, Writer};
 use tacos_core::validate::InvalidInput;
+use tacos_core::{canonical_namespace, ConfigKey};
 use tacos_core::{ApplyError, Op};
 use tacos_raft::node::Node;
-use tacos_state::{Access, User};
+use tacos_state::{Access, Resource, User};
 
 use directory::{Directory, DirectoryUser, Precedence, Verdict};
 use limiter::{Lockout, LoginLimiter, Refused};
@@ -140,28 +143,79 @@ impl Principal {
         matches!(self, Principal::User(user) if user.admin)
     }
 
-    /// Whether this principal may do `access` in `namespace`.
-    pub fn can(&self, namespace: &str, access: Access) -> bool {
+    /// Whether this principal may do `need` on the configs `namespace` /
+    /// `group` / `data_id` name. Any of them may be `*` (or a pattern), which
+    /// asks for every config it could name: a list of a whole namespace is
+    /// `(NS, *, *)`. The one rule every surface calls (as Nacos'
+    /// `hasPermission`; see [`tacos_state::Resource::covers`]).
+    pub fn can(&self, namespace: &str, group: &str, data_id: &str, need: Access) -> bool {
         match self {
             Principal::Open => true,
-            Principal::User(user) => user.access(namespace).is_some_and(|a| a >= access),
+            Principal::User(user) => user.allows(namespace, group, data_id, need),
+        }
+    }
+
+    /// [`can`](Self::can) on one config.
+    pub fn can_key(&self, key: &ConfigKey, need: Access) -> bool {
+        self.can(&key.namespace, &key.group, &key.data_id, need)
+    }
+
+    /// [`can`](Self::can) on every config of `namespace`.
+    pub fn can_namespace(&self, namespace: &str, need: Access) -> bool {
+        self.can(namespace, "*", "*", need)
+    }
+
+    /// Whether this principal may do `need` on some config of `namespace`:
+    /// whether a list of it may show anything (lists then show only what
+    /// [`can_key`](Self::can_key) allows).
+    pub fn can_some(&self, namespace: &str, need: Access) -> bool {
+        match self {
+            Principal::Open => true,
+            Principal::User(user) => user.allows_some(namespace, need),
         }
     }
 
     /// [`can`](Self::can), as an error naming what is missing.
-    pub fn require(&self, namespace: &str, access: Access) -> Result<(), AuthError> {
-        if self.can(namespace, access) {
+    pub fn require(
+        &self,
+        namespace: &str,
+        group: &str,
+        data_id: &str,
+        need: Access,
+    ) -> Result<(), AuthError> {
+        if self.can(namespace, group, data_id, need) {
             return Ok(());
         }
-        let shown = tacos_core::shown_namespace(namespace);
-        let what = match access {
+        let resource = Resource::new(canonical_namespace(namespace), group, data_id);
+        Err(self.refused(need, &resource.to_string()))
+    }
+
+    /// [`require`](Self::require) on one config.
+    pub fn require_key(&self, key: &ConfigKey, need: Access) -> Result<(), AuthError> {
+        self.require(&key.namespace, &key.group, &key.data_id, need)
+    }
+
+    /// [`require`](Self::require) on every config of `namespace`.
+    pub fn require_namespace(&self, namespace: &str, need: Access) -> Result<(), AuthError> {
+        self.require(namespace, "*", "*", need)
+    }
+
+    /// [`can_some`](Self::can_some), as an error.
+    pub fn require_some(&self, namespace: &str, need: Access) -> Result<(), AuthError> {
+        if self.can_some(namespace, need) {
+            return Ok(());
+        }
+        let shown = tacos_core::shown_namespace(canonical_namespace(namespace));
+        Err(self.refused(need, &format!("anything in namespace {shown}")))
+    }
+
+    fn refused(&self, need: Access, what: &str) -> AuthError {
+        let verb = match need {
             Access::Read => "read",
-            Access::ReadWrite => "write",
+            Access::Write => "write",
+            Access::ReadWrite => "read and write",
         };
-        Err(AuthError::Forbidden(format!(
-            "{} may not {what} namespace {shown}",
-            self.name()
-        )))
+        AuthError::Forbidden(format!("{} may not {verb} {what}", self.name()))
     }
 
     /// The caller to stamp into writes: the user when logged in, else the
@@ -421,16 +475,15 @@ impl Auth {
         }
     }
 
-    /// A directory user as a request sees it: its roles' namespace
-    /// permissions as the replicated roles table has them now.
+    /// A directory user as a request sees it: its roles' permissions as
+    /// the replicated roles table has them now (grants add up).
     fn directory_user(&self, identity: &DirectoryUser) -> Arc<User> {
         let state = self.node.state();
-        let mut permissions = std::collections::BTreeMap::new();
+        let mut permissions = tacos_state::Permissions::new();
         if !identity.admin {
             for role in identity.roles.iter().filter_map(|name| state.role(name)) {
-                for (namespace, access) in &role.permissions {
-                    let held = permissions.entry(namespace.clone()).or_insert(*access);
-                    *held = (*held).max(*access);
+                for (resource, access) in &role.permissions {
+                    tacos_state::permission_add(&mut permissions, resource, *access);
                 }
             }
         }
@@ -612,6 +665,14 @@ mod tests {
     use super::*;
 
     fn user(admin: bool, permissions: &[(&str, Access)]) -> Principal {
+        let resources: Vec<(Resource, Access)> = permissions
+            .iter()
+            .map(|(ns, a)| (Resource::namespace(ns), *a))
+            .collect();
+        user_with(admin, &resources)
+    }
+
+    fn user_with(admin: bool, permissions: &[(Resource, Access)]) -> Principal {
         Principal::User(Arc::new(User {
             username: "u".into(),
             password_hash: String::new(),
@@ -620,28 +681,62 @@ mod tests {
             create_time: 0,
             modify_time: 0,
             generation: 0,
-            permissions: permissions
-                .iter()
-                .map(|(ns, a)| (ns.to_string(), *a))
-                .collect::<BTreeMap<_, _>>(),
+            permissions: permissions.iter().cloned().collect::<BTreeMap<_, _>>(),
         }))
     }
 
     #[test]
     fn principals_can_what_their_permissions_say() {
         let reader = user(false, &[("", Access::Read), ("dev", Access::ReadWrite)]);
-        assert!(reader.can("public", Access::Read));
-        assert!(!reader.can("", Access::ReadWrite));
-        assert!(reader.can("dev", Access::ReadWrite));
-        assert!(!reader.can("prod", Access::Read));
-        let error = reader.require("", Access::ReadWrite).unwrap_err();
+        assert!(reader.can_namespace("public", Access::Read));
+        assert!(!reader.can_namespace("", Access::Write));
+        assert!(reader.can_namespace("dev", Access::Write));
+        assert!(!reader.can_namespace("prod", Access::Read));
+        let error = reader
+            .require("", "G", "a.yaml", Access::Write)
+            .unwrap_err();
         assert_eq!(
             error.to_string(),
-            "authorization failed: u may not write namespace public"
+            "authorization failed: u may not write :G:config/a.yaml"
         );
-        assert!(user(true, &[]).can("anything", Access::ReadWrite));
-        assert!(user(false, &[("*", Access::Read)]).can("x", Access::Read));
-        assert!(Principal::Open.can("x", Access::ReadWrite));
+        assert!(user(true, &[]).can_namespace("anything", Access::Write));
+        assert!(user(false, &[("*", Access::Read)]).can_namespace("x", Access::Read));
+        assert!(Principal::Open.can_namespace("x", Access::Write));
+        assert!(Principal::Open.can_some("x", Access::Read));
+    }
+
+    #[test]
+    fn group_and_data_id_grants_allow_what_they_cover() {
+        let p = user_with(
+            false,
+            &[
+                (Resource::new("dev", "G", "*"), Access::Read),
+                (Resource::new("dev", "H", "app*"), Access::Write),
+            ],
+        );
+        let key = |g: &str, d: &str| ConfigKey::new("dev", g, d);
+        assert!(p.can_key(&key("G", "any"), Access::Read));
+        assert!(!p.can_key(&key("G", "any"), Access::Write));
+        assert!(p.can_key(&key("H", "app.yaml"), Access::Write));
+        assert!(!p.can_key(&key("H", "app.yaml"), Access::Read));
+        assert!(!p.can_key(&key("H", "db.yaml"), Access::Write));
+        assert!(!p.can_namespace("dev", Access::Read));
+        assert!(p.can_some("dev", Access::Read));
+        assert!(!p.can_some("prod", Access::Read));
+        assert!(
+            p.can("dev", "G", "app*", Access::Read),
+            "a pattern inside the grant"
+        );
+        assert!(
+            !p.can("dev", "*", "app*", Access::Read),
+            "a pattern wider than it"
+        );
+        assert_eq!(
+            p.require_some("prod", Access::Read)
+                .unwrap_err()
+                .to_string(),
+            "authorization failed: u may not read anything in namespace prod"
+        );
     }
 
     #[test]

@@ -1,35 +1,76 @@
-//! Nacos' roles and permissions model over Tacos' access: what the v1 and
-//! v3 roles/permissions routes show and accept, once.
+//! Nacos' roles and permissions model: what the v1 and v3 roles/permissions
+//! routes show and accept, once.
 //!
-//! Tacos grants whole namespaces, so a Nacos permission resource must be
-//! `NAMESPACE:*:*` (`:*:*` or `public:*:*` is the public namespace, `*:*:*`
-//! every namespace); `w` is taken as `rw` (Tacos has no write-only access);
+//! A Nacos permission resource is `NAMESPACE:GROUP:config/DATAID` (as Nacos'
+//! `joinResource` spells what a config request touches), where `*` matches
+//! any run of characters: `dev:*:*` is all of namespace `dev`,
+//! `dev:DEFAULT_GROUP:*` one group, `dev:DEFAULT_GROUP:config/app*.yaml`
+//! some dataIds of it; `:*:*` or `public:*:*` is the public namespace,
+//! `*:*:*` every namespace. Actions are `r`, `w` (write only) and `rw`.
+//! Unlike Nacos (a regular expression made by turning `*` into `.*`), every
+//! other character matches only itself (Nacos' `.` matches any character).
+//! The namespace part is one namespace or `*`; a resource Tacos could not
+//! honour (a naming resource, a namespace pattern, a dataId part without
+//! `config/`, which in Nacos matches no config) is refused, not stored.
 //! `ROLE_ADMIN` is shown for admin users but is not a role one binds.
 
-use tacos_core::validate::InvalidInput;
-use tacos_state::{canonical_namespace, Access, State, ADMIN_ROLE};
+use tacos_core::validate::{InvalidInput, MAX_DATA_ID_LEN, MAX_GROUP_LEN};
+use tacos_state::{canonical_namespace, Access, Resource, State, ADMIN_ROLE, ALL_NAMESPACES};
 
-/// A Nacos permission resource as the namespace Tacos grants.
-pub fn namespace_of_resource(resource: &str) -> Result<String, InvalidInput> {
-    let whole = |rest: &[&str]| rest.iter().all(|part| *part == "*");
-    let parts: Vec<&str> = resource.split(':').collect();
-    match parts.as_slice() {
-        [namespace, rest @ ..] if rest.len() == 2 && whole(rest) => {
-            Ok(canonical_namespace(namespace).to_string())
-        }
-        _ => Err(InvalidInput::Other(
+/// Parses a Nacos permission resource (see the module docs).
+pub fn parse_resource(resource: &str) -> Result<Resource, InvalidInput> {
+    let refuse = |why: &str| {
+        InvalidInput::Other(
             "resource",
             format!(
-                "{resource:?}: Tacos grants whole namespaces, so a resource is NAMESPACE:*:* \
-                 (:*:* for public, *:*:* for all)"
+                "{resource:?}: {why}; a resource is NAMESPACE:GROUP:config/DATAID, \
+                 NAMESPACE:GROUP:* or NAMESPACE:*:* (`*` matches any run of characters, \
+                 :*:* is public, *:*:* every namespace)"
             ),
-        )),
+        )
+    };
+    let Some((namespace, rest)) = resource.split_once(':') else {
+        return Err(refuse("no group part"));
+    };
+    let (group, data_id) = if let Some(group) = rest.strip_suffix(":*") {
+        (group, "*")
+    } else if let Some((group, data_id)) = rest.split_once(":config/") {
+        (group, data_id)
+    } else {
+        return Err(refuse("the third part must be * or config/DATAID"));
+    };
+    let namespace = if namespace == ALL_NAMESPACES {
+        ALL_NAMESPACES
+    } else if namespace.contains('*') {
+        return Err(refuse("the namespace part is one namespace or *"));
+    } else {
+        tacos_core::validate::namespace(namespace).map_err(|_| refuse("invalid namespace"))?;
+        canonical_namespace(namespace)
+    };
+    pattern(group, MAX_GROUP_LEN).map_err(|_| refuse("invalid group pattern"))?;
+    pattern(data_id, MAX_DATA_ID_LEN).map_err(|_| refuse("invalid dataId pattern"))?;
+    Ok(Resource::new(namespace, group, data_id))
+}
+
+/// A group or dataId pattern: the key characters and `*`, not empty.
+pub fn pattern(s: &str, max: usize) -> Result<(), InvalidInput> {
+    let ok = !s.is_empty()
+        && s.chars().count() <= max
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | ':' | '.' | '*'));
+    if ok {
+        Ok(())
+    } else {
+        Err(InvalidInput::Other(
+            "pattern",
+            format!("{s:?} (a-z A-Z 0-9 - _ : . and *, 1 to {max})"),
+        ))
     }
 }
 
-/// The resource Nacos shows for a namespace permission.
-pub fn resource_of(namespace: &str) -> String {
-    format!("{namespace}:*:*")
+/// The resource Nacos shows for a permission.
+pub fn resource_string(resource: &Resource) -> String {
+    resource.to_string()
 }
 
 /// A permission action (`r`, `w` or `rw`).
@@ -83,9 +124,9 @@ pub fn permission_rows(state: &State) -> Vec<PermissionRow> {
         .flat_map(|role| {
             role.permissions
                 .iter()
-                .map(|(namespace, access)| PermissionRow {
+                .map(|(resource, access)| PermissionRow {
                     role: role.name.clone(),
-                    resource: resource_of(namespace),
+                    resource: resource_string(resource),
                     action: access.code(),
                 })
         })
@@ -95,28 +136,43 @@ pub fn permission_rows(state: &State) -> Vec<PermissionRow> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tacos_state::ALL_NAMESPACES;
 
     #[test]
-    fn resources_name_whole_namespaces() {
-        assert_eq!(namespace_of_resource("dev:*:*").unwrap(), "dev");
-        assert_eq!(namespace_of_resource(":*:*").unwrap(), "");
-        assert_eq!(namespace_of_resource("public:*:*").unwrap(), "");
-        assert_eq!(namespace_of_resource("*:*:*").unwrap(), ALL_NAMESPACES);
+    fn resources_parse_as_nacos_spells_them() {
+        let ok = |r: &str, ns: &str, g: &str, d: &str| {
+            assert_eq!(parse_resource(r).unwrap(), Resource::new(ns, g, d), "{r}");
+        };
+        ok("dev:*:*", "dev", "*", "*");
+        ok(":*:*", "", "*", "*");
+        ok("public:*:*", "", "*", "*");
+        ok("*:*:*", ALL_NAMESPACES, "*", "*");
+        ok("dev:DEFAULT_GROUP:*", "dev", "DEFAULT_GROUP", "*");
+        ok("dev:G:config/app.yaml", "dev", "G", "app.yaml");
+        ok("dev:G*:config/app*", "dev", "G*", "app*");
+        ok("dev:a:b:config/x:y", "dev", "a:b", "x:y");
+        ok("dev:*:config/*", "dev", "*", "*");
         for refused in [
             "dev",
             "dev:*",
-            "dev:DEFAULT_GROUP:*",
-            "dev:*:app.yaml",
-            "dev:*:*:*",
+            "dev:G:app.yaml",
+            "dev:G:naming/svc",
+            "de*:*:*",
+            "dev::*",
+            "dev:G:config/",
+            "dev:G:config/a b",
             "",
         ] {
-            let error = namespace_of_resource(refused).unwrap_err().to_string();
-            assert!(error.contains("NAMESPACE:*:*"), "{refused}: {error}");
+            let error = parse_resource(refused).unwrap_err().to_string();
+            assert!(
+                error.contains("NAMESPACE:GROUP:config/DATAID"),
+                "{refused}: {error}"
+            );
         }
-        assert_eq!(resource_of(""), ":*:*");
-        assert_eq!(namespace_of_resource(&resource_of("dev")).unwrap(), "dev");
-        assert_eq!(action("w").unwrap(), Access::parse("rw").unwrap());
+        for shown in [":*:*", "dev:G:*", "dev:G:config/app.yaml", "*:*:*"] {
+            assert_eq!(resource_string(&parse_resource(shown).unwrap()), shown);
+        }
+        assert_eq!(action("w").unwrap(), Access::Write);
+        assert_eq!(action("rw").unwrap(), Access::ReadWrite);
         assert!(action("x").is_err());
     }
 }

@@ -2,9 +2,9 @@
 //! each one command, proposed through the application's one writer.
 
 use tacos_core::command as pb;
-use tacos_core::validate::InvalidInput;
+use tacos_core::validate::{InvalidInput, MAX_DATA_ID_LEN, MAX_GROUP_LEN};
 use tacos_core::{now_ms, Op};
-use tacos_state::{Access, ALL_NAMESPACES};
+use tacos_state::{Access, Resource, ALL_NAMESPACES};
 
 use super::{check_role, check_username, Auth};
 use crate::service::{Caller, ServiceError};
@@ -78,22 +78,22 @@ impl Auth {
         self.propose(op, caller).await
     }
 
-    /// Grants `access` in `namespace` (`*` = all); `None` revokes.
+    /// Grants `access` on `resource`; `None` revokes it.
     pub async fn set_permission(
         &self,
         username: &str,
-        namespace: &str,
+        resource: &Resource,
         access: Option<Access>,
         caller: &Caller,
     ) -> Result<(), ServiceError> {
         check_username(username)?;
-        if namespace != ALL_NAMESPACES {
-            tacos_core::validate::namespace(namespace)?;
-        }
+        check_resource(resource)?;
         let op = Op::SetPermission(pb::SetPermission {
             username: username.to_string(),
-            namespace: namespace.to_string(),
+            namespace: resource.namespace.clone(),
             access: access.map_or(pb::Access::None, Access::to_pb) as i32,
+            group: resource.group.clone(),
+            data_id: resource.data_id.clone(),
         });
         self.propose(op, caller).await
     }
@@ -133,22 +133,22 @@ impl Auth {
         self.propose(op, caller).await
     }
 
-    /// Grants a role `access` in `namespace` (`*` = all); `None` revokes.
+    /// Grants a role `access` on `resource`; `None` revokes it.
     pub async fn set_role_permission(
         &self,
         role: &str,
-        namespace: &str,
+        resource: &Resource,
         access: Option<Access>,
         caller: &Caller,
     ) -> Result<(), ServiceError> {
         check_role(role)?;
-        if namespace != ALL_NAMESPACES {
-            tacos_core::validate::namespace(namespace)?;
-        }
+        check_resource(resource)?;
         let op = Op::SetRolePermission(pb::SetRolePermission {
             role: role.to_string(),
-            namespace: namespace.to_string(),
+            namespace: resource.namespace.clone(),
             access: access.map_or(pb::Access::None, Access::to_pb) as i32,
+            group: resource.group.clone(),
+            data_id: resource.data_id.clone(),
         });
         self.propose(op, caller).await
     }
@@ -169,4 +169,13 @@ impl Auth {
         });
         self.propose(op, caller).await
     }
+}
+
+/// A resource's parts: a namespace (or `*`), group and dataId patterns.
+fn check_resource(resource: &Resource) -> Result<(), InvalidInput> {
+    if resource.namespace != ALL_NAMESPACES {
+        tacos_core::validate::namespace(&resource.namespace)?;
+    }
+    super::roles::pattern(&resource.group, MAX_GROUP_LEN)?;
+    super::roles::pattern(&resource.data_id, MAX_DATA_ID_LEN)
 }

@@ -176,6 +176,16 @@ impl GroupKeyPattern {
         &self.namespace
     }
 
+    /// Its group pattern.
+    pub fn group(&self) -> &str {
+        &self.group
+    }
+
+    /// Its dataId pattern.
+    pub fn data_id(&self) -> &str {
+        &self.data_id
+    }
+
     /// Whether `key` matches (Nacos' `FuzzyGroupKeyPattern.matchPattern`).
     pub fn matches(&self, key: &ConfigKey) -> bool {
         key.namespace == self.namespace
