@@ -301,8 +301,6 @@ async fn run(args: Args) -> Result<ExitCode, String> {
             })
             .collect()
     };
-    // Listeners are summed over the servers only when each has its own share.
-    let shares_known = servers.iter().all(|s| s.host.is_some());
     for s in &mut servers {
         s.before_kib = sys::rss_kib(s.pid);
     }
@@ -546,14 +544,11 @@ async fn run(args: Args) -> Result<ExitCode, String> {
         .iter()
         .map(|s| Some(s.listening_kib? as f64 - s.before_kib? as f64))
         .sum();
-    let rss_per_listener = if servers.is_empty() || (!shares_known && servers.len() > 1) {
-        // Several PIDs without a host each: their sum over all listeners.
-        rss_delta_kib
-            .filter(|_| !servers.is_empty())
-            .map(|d| d / listening.max(1) as f64)
-    } else {
-        rss_delta_kib.map(|d| d / listening.max(1) as f64)
-    };
+    // All servers' growth over all listeners (with one server per host, the same as
+    // each node's own figure when the listeners are spread evenly).
+    let rss_per_listener = rss_delta_kib
+        .filter(|_| !servers.is_empty())
+        .map(|d| d / listening.max(1) as f64);
     if missed > 0 {
         eprintln!(
             "MISSED: {missed} notification(s) ({missed_http} long polls, {missed_grpc} gRPC) over {} listener(s), e.g. {:?}",

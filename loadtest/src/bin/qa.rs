@@ -431,9 +431,12 @@ fn validate(opts: &Options) -> Result<()> {
 /// TACOS_MAX_LONG_POLLS refuses more with 503) unless the run sets it.
 fn prepare_fanout(opts: &mut Options) -> Result<()> {
     let listeners = opts.params.fanout_listeners as u64;
-    let (soft, _) = loadtest::fanout::sys::raise_nofile(listeners + 4096)
-        .map_err(|e| anyhow::anyhow!("fanout: {e}"))?;
-    eprintln!("qa: RLIMIT_NOFILE {soft} for the servers (fanout)");
+    // A node holds its share of the listeners; the fanout tool raises its own limit
+    // and fails clearly when it cannot hold them all.
+    match loadtest::fanout::sys::raise_nofile(listeners + 1024) {
+        Ok((soft, _)) => eprintln!("qa: RLIMIT_NOFILE {soft} for the servers (fanout)"),
+        Err(e) => eprintln!("qa: fanout: {e}; the servers keep the limit there is"),
+    }
     let long_polls = (listeners / 2 + 1000).max(20_000).to_string();
     let tacos = |flavor: Option<Flavor>, path: &Path| {
         flavor.unwrap_or_else(|| Flavor::guess(path)) == Flavor::Tacos
