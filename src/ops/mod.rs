@@ -19,6 +19,7 @@
 
 pub mod backup;
 pub mod inspect;
+pub mod rekey;
 pub mod restore;
 pub mod routes;
 
@@ -49,6 +50,11 @@ pub enum Command {
     /// List every HTTP route and what it needs (public, open API, login,
     /// admin).
     Routes(routes::RoutesArgs),
+    /// Rotate the key-encryption key of a stopped node's encrypted data dir:
+    /// rewrap its data key from --encryption-key-file (the current key) to
+    /// --new-key-file. The log and snapshots are not rewritten and load as
+    /// before; start the node with the new key afterwards.
+    Rekey(rekey::RekeyArgs),
 }
 
 impl Command {
@@ -59,6 +65,7 @@ impl Command {
             Command::Backup(_) => "backup",
             Command::Restore(_) => "restore",
             Command::Routes(_) => "routes",
+            Command::Rekey(_) => "rekey",
         }
     }
 }
@@ -85,9 +92,10 @@ pub fn is_broken_pipe(error: &anyhow::Error) -> bool {
 pub fn run(command: &Command, settings: &Settings) -> anyhow::Result<()> {
     match command {
         Command::Inspect(args) => inspect::run(args, settings),
-        Command::Backup(args) => backup::run(args),
+        Command::Backup(args) => backup::run(args, settings.kek()?.as_deref()),
         Command::Restore(args) => restore::run(args, settings),
         Command::Routes(args) => routes::run(args),
+        Command::Rekey(args) => rekey::run(args, settings),
     }
 }
 
