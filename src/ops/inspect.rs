@@ -122,10 +122,13 @@ pub struct Encryption {
     /// The id of the key-encryption key that wraps the data key.
     pub kek_id: String,
     pub data_key_id: String,
-    /// Log entries whose body is stored encrypted (the others were written
-    /// before encryption was switched on, or are blank).
+    /// Log entries (in the segments) whose body is stored encrypted.
     pub sealed_entries: usize,
-    pub snapshot_sealed: bool,
+    /// Log entries with commands or membership stored plain: written before
+    /// encryption was switched on (gone once the log is purged past them).
+    pub plain_entries: usize,
+    /// Whether the snapshot loaded is stored encrypted (none: no snapshot).
+    pub snapshot_sealed: Option<bool>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -230,7 +233,8 @@ pub fn inspect(dir: &Path, kek: Option<&Kek>) -> anyhow::Result<Report> {
         kek_id: keyring.key.kek_id,
         data_key_id: keyring.key.dek_id,
         sealed_entries: log.sealed_entries,
-        snapshot_sealed: snapshot.as_ref().is_some_and(|s| s.sealed),
+        plain_entries: log.plain_entries,
+        snapshot_sealed: snapshot.as_ref().map(|s| s.sealed),
     });
 
     let applied_at_snapshot = state.last_applied;
@@ -305,6 +309,7 @@ struct ScannedLog {
     /// Entries after the purge point, by index.
     entries: BTreeMap<u64, Entry>,
     sealed_entries: usize,
+    plain_entries: usize,
     committed: Option<LogId>,
     torn_tail: Option<TornTail>,
 }
@@ -320,6 +325,7 @@ fn scan_log(
 ) -> Result<ScannedLog, StoreError> {
     let scan = read_log(fs, &dir.join(LOG_DIR), last_purged, key)?;
     let sealed_entries = scan.segments.iter().map(|s| s.sealed_entries).sum();
+    let plain_entries = scan.segments.iter().map(|s| s.plain_entries).sum();
     let files: Vec<SegmentFile> = scan
         .segments
         .iter()
@@ -338,6 +344,7 @@ fn scan_log(
         },
         entries: scan.entries,
         sealed_entries,
+        plain_entries,
         committed: scan.committed,
         torn_tail: scan.torn_tail.map(|t| TornTail {
             file: t.path,
@@ -476,12 +483,16 @@ impl Report {
             "encryption",
             match &self.encryption {
                 Some(e) => format!(
-                    "on (key id {}, data key {}): {} of {} entries in the segments and {} snapshot stored encrypted",
+                    "on (key id {}, data key {}): {} log entries encrypted, {} plain (from before), snapshot {}",
                     e.kek_id,
                     e.data_key_id,
                     e.sealed_entries,
-                    self.segments.files.iter().map(|f| f.entries).sum::<usize>(),
-                    if e.snapshot_sealed { "the" } else { "not the" }
+                    e.plain_entries,
+                    match e.snapshot_sealed {
+                        Some(true) => "encrypted",
+                        Some(false) => "plain (from before)",
+                        None => "none",
+                    }
                 ),
                 None => "off".to_string(),
             },

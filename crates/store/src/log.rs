@@ -215,6 +215,11 @@ impl LogStore {
         }
         let entries = scan.entries;
         let committed = scan.committed;
+        // Encryption switched on over a plain log: new entries go to a new
+        // segment, so the plain one is deleted as soon as the log is purged
+        // past it (after the next snapshot) instead of when it fills up.
+        let roll_plain =
+            data_key.is_some() && scan.segments.last().is_some_and(|s| s.plain_entries > 0);
         let mut segments: Vec<SegmentState> = scan
             .segments
             .into_iter()
@@ -226,6 +231,9 @@ impl LogStore {
             .collect();
         if segments.is_empty() {
             segments.push(create_segment(fs.as_ref(), &log_dir, 1)?);
+        } else if roll_plain {
+            let seq = segments.last().map_or(1, |s| s.seq + 1);
+            segments.push(create_segment(fs.as_ref(), &log_dir, seq)?);
         }
         let active = {
             let last = segments.last().expect("at least one segment");

@@ -27,6 +27,8 @@ pub struct ScannedSegment {
     pub commit_markers: usize,
     /// Entries whose body is sealed (encryption at rest).
     pub sealed_entries: usize,
+    /// Entries with a plain body that carries commands or membership.
+    pub plain_entries: usize,
 }
 
 /// Damage at the end of the last segment that no intact record follows:
@@ -97,6 +99,7 @@ pub fn read_log(
             entries: Vec::new(),
             commit_markers: 0,
             sealed_entries: scanned.sealed_entries,
+            plain_entries: scanned.plain_entries,
         };
         for (offset, record) in scanned.records {
             match record {

@@ -195,6 +195,16 @@ pub fn is_sealed_entry(payload: &[u8]) -> bool {
     payload.first() == Some(&KIND_ENTRY) && payload.get(SEALED_AAD_LEN - 1) == Some(&BODY_SEALED)
 }
 
+/// Whether a record payload is an entry with a plain body that carries
+/// something (commands or membership; a blank entry carries nothing).
+pub fn is_plain_entry(payload: &[u8]) -> bool {
+    payload.first() == Some(&KIND_ENTRY)
+        && matches!(
+            payload.get(SEALED_AAD_LEN - 1),
+            Some(&BODY_COMMAND | &BODY_MEMBERSHIP)
+        )
+}
+
 /// The result of reading one segment file at start-up.
 #[derive(Debug)]
 pub struct Scanned {
@@ -208,6 +218,8 @@ pub struct Scanned {
     pub torn: Option<String>,
     /// How many of the entries are sealed (encryption at rest).
     pub sealed_entries: usize,
+    /// How many carry a plain body (commands or membership).
+    pub plain_entries: usize,
 }
 
 /// Reads the records of segment `seq` from its bytes. In the last segment, a
@@ -232,6 +244,7 @@ pub fn scan(
         valid_len: 0,
         torn: None,
         sealed_entries: 0,
+        plain_entries: 0,
     };
     if bytes.len() < MAGIC.len() {
         // Only a crash while a segment was being created leaves this.
@@ -251,6 +264,7 @@ pub fn scan(
             Decoded::Record { payload, next } => {
                 let rec = decode(payload, key).map_err(|reason| corrupt(offset, reason))?;
                 scanned.sealed_entries += usize::from(is_sealed_entry(payload));
+                scanned.plain_entries += usize::from(is_plain_entry(payload));
                 scanned.records.push((offset as u64, rec));
                 offset = next;
                 continue;
