@@ -36,8 +36,10 @@ pub const PROTOCOL_HEADER: &str = "x-tacos-cluster-protocol";
 /// publish's `expect` and their `ApplyError`s; 4, the gray model
 /// (`PublishGray`, `StopGray`, `PromoteGray`, the gray `ApplyError`s, and
 /// the beta errors gone); 5, `RehashPassword` and
-/// `ApplyError::PasswordHashChanged` (migrated BCrypt passwords).
-pub const PROTOCOL_VERSION: &str = "5";
+/// `ApplyError::PasswordHashChanged` (migrated BCrypt passwords); 6, the
+/// `encrypted_data_key` of `PublishConfig` and `PublishGray` (a node of 5
+/// would drop it).
+pub const PROTOCOL_VERSION: &str = "6";
 
 /// Largest frame accepted: a snapshot chunk or an entry batch with headroom.
 pub const MAX_FRAME: usize = 96 * 1024 * 1024;

@@ -29,7 +29,7 @@ pub use tacos_core::{
     canonical_namespace, shown_namespace, ApplyError, ConfigKey, Response, PUBLIC_NAMESPACE,
 };
 pub use types::{
-    tag_gray_name, ClientLabels, Config, Gray, GrayRule, HistoryRow, Namespace, OpType, BETA_GRAY,
+    data_key_of, data_key_text, tag_gray_name, ClientLabels, Config, Gray, GrayRule, HistoryRow, Namespace, OpType, BETA_GRAY,
     BETA_PRIORITY, GRAY_RULE_VERSION, TAG_PRIORITY,
 };
 
@@ -278,6 +278,7 @@ impl State {
             // Runs of writes by one user from one place: one string each.
             src_user: audit::share(old.as_ref().map(|o| &o.src_user), &origin.src_user),
             src_ip: audit::share(old.as_ref().map(|o| &o.src_ip), &origin.src_ip),
+            encrypted_data_key: data_key_of(&p.encrypted_data_key),
         };
         // Nacos keeps the new content for an insert and the replaced
         // content for an update.
@@ -285,10 +286,11 @@ impl State {
             Some(old) => (OpType::Update, old.as_ref()),
             None => (OpType::Insert, &config),
         };
-        let (content, md5, app_name) = (
+        let (content, md5, app_name, encrypted_data_key) = (
             recorded.content.clone(),
             recorded.md5.clone(),
             recorded.app_name.clone(),
+            recorded.encrypted_data_key.clone(),
         );
         let (src_user, src_ip) = (config.src_user.clone(), config.src_ip.clone());
         if new_namespace {
@@ -311,6 +313,7 @@ impl State {
             gray_name: String::new(),
             src_user,
             src_ip,
+            encrypted_data_key,
         };
         self.record_history(&key, row, origin.time_ms, p.history_limit);
         changed.push(key);
@@ -360,6 +363,7 @@ impl State {
             gray_name: String::new(),
             src_user: origin.src_user.as_str().into(),
             src_ip: origin.src_ip.as_str().into(),
+            encrypted_data_key: old.encrypted_data_key.clone(),
         };
         self.record_history(&key, row, origin.time_ms, r.history_limit);
         changed.push(key);
@@ -375,6 +379,7 @@ impl State {
             gray_name,
             src_user,
             src_ip,
+            encrypted_data_key,
         } = new;
         self.next_history_id += 1;
         let id = self.next_history_id;
@@ -392,6 +397,7 @@ impl State {
             created_time: time_ms,
             last_modified_time: time_ms,
             gray_name,
+            encrypted_data_key,
         };
         let drop = (rows.len() + 1).saturating_sub(limit.max(1) as usize);
         let dropped: Vec<u64> = rows.iter().take(drop).map(|r| r.id).collect();
@@ -456,6 +462,7 @@ impl State {
             src_ip: origin.src_ip.as_str().into(),
             create_time: origin.time_ms,
             modify_time: origin.time_ms,
+            encrypted_data_key: None,
         };
         self.put_gray(&key, gray);
         changed.push(key);
@@ -492,6 +499,7 @@ impl State {
             return Err(ApplyError::GrayReplaced(BETA_GRAY.to_string()));
         }
         let mut publish = self.republish(&key, &beta.content, &beta.md5, "");
+        publish.encrypted_data_key = data_key_text(&beta.encrypted_data_key).to_string();
         publish.origin = p.origin.clone();
         publish.cas_md5 = p.cas_md5.clone();
         publish.history_limit = p.history_limit;
@@ -539,6 +547,7 @@ impl State {
             src_ip: origin.src_ip.as_str().into(),
             create_time: old.as_ref().map_or(origin.time_ms, |g| g.create_time),
             modify_time: origin.time_ms,
+            encrypted_data_key: data_key_of(&p.encrypted_data_key),
         };
         let row = match &old {
             Some(old) => NewRow {
@@ -549,6 +558,7 @@ impl State {
                 gray_name: p.name.clone(),
                 src_user: gray.src_user.clone(),
                 src_ip: gray.src_ip.clone(),
+                encrypted_data_key: old.encrypted_data_key.clone(),
             },
             None => NewRow {
                 op: OpType::Insert,
@@ -558,6 +568,7 @@ impl State {
                 gray_name: p.name.clone(),
                 src_user: gray.src_user.clone(),
                 src_ip: gray.src_ip.clone(),
+                encrypted_data_key: gray.encrypted_data_key.clone(),
             },
         };
         self.put_gray(&key, gray);
@@ -585,6 +596,7 @@ impl State {
             gray_name: s.name.clone(),
             src_user: origin.src_user.as_str().into(),
             src_ip: origin.src_ip.as_str().into(),
+            encrypted_data_key: old.encrypted_data_key.clone(),
         };
         self.record_history(&key, row, origin.time_ms, s.history_limit);
         changed.push(key);
@@ -609,6 +621,7 @@ impl State {
             return Err(ApplyError::GrayReplaced(p.name.clone()));
         }
         let mut publish = self.republish(&key, &gray.content, &gray.md5, &gray.app_name);
+        publish.encrypted_data_key = data_key_text(&gray.encrypted_data_key).to_string();
         publish.origin = p.origin.clone();
         publish.cas_md5 = p.cas_md5.clone();
         publish.history_limit = p.history_limit;
@@ -688,6 +701,7 @@ struct NewRow {
     gray_name: String,
     src_user: Arc<str>,
     src_ip: Arc<str>,
+    encrypted_data_key: Option<Arc<str>>,
 }
 
 #[cfg(test)]
