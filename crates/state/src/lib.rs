@@ -29,8 +29,8 @@ pub use tacos_core::{
     canonical_namespace, shown_namespace, ApplyError, ConfigKey, Response, PUBLIC_NAMESPACE,
 };
 pub use types::{
-    data_key_of, data_key_text, tag_gray_name, ClientLabels, Config, Gray, GrayRule, HistoryRow, Namespace, OpType, BETA_GRAY,
-    BETA_PRIORITY, GRAY_RULE_VERSION, TAG_PRIORITY,
+    data_key_of, data_key_text, tag_gray_name, ClientLabels, Config, Gray, GrayRule, HistoryRow,
+    Namespace, OpType, BETA_GRAY, BETA_PRIORITY, GRAY_RULE_VERSION, TAG_PRIORITY,
 };
 
 use tacos_core::command as pb;

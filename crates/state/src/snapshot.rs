@@ -11,8 +11,8 @@ use std::sync::Arc;
 use prost::Message;
 
 use super::{
-    data_key_of, data_key_text, Access, AuthKey, Config, ConfigKey, Gray, GrayRule, HistoryRow, Namespace, OpType, Role, State,
-    User, BETA_GRAY, BETA_PRIORITY,
+    data_key_of, data_key_text, Access, AuthKey, Config, ConfigKey, Gray, GrayRule, HistoryRow,
+    Namespace, OpType, Role, State, User, BETA_GRAY, BETA_PRIORITY,
 };
 use tacos_core::snapshot as pb;
 
@@ -345,7 +345,9 @@ impl State {
                     _ => (r.content.into(), r.md5.into()),
                 };
                 let encrypted_data_key = match (config, previous) {
-                    (Some(c), _) if data_key_text(&c.encrypted_data_key) == r.encrypted_data_key => {
+                    (Some(c), _)
+                        if data_key_text(&c.encrypted_data_key) == r.encrypted_data_key =>
+                    {
                         c.encrypted_data_key.clone()
                     }
                     _ => data_key_of(&r.encrypted_data_key),

@@ -942,7 +942,10 @@ fn the_encrypted_data_key_stays_with_its_version() {
     let k = ConfigKey::from(&key("", "cipher-aes-db"));
     apply(&mut s, with_key("c1", "key-1", 1));
     apply(&mut s, with_key("c2", "key-2", 2));
-    assert_eq!(data_key_text(&s.config(&k).unwrap().encrypted_data_key), "key-2");
+    assert_eq!(
+        data_key_text(&s.config(&k).unwrap().encrypted_data_key),
+        "key-2"
+    );
     let rows = s.history(&k);
     // An insert records the new version, an update the replaced one.
     let keys: Vec<&str> = rows.map(|r| data_key_text(&r.encrypted_data_key)).collect();
@@ -967,14 +970,20 @@ fn the_encrypted_data_key_stays_with_its_version() {
         ..Default::default()
     }));
     apply(&mut s, gray);
-    assert_eq!(data_key_text(&s.gray(&k, "beta").unwrap().encrypted_data_key), "gray-key");
+    assert_eq!(
+        data_key_text(&s.gray(&k, "beta").unwrap().encrypted_data_key),
+        "gray-key"
+    );
 
     let mut loaded = State::default();
     for record in s.snapshot_records() {
         loaded.load_snapshot_record(&record).unwrap();
     }
     assert_eq!(loaded.digest(), s.digest());
-    assert_eq!(data_key_text(&loaded.gray(&k, "beta").unwrap().encrypted_data_key), "gray-key");
+    assert_eq!(
+        data_key_text(&loaded.gray(&k, "beta").unwrap().encrypted_data_key),
+        "gray-key"
+    );
     let keys: Vec<String> = loaded
         .history(&k)
         .map(|r| data_key_text(&r.encrypted_data_key).to_string())
@@ -990,5 +999,8 @@ fn the_encrypted_data_key_stays_with_its_version() {
     }));
     let (response, _) = apply(&mut s, promote);
     assert_eq!(response, Response::Done);
-    assert_eq!(data_key_text(&s.config(&k).unwrap().encrypted_data_key), "gray-key");
+    assert_eq!(
+        data_key_text(&s.config(&k).unwrap().encrypted_data_key),
+        "gray-key"
+    );
 }
