@@ -11,6 +11,8 @@
 //! * `tacos restore --from FILE` ([`restore`]): turns a backup into a fresh
 //!   data dir for this node (`--data-dir`, `--node-id`, its addresses), a
 //!   one-voter cluster that other nodes can then `--join`.
+//! * `tacos rekey --new-key-file NEW` ([`rekey`]): rotates the key that
+//!   wraps an encrypted data dir's data key (docs/security.md).
 //!
 //! * `tacos routes [--json]` ([`routes`]): every HTTP route and what it
 //!   needs.
