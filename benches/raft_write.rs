@@ -35,7 +35,7 @@ async fn main() {
     let data_dir = dir.path().to_string_lossy().to_string();
     let settings = tacos::settings::Settings::parse_from(["tacos", "--data-dir", &data_dir]);
     let node = Arc::new(
-        tacos_raft::Node::start(settings.node_options(), Arc::new(|_| {}))
+        tacos_raft::Node::start(settings.node_options().expect("settings"), Arc::new(|_| {}))
             .await
             .expect("node starts"),
     );

@@ -91,7 +91,7 @@ pub fn run(settings: Settings) -> anyhow::Result<()> {
                 cluster_addr.0, cluster_addr.1
             )
         })?;
-    let node = Arc::new(raft_runtime.block_on(Node::start(settings.node_options(), sink))?);
+    let node = Arc::new(raft_runtime.block_on(Node::start(settings.node_options()?, sink))?);
     raft_runtime.block_on(async {
         node.exit_on_fatal();
         tacos_raft::cluster_server::serve(

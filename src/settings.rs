@@ -375,6 +375,19 @@ pub struct Settings {
     #[arg(long, global = true, env = "TACOS_SEGMENT_SIZE", default_value_t = 64 * 1024 * 1024)]
     pub segment_size: u64,
 
+    /// Encrypt the data dir at rest: the file holding the key-encryption key
+    /// (32 bytes as 64 hex digits, base64, or raw; make one with `openssl
+    /// rand -hex 32`). The log, snapshots and backups are then written
+    /// encrypted; a data dir once encrypted refuses to start without it.
+    /// Give every node of a cluster the same key (docs/security.md).
+    #[arg(
+        long,
+        global = true,
+        env = "TACOS_ENCRYPTION_KEY_FILE",
+        value_name = "FILE"
+    )]
+    pub encryption_key_file: Option<PathBuf>,
+
     /// History rows kept per config (older rows are dropped).
     #[arg(
         long,
@@ -803,12 +816,25 @@ impl Settings {
 
     /// The address clients use for HTTP.
     /// What the raft layer needs of these settings to start a node.
-    pub fn node_options(&self) -> tacos_raft::NodeOptions {
+    /// The key-encryption key of `--encryption-key-file`, read now (never
+    /// kept beyond the process).
+    pub fn kek(&self) -> anyhow::Result<Option<std::sync::Arc<tacos_store::Kek>>> {
+        self.encryption_key_file
+            .as_deref()
+            .map(|path| {
+                tacos_store::Kek::load(path)
+                    .map(std::sync::Arc::new)
+                    .map_err(|e| anyhow::anyhow!("--encryption-key-file: {e}"))
+            })
+            .transpose()
+    }
+
+    pub fn node_options(&self) -> anyhow::Result<tacos_raft::NodeOptions> {
         #[cfg(feature = "fault-injection")]
         let fs = tacos_store::failpoint_fs::from_env();
         #[cfg(not(feature = "fault-injection"))]
         let fs: std::sync::Arc<dyn tacos_store::Fs> = std::sync::Arc::new(tacos_store::StdFs);
-        tacos_raft::NodeOptions {
+        Ok(tacos_raft::NodeOptions {
             node_id: self.node_id,
             data_dir: self.data_dir.clone(),
             fs,
@@ -828,10 +854,11 @@ impl Settings {
             },
             init: self.init,
             segment_size: self.segment_size,
+            kek: self.kek()?,
             snapshot_entries: self.snapshot_entries,
             snapshot_log_bytes: self.snapshot_log_bytes,
             audit_limit: self.audit_limit,
-        }
+        })
     }
 
     pub fn http_addr(&self) -> String {

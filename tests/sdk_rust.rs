@@ -1,6 +1,9 @@
 //! The official Rust client (crates.io `nacos-sdk`, gRPC) against the real
 //! binary: get, publish, CAS, remove, listeners woken by HTTP writes and by
-//! writes on another cluster node, and a listener that survives a restart.
+//! writes on another cluster node, and a listener that survives a restart;
+//! and the SDK's encryption plugin (dataIds `cipher-{alg}-...`): what it
+//! encrypts is stored and served as ciphertext with its `encryptedDataKey`,
+//! and the SDK decrypts it on get and on a change.
 
 mod common;
 
@@ -524,5 +527,145 @@ async fn sdk_clients_of_a_node_over_its_connection_target_spread_and_keep_listen
     for (k, (_, rx)) in clients.iter_mut().enumerate() {
         eprintln!("client {k}");
         expect_notified(rx, "v2").await;
+    }
+}
+
+/// A stand-in for an encryption plugin (the SDK's `EncryptionPlugin`; Nacos'
+/// own is the Java AES one): content XORed with a random per-publish key,
+/// as hex; the key "encrypted" by XOR with a fixed byte. What matters here is
+/// the server's part: it must store and return the ciphertext and the key.
+struct XorPlugin;
+
+fn xor_hex(key: &[u8], data: &[u8]) -> String {
+    data.iter()
+        .zip(key.iter().cycle())
+        .map(|(d, k)| format!("{:02x}", d ^ k))
+        .collect()
+}
+
+fn unhex(text: &str) -> Vec<u8> {
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).expect("hex"))
+        .collect()
+}
+
+#[async_trait::async_trait]
+impl nacos_sdk::api::plugin::EncryptionPlugin for XorPlugin {
+    async fn encrypt(&self, secret_key: &str, content: &str) -> String {
+        xor_hex(&unhex(secret_key), content.as_bytes())
+    }
+    async fn decrypt(&self, secret_key: &str, content: &str) -> String {
+        String::from_utf8(unhex(&xor_hex(&unhex(secret_key), &unhex(content)))).expect("UTF-8")
+    }
+    async fn generate_secret_key(&self) -> String {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        format!("{:032x}", nanos.wrapping_mul(0x9e37_79b9_7f4a_7c15))
+    }
+    fn algorithm_name(&self) -> String {
+        "xor".into()
+    }
+    async fn encrypt_secret_key(&self, secret_key: &str) -> String {
+        xor_hex(&[0x5a], &unhex(secret_key))
+    }
+    async fn decrypt_secret_key(&self, secret_key: &str) -> String {
+        xor_hex(&[0x5a], &unhex(secret_key))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sdk_with_an_encryption_plugin_round_trips_through_the_server() {
+    let tmp = temp_dir();
+    let grpc = free_port();
+    let grpc_arg = grpc.to_string();
+    let server = Server::start_with_args(&tmp, &["--grpc-port", &grpc_arg]).await;
+    let http = server.port();
+    let cache = temp_dir();
+    let sdk = tokio::time::timeout(
+        Duration::from_secs(30),
+        ConfigServiceBuilder::new(props(http, grpc, cache.path()))
+            .with_encryption_plugins(vec![Box::new(XorPlugin)])
+            .build(),
+    )
+    .await
+    .expect("the SDK connects within 30 s")
+    .expect("building the config service");
+    let data_id = "cipher-xor-db.properties";
+    let secret = "password=hunter2";
+    assert!(sdk
+        .publish_config(data_id.into(), GROUP.into(), secret.into(), None)
+        .await
+        .expect("publish over gRPC"));
+    let got = sdk
+        .get_config(data_id.into(), GROUP.into())
+        .await
+        .expect("get");
+    assert_eq!(got.content(), secret, "the SDK decrypts what it encrypted");
+
+    // The server holds ciphertext and the key the SDK sent: HTTP readers get
+    // both, the key in Nacos' Encrypted-Data-Key header.
+    let (status, stored, headers) = server.api().get(data_id, GROUP, "").await;
+    assert_eq!(status, 200);
+    assert_ne!(stored, secret);
+    let data_key = common::header_str(&headers, "encrypted-data-key").to_string();
+    assert_eq!(data_key.len(), 32, "{headers:?}");
+    let key = unhex(&xor_hex(&[0x5a], &unhex(&data_key)));
+    assert_eq!(
+        String::from_utf8(unhex(&xor_hex(&key, &unhex(&stored)))).unwrap(),
+        secret
+    );
+    let detail: serde_json::Value = server
+        .api()
+        .client()
+        .get(server.api().url("/nacos/v1/cs/configs"))
+        .query(&[("dataId", data_id), ("group", GROUP), ("show", "all")])
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(detail["encryptedDataKey"], data_key.as_str());
+
+    // A change pushed to a listener arrives decrypted, with its new key.
+    let mut notified = listen(&sdk, http, data_id).await;
+    assert!(sdk
+        .publish_config(data_id.into(), GROUP.into(), "password=2".into(), None)
+        .await
+        .expect("publish over gRPC"));
+    expect_notified_content(&mut notified, "password=2").await;
+    // History keeps each version's key: the insert row holds the first one.
+    let history = server.api().history(data_id, GROUP, "", 1, 10).await;
+    let first = history.page_items.last().expect("a history row");
+    assert_eq!(first.content, stored);
+    let row: serde_json::Value = server
+        .api()
+        .client()
+        .get(server.api().url("/nacos/v1/cs/history"))
+        .query(&[("dataId", data_id), ("group", GROUP), ("nid", &first.id)])
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(row["encryptedDataKey"], data_key.as_str(), "{row}");
+}
+
+/// Waits for a notification whose (decrypted) content is `content`; the md5
+/// the SDK reports is the stored ciphertext's, so it is not checked here.
+async fn expect_notified_content(rx: &mut mpsc::UnboundedReceiver<ConfigResponse>, content: &str) {
+    let deadline = tokio::time::Instant::now() + NOTIFY_TIMEOUT;
+    loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        match tokio::time::timeout(left, rx.recv()).await {
+            Ok(Some(config)) if config.content() == content => return,
+            Ok(Some(_)) => continue,
+            Ok(None) => panic!("the listener channel closed"),
+            Err(_) => panic!("no notification with {content:?} within {NOTIFY_TIMEOUT:?}"),
+        }
     }
 }

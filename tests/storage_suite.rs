@@ -23,7 +23,7 @@ impl StoreBuilder<TypeConfig, RaftLog, StateMachine, TempDir> for Builder {
         let fs = Arc::new(StdFs);
         let (log, _) = LogStore::open(fs.clone(), dir.path(), LogOptions::default())
             .map_err(|e| StorageIOError::write_logs(&e))?;
-        let sm = StateMachine::open(fs, dir.path())
+        let sm = StateMachine::open(fs, dir.path(), None)
             .map_err(|e| StorageIOError::read_snapshot(None, &e))?;
         Ok((dir, RaftLog::new(log), sm))
     }
@@ -64,7 +64,7 @@ fn content(state: &State, data_id: &str) -> Option<String> {
 async fn snapshots_are_point_in_time_and_reload_on_open() {
     let dir = tempfile::tempdir().unwrap();
     let fs = Arc::new(StdFs);
-    let mut sm = StateMachine::open(fs.clone(), dir.path()).unwrap();
+    let mut sm = StateMachine::open(fs.clone(), dir.path(), None).unwrap();
     sm.apply([put(1, "a", "1"), put(2, "b", "2")])
         .await
         .unwrap();
@@ -79,7 +79,7 @@ async fn snapshots_are_point_in_time_and_reload_on_open() {
     assert_eq!(content(&sm.state().load(), "a").as_deref(), Some("changed"));
     drop(sm);
 
-    let sm = StateMachine::open(fs, dir.path()).unwrap();
+    let sm = StateMachine::open(fs, dir.path(), None).unwrap();
     let state = sm.state().load_full();
     assert_eq!(state.last_applied.map(|l| l.index), Some(2));
     assert_eq!(content(&state, "a").as_deref(), Some("1"));

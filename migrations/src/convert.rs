@@ -372,6 +372,7 @@ impl Converter<'_> {
                 modify_time: config.last_time_ms,
                 src_user: config.src_user.clone(),
                 src_ip: config.src_ip.clone(),
+                encrypted_data_key: config.encrypted_data_key.clone(),
             }));
             // In the order the state keeps a config's grays.
             let mut grays: Vec<&source::Gray> = config.grays.iter().collect();
@@ -397,6 +398,7 @@ impl Converter<'_> {
                     src_ip: gray.src_ip.clone(),
                     create_time: gray.create_time_ms,
                     modify_time: gray.modify_time_ms,
+                    encrypted_data_key: gray.encrypted_data_key.clone(),
                 }));
             }
             let mut last_id = 0;
@@ -420,6 +422,7 @@ impl Converter<'_> {
                         // Every row is formal (gray history is not carried).
                         publish_type: String::new(),
                         gray_name: String::new(),
+                        encrypted_data_key: row.encrypted_data_key.clone(),
                     }));
                 last_id = id;
                 max_history_id = max_history_id.max(id);
@@ -465,6 +468,7 @@ impl Converter<'_> {
                         last_id,
                         publish_type: String::new(),
                         gray_name: String::new(),
+                        encrypted_data_key: row.encrypted_data_key.clone(),
                     }));
                 last_id = *id;
                 max_history_id = max_history_id.max(*id);
@@ -1241,6 +1245,7 @@ mod tests {
             tags: Vec::new(),
             src_user: String::new(),
             src_ip: String::new(),
+            encrypted_data_key: String::new(),
         }
     }
 
@@ -1253,6 +1258,7 @@ mod tests {
             op: None,
             app_name: String::new(),
             src_ip: String::new(),
+            encrypted_data_key: String::new(),
         }
     }
 
@@ -1682,6 +1688,7 @@ mod tests {
                 src_ip: "10.0.0.9".into(),
                 create_time_ms: 10,
                 modify_time_ms: 20,
+                encrypted_data_key: String::new(),
             });
         }
         let rows = source.history.get_mut(&key).unwrap();

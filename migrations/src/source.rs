@@ -127,6 +127,9 @@ pub struct Config {
     /// Who wrote the current version and from where; empty when unknown.
     pub src_user: String,
     pub src_ip: String,
+    /// Java Nacos' `encrypted_data_key`: the key a client's encryption plugin
+    /// encrypted `content` with (itself encrypted); carried as it is. Empty: none.
+    pub encrypted_data_key: String,
 }
 
 impl Config {
@@ -159,6 +162,8 @@ pub struct Gray {
     pub create_time_ms: i64,
     /// ms since the Unix epoch.
     pub modify_time_ms: i64,
+    /// As [`Config::encrypted_data_key`].
+    pub encrypted_data_key: String,
 }
 
 /// One history row of a config.
@@ -180,6 +185,8 @@ pub struct HistoryRow {
     pub app_name: String,
     /// Where it was written from; empty when unknown.
     pub src_ip: String,
+    /// As [`Config::encrypted_data_key`], of this version.
+    pub encrypted_data_key: String,
 }
 
 /// A password in the form the source keeps it. `Debug` never shows it.

@@ -263,7 +263,8 @@ pub fn write(converted: &Converted, target: &Target) -> Result<Written, WriteErr
         .into_iter()
         .find(|p| !aside_before.contains(p));
 
-    let check = tacos::ops::inspect::inspect(dir).map_err(|e| WriteError::ReadBack {
+    // The migrated dir is plain (tacos-migrate takes no encryption key).
+    let check = tacos::ops::inspect::inspect(dir, None).map_err(|e| WriteError::ReadBack {
         target: dir.clone(),
         reason: format!("{e:#}"),
     })?;

@@ -57,7 +57,7 @@ fn migrated_fixture_serves_every_config_history_namespace_and_user() {
     let mut beside_sorted = beside.clone();
     beside_sorted.sort();
     assert_eq!(beside_sorted, ["nacos_db", "tacos_data"], "{beside:?}");
-    let inspected = tacos::ops::inspect::inspect(&target).expect("inspect the migrated dir");
+    let inspected = tacos::ops::inspect::inspect(&target, None).expect("inspect the migrated dir");
     assert_eq!(inspected.summary.configs, 30);
     assert_eq!(inspected.summary.history_rows, 42);
 
@@ -383,7 +383,7 @@ fn non_empty_target_is_refused_without_force_and_moved_aside_with_it() {
         "{report}"
     );
     assert!(!target.join("precious.txt").exists());
-    let inspected = tacos::ops::inspect::inspect(&target).expect("a tacos data dir");
+    let inspected = tacos::ops::inspect::inspect(&target, None).expect("a tacos data dir");
     assert_eq!(inspected.summary.configs, 30);
 }
 

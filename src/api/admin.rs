@@ -296,7 +296,8 @@ async fn backup(app: web::Data<AppState>, req: HttpRequest, body: web::Bytes) ->
     }
     let state = app.node.state();
     let node_id = app.node.id;
-    match web::block(move || crate::ops::backup::encode(&state)).await {
+    let kek = app.node.kek();
+    match web::block(move || crate::ops::backup::encode(&state, kek.as_deref())).await {
         Ok(backup) => {
             let applied = backup.applied.map_or(0, |l| l.index);
             HttpResponse::Ok()

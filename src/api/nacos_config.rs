@@ -88,6 +88,7 @@ pub fn publish_request(
         expect: Expect::Any,
         tag: params.str("tag").to_string(),
         beta_ips: comma_list(&beta_ips.unwrap_or_default()),
+        encrypted_data_key: params.str("encryptedDataKey").to_string(),
     })
 }
 

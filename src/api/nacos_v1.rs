@@ -159,6 +159,11 @@ async fn get_config(
         .insert_header(("Config-Type", config_type))
         .insert_header(("Content-MD5", served.md5()))
         .insert_header(("Last-Modified", http_date(served.modify_time())));
+    // Nacos' ConfigServletInner: the key a client's encryption plugin
+    // needs to decrypt the content (sent here only when there is one).
+    if !served.encrypted_data_key().is_empty() {
+        answer.insert_header(("Encrypted-Data-Key", served.encrypted_data_key()));
+    }
     // Which gray answered, as Nacos' ConfigServletInner says it.
     match served.gray().map(|g| &g.rule) {
         Some(GrayRule::Beta { .. }) => {

@@ -11,7 +11,7 @@ use serde::Serialize;
 use tacos_app::service::ServiceError;
 use tacos_core::validate::InvalidInput;
 use tacos_raft::rpc::RouteError;
-use tacos_state::{ApplyError, Config, ConfigKey, Gray, HistoryRow};
+use tacos_state::{data_key_text, ApplyError, Config, ConfigKey, Gray, HistoryRow};
 
 /// A Nacos v1 error: plain text `caused: <message>;`.
 pub fn v1_error(status: StatusCode, message: impl Display) -> HttpResponse {
@@ -186,6 +186,8 @@ pub struct ConfigDetail {
     pub create_ip: String,
     pub desc: String,
     pub config_tags: String,
+    /// Nacos' `encryptedDataKey` ("" for a plain config).
+    pub encrypted_data_key: String,
 }
 
 impl ConfigDetail {
@@ -205,6 +207,7 @@ impl ConfigDetail {
             create_ip: c.src_ip.to_string(),
             desc: c.desc.clone(),
             config_tags: c.tags.clone(),
+            encrypted_data_key: data_key_text(&c.encrypted_data_key).to_string(),
         }
     }
 }
@@ -237,7 +240,7 @@ impl BetaInfo {
             group: key.group.clone(),
             content: beta.content.to_string(),
             md5: beta.md5.to_string(),
-            encrypted_data_key: String::new(),
+            encrypted_data_key: data_key_text(&beta.encrypted_data_key).to_string(),
             tenant: key.namespace.clone(),
             app_name: config.map_or_else(String::new, |c| c.app_name.clone()),
             config_type: config.map_or_else(|| "text".into(), |c| c.config_type.clone()),
@@ -278,6 +281,9 @@ pub struct HistoryItem {
     pub ext_info: Option<String>,
     pub created_time: String,
     pub last_modified_time: String,
+    /// The version's `encryptedDataKey` ("" for none), as Nacos'
+    /// `ConfigHistoryInfo`.
+    pub encrypted_data_key: String,
 }
 
 impl HistoryItem {
@@ -303,6 +309,7 @@ impl HistoryItem {
             ext_info: None,
             created_time: iso_time(row.created_time),
             last_modified_time: iso_time(row.last_modified_time),
+            encrypted_data_key: data_key_text(&row.encrypted_data_key).to_string(),
         }
     }
 }

@@ -82,7 +82,7 @@ pub fn query(
         content: served.content(),
         content_type,
         md5: served.md5(),
-        encrypted_data_key: "",
+        encrypted_data_key: served.encrypted_data_key(),
         last_modified: served.modify_time(),
         beta: matches!(rule, Some(GrayRule::Beta { .. })),
         tag: match rule {
@@ -165,6 +165,8 @@ pub async fn publish(
         expect: Expect::Any,
         tag: extra("tag"),
         beta_ips: comma_list(&extra("betaIps")),
+        // Nacos' ConfigPublishRequestHandler reads it from the additionMap.
+        encrypted_data_key: extra("encryptedDataKey"),
     };
     let caller = principal.caller(&extra("src_user"), client_ip.to_string());
     match app.service.publish(request, &caller).await {

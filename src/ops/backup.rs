@@ -5,6 +5,11 @@
 //! at its applied index, the same bytes it would write as a snapshot or
 //! send to a lagging follower. The state is a point-in-time `Arc`, so the
 //! file is consistent however many writes go on meanwhile.
+//!
+//! With encryption at rest on, the node seals the file before it leaves
+//! (`tacos_store::crypt::seal_file`) with a fresh data key wrapped by its
+//! key-encryption key, so a backup is never plain where the data dir is
+//! not, and it restores on any node given that key.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -14,7 +19,7 @@ use anyhow::{anyhow, bail, Context};
 use super::{decode_snapshot, show_log_id, write_file_durably, MembershipView, Summary};
 use tacos_core::types::{LogId, SnapshotMeta};
 use tacos_state::State;
-use tacos_store::snapshot;
+use tacos_store::{crypt, snapshot, DataKey, Kek};
 
 /// The response header with the backup's `State::digest()`.
 pub const DIGEST_HEADER: &str = "X-Tacos-Digest";
@@ -33,9 +38,10 @@ pub struct Backup {
 }
 
 /// Encodes `state` as a snapshot file, with the metadata the snapshot
-/// builder gives it (applied log id and membership). Takes time and memory
-/// in proportion to the state: call it off the request threads.
-pub fn encode(state: &State) -> Backup {
+/// builder gives it (applied log id and membership), sealed when `kek` is
+/// given. Takes time and memory in proportion to the state: call it off
+/// the request threads.
+pub fn encode(state: &State, kek: Option<&Kek>) -> Backup {
     let applied = state.last_applied;
     let meta = SnapshotMeta {
         last_log_id: applied,
@@ -46,8 +52,13 @@ pub fn encode(state: &State) -> Backup {
             applied.map_or(0, |id| id.index),
         ),
     };
+    let bytes = snapshot::encode(&meta, state.snapshot_records());
+    let bytes = match kek {
+        Some(kek) => crypt::seal_file(&DataKey::generate(), Some(kek), &bytes),
+        None => bytes,
+    };
     Backup {
-        bytes: snapshot::encode(&meta, state.snapshot_records()),
+        bytes,
         digest: state.digest(),
         applied,
     }
@@ -99,8 +110,19 @@ pub fn backup_url(node: &str, linearizable: bool) -> String {
     format!("{base}{ROUTE}{query}")
 }
 
-/// Downloads, verifies and writes a backup, then prints what it holds.
-pub fn run(args: &BackupArgs) -> anyhow::Result<()> {
+/// The plain snapshot file in a backup: opened with `kek` when the backup
+/// is encrypted, a clear error when it is and no key is given.
+pub fn open(bytes: &[u8], kek: Option<&Kek>) -> anyhow::Result<Vec<u8>> {
+    if !crypt::is_sealed_file(bytes) {
+        return Ok(bytes.to_vec());
+    }
+    crypt::open_file(bytes, None, kek).map_err(|reason| anyhow!("the backup {reason}"))
+}
+
+/// Downloads, verifies and writes a backup, then prints what it holds. An
+/// encrypted backup is written as it came, after it was opened (with
+/// `--encryption-key-file`) to verify it.
+pub fn run(args: &BackupArgs, kek: Option<&Kek>) -> anyhow::Result<()> {
     let url = backup_url(&args.node, args.linearizable);
     // Straight to the node: a proxy configured for the outside world (the
     // http_proxy variables) has no business between an operator and a node.
@@ -132,7 +154,8 @@ pub fn run(args: &BackupArgs) -> anyhow::Result<()> {
     let bytes = response
         .bytes()
         .with_context(|| format!("reading the backup from {url}"))?;
-    let (meta, state) = decode_snapshot(&bytes)
+    let plain = open(&bytes, kek).with_context(|| format!("verifying the backup from {url}"))?;
+    let (meta, state) = decode_snapshot(&plain)
         .map_err(|reason| anyhow!("the backup from {url} does not decode: {reason}"))?;
     let summary = Summary::of(&state);
     if summary.digest != sent_digest {

@@ -30,8 +30,8 @@ use tacos_core::types::{Entry, LogId, StoredMembership};
 use tacos_state::State;
 use tacos_store::log::{lock_data_dir, LOG_DIR};
 use tacos_store::scan::read_log;
-use tacos_store::snapshot::{self, SNAPSHOT_DIR};
-use tacos_store::{meta, Fs, StdFs, StoreError};
+use tacos_store::snapshot::{self, Unsealed, SNAPSHOT_DIR};
+use tacos_store::{crypt, meta, DataKey, Fs, Kek, StdFs, StoreError};
 
 /// The metadata file's name (src/store/meta.rs).
 const META_FILE: &str = "meta";
@@ -73,6 +73,8 @@ pub struct Report {
     pub summary: Summary,
     /// Damage at the end of the last segment that a node would cut off.
     pub torn_tail: Option<TornTail>,
+    /// Encryption at rest (absent: the data dir is plain).
+    pub encryption: Option<Encryption>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -107,7 +109,26 @@ pub struct SnapshotView {
     pub id: String,
     pub file: PathBuf,
     pub last_log_id: Option<LogIdView>,
+    /// Plain bytes (after opening a sealed file).
     pub bytes: u64,
+    /// Stored encrypted.
+    pub sealed: bool,
+}
+
+/// Encryption at rest, when the data dir has a keyring.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Encryption {
+    /// The id of the key-encryption key that wraps the data key.
+    pub kek_id: String,
+    pub data_key_id: String,
+    /// Log entries (in the segments) whose body is stored encrypted.
+    pub sealed_entries: usize,
+    /// Log entries with commands or membership stored plain: written before
+    /// encryption was switched on (gone once the log is purged past them).
+    pub plain_entries: usize,
+    /// Whether the snapshot loaded is stored encrypted (none: no snapshot).
+    pub snapshot_sealed: Option<bool>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -134,7 +155,7 @@ pub fn run(args: &InspectArgs, settings: &Settings) -> anyhow::Result<()> {
         .dir
         .clone()
         .unwrap_or_else(|| settings.data_dir.clone());
-    let report = inspect(&dir)?;
+    let report = inspect(&dir, settings.kek()?.as_deref())?;
     if args.json {
         super::print_out(&format!("{}\n", serde_json::to_string_pretty(&report)?))?;
     } else {
@@ -172,8 +193,8 @@ fn explain(dir: &Path, error: StoreError) -> anyhow::Error {
 }
 
 /// Reads a data dir and rebuilds its state; changes nothing but holding
-/// the LOCK while it runs.
-pub fn inspect(dir: &Path) -> anyhow::Result<Report> {
+/// the LOCK while it runs. An encrypted data dir needs its key (`kek`).
+pub fn inspect(dir: &Path, kek: Option<&Kek>) -> anyhow::Result<Report> {
     let fs = StdFs;
     let metadata =
         std::fs::metadata(dir).with_context(|| format!("cannot read {}", dir.display()))?;
@@ -191,9 +212,30 @@ pub fn inspect(dir: &Path) -> anyhow::Result<Report> {
     // is not a data dir.
     let _lock = lock_data_dir(&fs, dir).map_err(|e| explain(dir, e))?;
     let meta = meta::load(&fs, dir).map_err(|e| explain(dir, e))?;
+    // Read-only: unlike a starting node, inspect never makes a keyring.
+    let keyring = crypt::read_keyring(&fs, dir).map_err(|e| explain(dir, e))?;
+    let key =
+        match (&keyring, kek) {
+            (Some(keyring), Some(kek)) => Some(kek.unwrap(&keyring.key).map_err(|reason| {
+                anyhow!("cannot read the encrypted {}: {reason}", dir.display())
+            })?),
+            (Some(keyring), None) => bail!(
+                "{} is encrypted (key id {}): give its key with --encryption-key-file",
+                dir.display(),
+                keyring.key.kek_id
+            ),
+            (None, _) => None,
+        };
 
-    let log = scan_log(&fs, dir, meta.last_purged).map_err(|e| explain(dir, e))?;
-    let (snapshot, damaged_snapshots, mut state) = load_snapshot(&fs, dir)?;
+    let log = scan_log(&fs, dir, meta.last_purged, key.as_ref()).map_err(|e| explain(dir, e))?;
+    let (snapshot, damaged_snapshots, mut state) = load_snapshot(&fs, dir, key.as_ref())?;
+    let encryption = keyring.map(|keyring| Encryption {
+        kek_id: keyring.key.kek_id,
+        data_key_id: keyring.key.dek_id,
+        sealed_entries: log.sealed_entries,
+        plain_entries: log.plain_entries,
+        snapshot_sealed: snapshot.as_ref().map(|s| s.sealed),
+    });
 
     let applied_at_snapshot = state.last_applied;
     if meta.last_purged.map(|p| p.index) > applied_at_snapshot.map(|a| a.index) {
@@ -240,6 +282,7 @@ pub fn inspect(dir: &Path) -> anyhow::Result<Report> {
         membership: MembershipView::from(&state.membership),
         summary: Summary::of(&state),
         torn_tail: log.torn_tail,
+        encryption,
     })
 }
 
@@ -265,6 +308,8 @@ struct ScannedLog {
     segments: Segments,
     /// Entries after the purge point, by index.
     entries: BTreeMap<u64, Entry>,
+    sealed_entries: usize,
+    plain_entries: usize,
     committed: Option<LogId>,
     torn_tail: Option<TornTail>,
 }
@@ -272,8 +317,15 @@ struct ScannedLog {
 /// Reads every segment with the log store's own checks
 /// ([`tacos_store::scan::read_log`]), reporting a torn tail instead of
 /// cutting it off.
-fn scan_log(fs: &dyn Fs, dir: &Path, last_purged: Option<LogId>) -> Result<ScannedLog, StoreError> {
-    let scan = read_log(fs, &dir.join(LOG_DIR), last_purged)?;
+fn scan_log(
+    fs: &dyn Fs,
+    dir: &Path,
+    last_purged: Option<LogId>,
+    key: Option<&DataKey>,
+) -> Result<ScannedLog, StoreError> {
+    let scan = read_log(fs, &dir.join(LOG_DIR), last_purged, key)?;
+    let sealed_entries = scan.segments.iter().map(|s| s.sealed_entries).sum();
+    let plain_entries = scan.segments.iter().map(|s| s.plain_entries).sum();
     let files: Vec<SegmentFile> = scan
         .segments
         .iter()
@@ -291,6 +343,8 @@ fn scan_log(fs: &dyn Fs, dir: &Path, last_purged: Option<LogId>) -> Result<Scann
             files,
         },
         entries: scan.entries,
+        sealed_entries,
+        plain_entries,
         committed: scan.committed,
         torn_tail: scan.torn_tail.map(|t| TornTail {
             file: t.path,
@@ -306,6 +360,7 @@ fn scan_log(fs: &dyn Fs, dir: &Path, last_purged: Option<LogId>) -> Result<Scann
 fn load_snapshot(
     fs: &dyn Fs,
     dir: &Path,
+    key: Option<&DataKey>,
 ) -> anyhow::Result<(Option<SnapshotView>, Vec<DamagedFile>, State)> {
     let snap_dir = dir.join(SNAPSHOT_DIR);
     let mut paths: Vec<PathBuf> = if snap_dir.is_dir() {
@@ -323,6 +378,18 @@ fn load_snapshot(
         let bytes = fs
             .read(&path)
             .with_context(|| format!("cannot read {}", path.display()))?;
+        let sealed = crypt::is_sealed_file(&bytes);
+        let bytes = match snapshot::open_file(bytes, key) {
+            Ok(bytes) => bytes,
+            Err(Unsealed::Damaged(reason)) => {
+                damaged.push(DamagedFile { file: path, reason });
+                continue;
+            }
+            Err(Unsealed::Key(reason)) => bail!(
+                "snapshot {}: {reason} (a node would refuse to start on this data dir)",
+                path.display()
+            ),
+        };
         // The node picks the newest file whose records are whole, then
         // decodes it (see SnapshotFiles::latest and StateMachine::open).
         if let Err(reason) = snapshot::decode(&bytes, |_| Ok::<(), String>(())) {
@@ -343,6 +410,7 @@ fn load_snapshot(
             file: path,
             last_log_id: meta.last_log_id.map(LogIdView::from),
             bytes: bytes.len() as u64,
+            sealed,
         };
         return Ok((Some(view), damaged, state));
     }
@@ -409,6 +477,24 @@ impl Report {
                     s.file.display()
                 ),
                 None => "none".to_string(),
+            },
+        );
+        line(
+            "encryption",
+            match &self.encryption {
+                Some(e) => format!(
+                    "on (key id {}, data key {}): {} log entries encrypted, {} plain (from before), snapshot {}",
+                    e.kek_id,
+                    e.data_key_id,
+                    e.sealed_entries,
+                    e.plain_entries,
+                    match e.snapshot_sealed {
+                        Some(true) => "encrypted",
+                        Some(false) => "plain (from before)",
+                        None => "none",
+                    }
+                ),
+                None => "off".to_string(),
             },
         );
         for damaged in &self.damaged_snapshots {

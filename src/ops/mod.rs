@@ -11,6 +11,8 @@
 //! * `tacos restore --from FILE` ([`restore`]): turns a backup into a fresh
 //!   data dir for this node (`--data-dir`, `--node-id`, its addresses), a
 //!   one-voter cluster that other nodes can then `--join`.
+//! * `tacos rekey --new-key-file NEW` ([`rekey`]): rotates the key that
+//!   wraps an encrypted data dir's data key (docs/security.md).
 //!
 //! * `tacos routes [--json]` ([`routes`]): every HTTP route and what it
 //!   needs.
@@ -19,6 +21,7 @@
 
 pub mod backup;
 pub mod inspect;
+pub mod rekey;
 pub mod restore;
 pub mod routes;
 
@@ -49,6 +52,11 @@ pub enum Command {
     /// List every HTTP route and what it needs (public, open API, login,
     /// admin).
     Routes(routes::RoutesArgs),
+    /// Rotate the key-encryption key of a stopped node's encrypted data dir:
+    /// rewrap its data key from --encryption-key-file (the current key) to
+    /// --new-key-file. The log and snapshots are not rewritten and load as
+    /// before; start the node with the new key afterwards.
+    Rekey(rekey::RekeyArgs),
 }
 
 impl Command {
@@ -59,6 +67,7 @@ impl Command {
             Command::Backup(_) => "backup",
             Command::Restore(_) => "restore",
             Command::Routes(_) => "routes",
+            Command::Rekey(_) => "rekey",
         }
     }
 }
@@ -85,9 +94,10 @@ pub fn is_broken_pipe(error: &anyhow::Error) -> bool {
 pub fn run(command: &Command, settings: &Settings) -> anyhow::Result<()> {
     match command {
         Command::Inspect(args) => inspect::run(args, settings),
-        Command::Backup(args) => backup::run(args),
+        Command::Backup(args) => backup::run(args, settings.kek()?.as_deref()),
         Command::Restore(args) => restore::run(args, settings),
         Command::Routes(args) => routes::run(args),
+        Command::Rekey(args) => rekey::run(args, settings),
     }
 }
 

@@ -33,7 +33,7 @@ use tacos_core::types::{LogId, Membership, NodeInfo, SnapshotMeta, StoredMembers
 use tacos_state::State;
 use tacos_store::log::{lock_data_dir, LOCK_FILE, LOG_DIR};
 use tacos_store::meta::{self, Meta};
-use tacos_store::{snapshot, Fs, SnapshotFiles, StdFs, StoreError};
+use tacos_store::{crypt, snapshot, Fs, Kek, SnapshotFiles, StdFs, StoreError};
 
 /// `tacos restore`.
 #[derive(Debug, Clone, clap::Args)]
@@ -100,8 +100,15 @@ fn rename(from: &Path, to: &Path) -> anyhow::Result<()> {
 /// Restores `--from` into the data dir of `settings`.
 pub fn run(args: &RestoreArgs, settings: &Settings) -> anyhow::Result<()> {
     settings.validate()?;
+    let kek = settings.kek()?;
     let bytes = std::fs::read(&args.from)
         .with_context(|| format!("cannot read the backup {}", args.from.display()))?;
+    let bytes = super::backup::open(&bytes, kek.as_deref()).with_context(|| {
+        format!(
+            "{} cannot be restored; nothing was changed",
+            args.from.display()
+        )
+    })?;
     let (_, state) = decode_snapshot(&bytes).map_err(|reason| {
         anyhow!(
             "{} is not a usable tacos backup: {reason}; nothing was changed",
@@ -158,7 +165,7 @@ pub fn run(args: &RestoreArgs, settings: &Settings) -> anyhow::Result<()> {
         std::fs::remove_dir_all(&staging)
             .with_context(|| format!("cannot remove the leftover {}", staging.display()))?;
     }
-    let built = build(&staging, settings, &state, last);
+    let built = build(&staging, settings, kek.as_deref(), &state, last);
     let meta = match built {
         Ok(meta) => meta,
         Err(error) => {
@@ -203,7 +210,7 @@ pub fn run(args: &RestoreArgs, settings: &Settings) -> anyhow::Result<()> {
     drop(old_lock);
 
     // Read the result back as `inspect` (and so a starting node) reads it.
-    let check = super::inspect::inspect(target)
+    let check = super::inspect::inspect(target, kek.as_deref())
         .with_context(|| format!("reading back the restored {}", target.display()))?;
     if check.summary.digest != summary.digest || check.applied.map(|a| a.index) != Some(last.index)
     {
@@ -256,10 +263,12 @@ fn aside_path(target: &Path, name: &str) -> PathBuf {
 }
 
 /// Writes the restored data dir into `staging` (which must not exist), all
-/// of it durable; returns the snapshot metadata written.
+/// of it durable; returns the snapshot metadata written. With `kek` the new
+/// dir is encrypted (a new keyring, a sealed snapshot).
 fn build(
     staging: &Path,
     settings: &Settings,
+    kek: Option<&Kek>,
     state: &State,
     last: LogId,
 ) -> anyhow::Result<SnapshotMeta> {
@@ -278,7 +287,10 @@ fn build(
         snapshot_id: format!("restore-{}-{}", last.leader_id.term, last.index),
     };
     let bytes = snapshot::encode(&meta, state.snapshot_records());
-    SnapshotFiles::open(fs.clone(), staging)?.save(&meta, &bytes)?;
+    let data_key = crypt::open_data_key(fs.as_ref(), staging, kek)?;
+    SnapshotFiles::open(fs.clone(), staging)?
+        .with_key(data_key)
+        .save(&meta, &bytes)?;
     let log_dir = staging.join(LOG_DIR);
     fs.create_dir_all(&log_dir)
         .map_err(StoreError::io("create", &log_dir))?;

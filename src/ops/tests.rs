@@ -156,8 +156,15 @@ fn write_data_dir(
     snapshot_at: Option<u64>,
     purge_to: Option<u64>,
 ) {
-    let (store, _) =
-        LogStore::open(Arc::new(StdFs), dir, LogOptions { segment_size: 4096 }).unwrap();
+    let (store, _) = LogStore::open(
+        Arc::new(StdFs),
+        dir,
+        LogOptions {
+            segment_size: 4096,
+            kek: None,
+        },
+    )
+    .unwrap();
     block_on(store.save_vote(tacos_core::types::Vote::new(1, 1))).unwrap();
     for entry in all {
         append_durably(&store, vec![entry.clone()]);
@@ -167,7 +174,7 @@ fn write_data_dir(
     }
     if let Some(at) = snapshot_at {
         let state = applied(&all[..=at as usize]);
-        let backup = backup::encode(&state);
+        let backup = backup::encode(&state, None);
         let (meta, _) = decode_snapshot(&backup.bytes).unwrap();
         let files = SnapshotFiles::open(Arc::new(StdFs), dir).unwrap();
         files.save(&meta, &backup.bytes).unwrap();
@@ -202,7 +209,7 @@ fn summary_counts_every_table() {
 #[test]
 fn a_backup_decodes_to_the_same_state() {
     let state = applied(&entries(2, some_commands()));
-    let backup = backup::encode(&state);
+    let backup = backup::encode(&state, None);
     assert_eq!(backup.digest, state.digest());
     assert_eq!(backup.applied, state.last_applied);
     let (meta, back) = decode_snapshot(&backup.bytes).unwrap();
@@ -224,7 +231,7 @@ fn inspect_rebuilds_snapshot_plus_committed_log_and_changes_nothing() {
     write_data_dir(dir.path(), &all, committed, Some(20), Some(15));
     let before = files(dir.path());
 
-    let report = inspect::inspect(dir.path()).unwrap();
+    let report = inspect::inspect(dir.path(), None).unwrap();
     let expected = applied(&all[..=committed as usize]);
     assert_eq!(report.summary, Summary::of(&expected));
     assert_eq!(report.applied.map(|a| a.index), Some(committed));
@@ -278,7 +285,7 @@ fn inspect_reports_a_torn_tail_and_refuses_damage_elsewhere() {
     torn.extend_from_slice(&[40, 0, 0, 0, 1, 2, 3]);
     std::fs::write(&last, &torn).unwrap();
 
-    let report = inspect::inspect(dir.path()).unwrap();
+    let report = inspect::inspect(dir.path(), None).unwrap();
     let tail = report.torn_tail.expect("a torn tail");
     assert_eq!(
         (tail.file, tail.offset, tail.bytes),
@@ -291,7 +298,7 @@ fn inspect_reports_a_torn_tail_and_refuses_damage_elsewhere() {
     let mut bytes = std::fs::read(first).unwrap();
     bytes[40] ^= 0x01;
     std::fs::write(first, &bytes).unwrap();
-    let error = format!("{:#}", inspect::inspect(dir.path()).unwrap_err());
+    let error = format!("{:#}", inspect::inspect(dir.path(), None).unwrap_err());
     assert!(
         error.contains(&first.display().to_string()) && error.contains("at offset"),
         "{error}"
@@ -301,17 +308,17 @@ fn inspect_reports_a_torn_tail_and_refuses_damage_elsewhere() {
 #[test]
 fn inspect_refuses_other_dirs_and_a_dir_in_use() {
     let dir = tempfile::tempdir().unwrap();
-    let error = inspect::inspect(dir.path()).unwrap_err().to_string();
+    let error = inspect::inspect(dir.path(), None).unwrap_err().to_string();
     assert!(error.contains("not a tacos data dir"), "{error}");
     assert!(!dir.path().join(LOCK_FILE).exists(), "a LOCK was created");
-    let error = inspect::inspect(&dir.path().join("missing")).unwrap_err();
+    let error = inspect::inspect(&dir.path().join("missing"), None).unwrap_err();
     assert!(format!("{error:#}").contains("cannot read"), "{error:#}");
 
     let (store, _) = LogStore::open(Arc::new(StdFs), dir.path(), LogOptions::default()).unwrap();
-    let error = inspect::inspect(dir.path()).unwrap_err().to_string();
+    let error = inspect::inspect(dir.path(), None).unwrap_err().to_string();
     assert!(error.contains("while a tacos process uses it"), "{error}");
     drop(store);
-    inspect::inspect(dir.path()).unwrap();
+    inspect::inspect(dir.path(), None).unwrap();
 }
 
 fn restore_settings(data_dir: &Path, extra: &[&str]) -> Settings {
@@ -335,7 +342,7 @@ fn restore_writes_a_dir_the_store_opens_as_one_voter_from_the_snapshot() {
     let tmp = tempfile::tempdir().unwrap();
     let state = applied(&entries(4, some_commands()));
     let file = tmp.path().join("backup.snap");
-    std::fs::write(&file, backup::encode(&state).bytes).unwrap();
+    std::fs::write(&file, backup::encode(&state, None).bytes).unwrap();
     let target = tmp.path().join("restored");
     let settings = restore_settings(&target, &[]);
     let args = restore::RestoreArgs {
@@ -383,7 +390,7 @@ fn restore_writes_a_dir_the_store_opens_as_one_voter_from_the_snapshot() {
 fn restore_refuses_a_bad_backup_and_a_non_empty_dir_unless_forced() {
     let tmp = tempfile::tempdir().unwrap();
     let state = applied(&entries(1, some_commands()));
-    let bytes = backup::encode(&state).bytes;
+    let bytes = backup::encode(&state, None).bytes;
     let good = tmp.path().join("good.snap");
     std::fs::write(&good, &bytes).unwrap();
     let mut flipped = bytes.clone();
@@ -429,7 +436,7 @@ fn restore_refuses_a_bad_backup_and_a_non_empty_dir_unless_forced() {
         std::fs::read_to_string(aside[0].join("keep.txt")).unwrap(),
         "mine"
     );
-    let report = inspect::inspect(&target).unwrap();
+    let report = inspect::inspect(&target, None).unwrap();
     assert_eq!(report.summary.digest, state.digest());
 
     // An empty dir needs no --force.

@@ -118,14 +118,23 @@ fn log_file_path(dir: &Path, what: &str) -> PathBuf {
     dir.join(format!("{what}-{seq}.log"))
 }
 
+/// Set to a key file to run every test with encryption at rest on: each
+/// tacos the tests start gets `TACOS_ENCRYPTION_KEY_FILE` naming it (e.g.
+/// `openssl rand -hex 32 > /tmp/kek; TACOS_TEST_ENCRYPTION_KEY_FILE=/tmp/kek
+/// cargo test --test sdk_rust`).
+pub const TEST_ENCRYPTION_KEY_FILE: &str = "TACOS_TEST_ENCRYPTION_KEY_FILE";
+
 /// The binary with a clean environment: no `TACOS_*` variable leaks in from
-/// the environment running the tests.
+/// the environment running the tests (but see [`TEST_ENCRYPTION_KEY_FILE`]).
 pub fn tacos_command() -> Command {
     let mut command = Command::new(BIN);
     for (name, _) in std::env::vars_os() {
         if name.to_string_lossy().starts_with("TACOS_") {
             command.env_remove(name);
         }
+    }
+    if let Some(key_file) = std::env::var_os(TEST_ENCRYPTION_KEY_FILE) {
+        command.env("TACOS_ENCRYPTION_KEY_FILE", key_file);
     }
     // Plain logs in the log files.
     command.env("NO_COLOR", "1");

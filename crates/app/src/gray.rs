@@ -65,6 +65,14 @@ impl<'a> Served<'a> {
         }
     }
 
+    /// Nacos' `encryptedDataKey` of the version served ("" for none).
+    pub fn encrypted_data_key(&self) -> &'a str {
+        match self {
+            Served::Formal(c) => tacos_state::data_key_text(&c.encrypted_data_key),
+            Served::Gray(g) => tacos_state::data_key_text(&g.encrypted_data_key),
+        }
+    }
+
     /// The gray served, if one is.
     pub fn gray(&self) -> Option<&'a Arc<Gray>> {
         match self {

@@ -73,6 +73,9 @@ pub struct NodeOptions {
     /// unless it joins).
     pub init: bool,
     pub segment_size: u64,
+    /// Encryption at rest: the key-encryption key that opens the data dir's
+    /// data key (see tacos_store::crypt).
+    pub kek: Option<Arc<tacos_store::Kek>>,
     pub snapshot_entries: u64,
     pub snapshot_log_bytes: u64,
     /// Audit rows kept (stamped into the notes this node records).
@@ -97,6 +100,9 @@ pub struct Node {
     join_as_learner: bool,
     /// A learner's measure of how far behind it is.
     freshness: Arc<Freshness>,
+    /// The key-encryption key, when encryption at rest is on (backups are
+    /// sealed with it).
+    kek: Option<Arc<tacos_store::Kek>>,
 }
 
 /// Triggers a snapshot whenever `threshold` bytes of entries were appended
@@ -129,6 +135,7 @@ impl Node {
         let data_dir = &options.data_dir;
         let log_options = LogOptions {
             segment_size: options.segment_size,
+            kek: options.kek.clone(),
         };
         let (log, recovery) = LogStore::open(fs.clone(), data_dir, log_options)?;
         tracing::info!(
@@ -139,7 +146,8 @@ impl Node {
             torn_tail = ?recovery.torn_tail,
             "opened the log"
         );
-        let state_machine = StateMachine::open(fs, data_dir)?.with_change_sink(changes);
+        let state_machine =
+            StateMachine::open(fs, data_dir, log.data_key())?.with_change_sink(changes);
         let state = state_machine.state();
         let applied = state.load().last_applied;
         let (purged, _) = log.log_state();
@@ -205,6 +213,7 @@ impl Node {
             audit_limit: options.audit_limit,
             join_as_learner: options.learner,
             freshness: Arc::new(Freshness::new(options.freshness)),
+            kek: options.kek,
         })
     }
 
@@ -425,6 +434,11 @@ impl Node {
                 }
             }
         });
+    }
+
+    /// The key-encryption key, when encryption at rest is on.
+    pub fn kek(&self) -> Option<Arc<tacos_store::Kek>> {
+        self.kek.clone()
     }
 
     /// The current state (a consistent point-in-time view, no lock held).

@@ -39,8 +39,9 @@ pub const PROTOCOL_HEADER: &str = "x-tacos-cluster-protocol";
 /// `ApplyError::PasswordHashChanged` (migrated BCrypt passwords); 6, group
 /// and dataId patterns in `SetPermission`/`SetRolePermission` and the
 /// write-only `ACCESS_WRITE` (a node of 5 would read such a grant as its
-/// whole namespace, or as a revoke).
-pub const PROTOCOL_VERSION: &str = "6";
+/// whole namespace, or as a revoke); 7, the `encrypted_data_key` of
+/// `PublishConfig` and `PublishGray` (a node of 6 would drop it).
+pub const PROTOCOL_VERSION: &str = "7";
 
 /// Largest frame accepted: a snapshot chunk or an entry batch with headroom.
 pub const MAX_FRAME: usize = 96 * 1024 * 1024;

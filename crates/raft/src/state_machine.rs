@@ -20,6 +20,7 @@ use tacos_core::types::{
 };
 use tacos_state::{Changes, DecodeError, Response, State, StateHandle};
 use tacos_store::snapshot::{self, SnapshotDecodeError, SnapshotFiles};
+use tacos_store::DataKey;
 use tacos_store::{Fs, StoreError};
 
 /// Where the state machine reports what each applied batch changed. The
@@ -56,8 +57,15 @@ pub fn decode_snapshot(
 
 impl StateMachine {
     /// Opens the snapshot directory and loads the newest valid snapshot.
-    pub fn open(fs: Arc<dyn Fs>, data_dir: &Path) -> Result<Self, StoreError> {
-        let files = SnapshotFiles::open(fs, data_dir)?;
+    /// With `data_key` (encryption at rest), snapshot files are sealed on
+    /// disk; what is built, streamed to followers and installed stays plain
+    /// in memory.
+    pub fn open(
+        fs: Arc<dyn Fs>,
+        data_dir: &Path,
+        data_key: Option<Arc<DataKey>>,
+    ) -> Result<Self, StoreError> {
+        let files = SnapshotFiles::open(fs, data_dir)?.with_key(data_key);
         let state = match files.latest()? {
             Some((meta, bytes)) => {
                 let (_, state) = decode_snapshot(&bytes).map_err(|reason| StoreError::Corrupt {

@@ -59,6 +59,7 @@ fn gray(
         cas_md5: None,
         max_grays: 10,
         history_limit: 20,
+        encrypted_data_key: String::new(),
     }))
 }
 

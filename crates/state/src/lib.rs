@@ -31,8 +31,8 @@ pub use tacos_core::{
     canonical_namespace, shown_namespace, ApplyError, ConfigKey, Response, PUBLIC_NAMESPACE,
 };
 pub use types::{
-    tag_gray_name, ClientLabels, Config, Gray, GrayRule, HistoryRow, Namespace, OpType, BETA_GRAY,
-    BETA_PRIORITY, GRAY_RULE_VERSION, TAG_PRIORITY,
+    data_key_of, data_key_text, tag_gray_name, ClientLabels, Config, Gray, GrayRule, HistoryRow,
+    Namespace, OpType, BETA_GRAY, BETA_PRIORITY, GRAY_RULE_VERSION, TAG_PRIORITY,
 };
 
 use tacos_core::command as pb;
@@ -280,6 +280,7 @@ impl State {
             // Runs of writes by one user from one place: one string each.
             src_user: audit::share(old.as_ref().map(|o| &o.src_user), &origin.src_user),
             src_ip: audit::share(old.as_ref().map(|o| &o.src_ip), &origin.src_ip),
+            encrypted_data_key: data_key_of(&p.encrypted_data_key),
         };
         // Nacos keeps the new content for an insert and the replaced
         // content for an update.
@@ -287,10 +288,11 @@ impl State {
             Some(old) => (OpType::Update, old.as_ref()),
             None => (OpType::Insert, &config),
         };
-        let (content, md5, app_name) = (
+        let (content, md5, app_name, encrypted_data_key) = (
             recorded.content.clone(),
             recorded.md5.clone(),
             recorded.app_name.clone(),
+            recorded.encrypted_data_key.clone(),
         );
         let (src_user, src_ip) = (config.src_user.clone(), config.src_ip.clone());
         if new_namespace {
@@ -313,6 +315,7 @@ impl State {
             gray_name: String::new(),
             src_user,
             src_ip,
+            encrypted_data_key,
         };
         self.record_history(&key, row, origin.time_ms, p.history_limit);
         changed.push(key);
@@ -362,6 +365,7 @@ impl State {
             gray_name: String::new(),
             src_user: origin.src_user.as_str().into(),
             src_ip: origin.src_ip.as_str().into(),
+            encrypted_data_key: old.encrypted_data_key.clone(),
         };
         self.record_history(&key, row, origin.time_ms, r.history_limit);
         changed.push(key);
@@ -377,6 +381,7 @@ impl State {
             gray_name,
             src_user,
             src_ip,
+            encrypted_data_key,
         } = new;
         self.next_history_id += 1;
         let id = self.next_history_id;
@@ -394,6 +399,7 @@ impl State {
             created_time: time_ms,
             last_modified_time: time_ms,
             gray_name,
+            encrypted_data_key,
         };
         let drop = (rows.len() + 1).saturating_sub(limit.max(1) as usize);
         let dropped: Vec<u64> = rows.iter().take(drop).map(|r| r.id).collect();
@@ -458,6 +464,7 @@ impl State {
             src_ip: origin.src_ip.as_str().into(),
             create_time: origin.time_ms,
             modify_time: origin.time_ms,
+            encrypted_data_key: None,
         };
         self.put_gray(&key, gray);
         changed.push(key);
@@ -494,6 +501,7 @@ impl State {
             return Err(ApplyError::GrayReplaced(BETA_GRAY.to_string()));
         }
         let mut publish = self.republish(&key, &beta.content, &beta.md5, "");
+        publish.encrypted_data_key = data_key_text(&beta.encrypted_data_key).to_string();
         publish.origin = p.origin.clone();
         publish.cas_md5 = p.cas_md5.clone();
         publish.history_limit = p.history_limit;
@@ -541,6 +549,7 @@ impl State {
             src_ip: origin.src_ip.as_str().into(),
             create_time: old.as_ref().map_or(origin.time_ms, |g| g.create_time),
             modify_time: origin.time_ms,
+            encrypted_data_key: data_key_of(&p.encrypted_data_key),
         };
         let row = match &old {
             Some(old) => NewRow {
@@ -551,6 +560,7 @@ impl State {
                 gray_name: p.name.clone(),
                 src_user: gray.src_user.clone(),
                 src_ip: gray.src_ip.clone(),
+                encrypted_data_key: old.encrypted_data_key.clone(),
             },
             None => NewRow {
                 op: OpType::Insert,
@@ -560,6 +570,7 @@ impl State {
                 gray_name: p.name.clone(),
                 src_user: gray.src_user.clone(),
                 src_ip: gray.src_ip.clone(),
+                encrypted_data_key: gray.encrypted_data_key.clone(),
             },
         };
         self.put_gray(&key, gray);
@@ -587,6 +598,7 @@ impl State {
             gray_name: s.name.clone(),
             src_user: origin.src_user.as_str().into(),
             src_ip: origin.src_ip.as_str().into(),
+            encrypted_data_key: old.encrypted_data_key.clone(),
         };
         self.record_history(&key, row, origin.time_ms, s.history_limit);
         changed.push(key);
@@ -611,6 +623,7 @@ impl State {
             return Err(ApplyError::GrayReplaced(p.name.clone()));
         }
         let mut publish = self.republish(&key, &gray.content, &gray.md5, &gray.app_name);
+        publish.encrypted_data_key = data_key_text(&gray.encrypted_data_key).to_string();
         publish.origin = p.origin.clone();
         publish.cas_md5 = p.cas_md5.clone();
         publish.history_limit = p.history_limit;
@@ -690,6 +703,7 @@ struct NewRow {
     gray_name: String,
     src_user: Arc<str>,
     src_ip: Arc<str>,
+    encrypted_data_key: Option<Arc<str>>,
 }
 
 #[cfg(test)]

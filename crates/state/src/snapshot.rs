@@ -11,8 +11,8 @@ use std::sync::Arc;
 use prost::Message;
 
 use super::{
-    Access, AuthKey, Config, ConfigKey, Gray, GrayRule, HistoryRow, Namespace, OpType, Permissions,
-    Resource, Role, State, User, BETA_GRAY, BETA_PRIORITY,
+    data_key_of, data_key_text, Access, AuthKey, Config, ConfigKey, Gray, GrayRule, HistoryRow,
+    Namespace, OpType, Permissions, Resource, Role, State, User, BETA_GRAY, BETA_PRIORITY,
 };
 use tacos_core::snapshot as pb;
 
@@ -140,6 +140,7 @@ impl State {
                     modify_time: c.modify_time,
                     src_user: c.src_user.to_string(),
                     src_ip: c.src_ip.to_string(),
+                    encrypted_data_key: data_key_text(&c.encrypted_data_key).to_string(),
                 },
             )
         });
@@ -164,6 +165,7 @@ impl State {
                         src_ip: g.src_ip.to_string(),
                         create_time: g.create_time,
                         modify_time: g.modify_time,
+                        encrypted_data_key: data_key_text(&g.encrypted_data_key).to_string(),
                     },
                 )
             })
@@ -189,6 +191,7 @@ impl State {
                         "gray".to_string()
                     },
                     gray_name: h.gray_name.clone(),
+                    encrypted_data_key: data_key_text(&h.encrypted_data_key).to_string(),
                 },
             )
         });
@@ -273,6 +276,7 @@ impl State {
                     modify_time: r.modify_time,
                     src_user: r.src_user.into(),
                     src_ip: r.src_ip.into(),
+                    encrypted_data_key: data_key_of(&r.encrypted_data_key),
                 };
                 self.configs.insert(key, Arc::new(config));
             }
@@ -292,6 +296,7 @@ impl State {
                     src_ip: r.src_ip.into(),
                     create_time: r.modify_time,
                     modify_time: r.modify_time,
+                    encrypted_data_key: None,
                 };
                 self.put_gray(&key, gray);
             }
@@ -317,6 +322,7 @@ impl State {
                     src_ip: r.src_ip.into(),
                     create_time: r.create_time,
                     modify_time: r.modify_time,
+                    encrypted_data_key: data_key_of(&r.encrypted_data_key),
                 };
                 self.put_gray(&key, gray);
             }
@@ -338,6 +344,14 @@ impl State {
                     }
                     _ => (r.content.into(), r.md5.into()),
                 };
+                let encrypted_data_key = match (config, previous) {
+                    (Some(c), _)
+                        if data_key_text(&c.encrypted_data_key) == r.encrypted_data_key =>
+                    {
+                        c.encrypted_data_key.clone()
+                    }
+                    _ => data_key_of(&r.encrypted_data_key),
+                };
                 let share = |value: String, previous: Option<&Arc<str>>| match previous {
                     Some(p) if **p == *value => p.clone(),
                     _ => Arc::from(value),
@@ -357,6 +371,7 @@ impl State {
                     created_time: r.created_time,
                     last_modified_time: r.last_modified_time,
                     gray_name: r.gray_name,
+                    encrypted_data_key,
                 };
                 self.history_keys.insert(r.id, key.clone());
                 // Not shared while loading: grows in place.

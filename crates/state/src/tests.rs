@@ -1027,3 +1027,81 @@ fn group_and_data_id_grants_apply_survive_a_snapshot_and_old_records_cover_names
         vec![&crate::Resource::namespace("dev")]
     );
 }
+
+/// Nacos' encryptedDataKey travels with its version: the config, the history
+/// row that records the version, a gray and its promotion, and a snapshot.
+#[test]
+fn the_encrypted_data_key_stays_with_its_version() {
+    let with_key = |content: &str, data_key: &str, time: i64| {
+        let mut command = publish("", "cipher-aes-db", content, time);
+        if let Some(Op::PublishConfig(p)) = command.op.as_mut() {
+            p.encrypted_data_key = data_key.into();
+        }
+        command
+    };
+    let mut s = State::default();
+    let k = ConfigKey::from(&key("", "cipher-aes-db"));
+    apply(&mut s, with_key("c1", "key-1", 1));
+    apply(&mut s, with_key("c2", "key-2", 2));
+    assert_eq!(
+        data_key_text(&s.config(&k).unwrap().encrypted_data_key),
+        "key-2"
+    );
+    let rows = s.history(&k);
+    // An insert records the new version, an update the replaced one.
+    let keys: Vec<&str> = rows.map(|r| data_key_text(&r.encrypted_data_key)).collect();
+    assert_eq!(keys, ["key-1", "key-1"]);
+    apply(&mut s, with_key("plain", "", 3));
+    assert_eq!(s.config(&k).unwrap().encrypted_data_key, None);
+
+    let gray = Command::of(Op::PublishGray(pb::PublishGray {
+        key: Some(key("", "cipher-aes-db")),
+        name: "beta".into(),
+        rule: Some(pb::GrayRule {
+            r#type: "beta".into(),
+            version: GRAY_RULE_VERSION.into(),
+            expr: "10.0.0.9".into(),
+            priority: BETA_PRIORITY,
+        }),
+        content: "g".into(),
+        md5: md5_hex("g"),
+        max_grays: 10,
+        history_limit: 10,
+        encrypted_data_key: "gray-key".into(),
+        ..Default::default()
+    }));
+    apply(&mut s, gray);
+    assert_eq!(
+        data_key_text(&s.gray(&k, "beta").unwrap().encrypted_data_key),
+        "gray-key"
+    );
+
+    let mut loaded = State::default();
+    for record in s.snapshot_records() {
+        loaded.load_snapshot_record(&record).unwrap();
+    }
+    assert_eq!(loaded.digest(), s.digest());
+    assert_eq!(
+        data_key_text(&loaded.gray(&k, "beta").unwrap().encrypted_data_key),
+        "gray-key"
+    );
+    let keys: Vec<String> = loaded
+        .history(&k)
+        .map(|r| data_key_text(&r.encrypted_data_key).to_string())
+        .collect();
+    assert_eq!(keys, ["key-1", "key-1", "key-2", "gray-key"]);
+
+    let promote = Command::of(Op::PromoteGray(pb::PromoteGray {
+        key: Some(key("", "cipher-aes-db")),
+        name: "beta".into(),
+        gray_md5: md5_hex("g"),
+        history_limit: 10,
+        ..Default::default()
+    }));
+    let (response, _) = apply(&mut s, promote);
+    assert_eq!(response, Response::Done);
+    assert_eq!(
+        data_key_text(&s.config(&k).unwrap().encrypted_data_key),
+        "gray-key"
+    );
+}

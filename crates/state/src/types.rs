@@ -19,6 +19,20 @@ pub struct Config {
     pub modify_time: i64,
     pub src_user: Arc<str>,
     pub src_ip: Arc<str>,
+    /// Nacos' `encryptedDataKey`: set when a client's encryption plugin
+    /// (dataId `cipher-{alg}-...`) encrypted `content`; returned as given.
+    /// Shared with the history rows of this version.
+    pub encrypted_data_key: Option<Arc<str>>,
+}
+
+/// `encryptedDataKey` as commands and records carry it: "" is none.
+pub fn data_key_of(text: &str) -> Option<Arc<str>> {
+    (!text.is_empty()).then(|| text.into())
+}
+
+/// `encryptedDataKey` as answers render it: none is "".
+pub fn data_key_text(key: &Option<Arc<str>>) -> &str {
+    key.as_deref().unwrap_or("")
 }
 
 /// The name of the gray version a beta publish makes (Nacos'
@@ -111,6 +125,8 @@ pub struct Gray {
     pub src_ip: Arc<str>,
     pub create_time: i64,
     pub modify_time: i64,
+    /// As in [`Config::encrypted_data_key`].
+    pub encrypted_data_key: Option<Arc<str>>,
 }
 
 impl Gray {
@@ -191,6 +207,8 @@ pub struct HistoryRow {
     /// The gray version this row is about, or "" for the formal config
     /// (Nacos' `gray_name`; its `publish_type` is "gray" or "formal").
     pub gray_name: String,
+    /// The version's `encryptedDataKey` (see [`Config::encrypted_data_key`]).
+    pub encrypted_data_key: Option<Arc<str>>,
 }
 
 /// A custom namespace (the public one is implicit).

@@ -31,6 +31,9 @@ pub enum StoreError {
     #[error("the log store stopped after an I/O error and accepts no more writes: {0}")]
     Stopped(String),
 
+    #[error("data dir {dir} cannot be opened: {reason}")]
+    Key { dir: PathBuf, reason: String },
+
     #[error("log entry {index} cannot be stored: {reason}")]
     BadEntry { index: u64, reason: String },
 }

@@ -8,6 +8,8 @@
 //!   meta                 vote and last purged log id, replaced atomically (meta.rs)
 //!   log/NNNN...NNNN.seg  append-only log segments with commit markers (segment.rs)
 //!   snapshots/*.snap     the newest two snapshots (snapshot.rs)
+//!   keyring              the data key wrapped by the key-encryption key, when
+//!                        encryption at rest is on (crypt.rs)
 //! ```
 //!
 //! Everything on disk is framed as checksummed records (record.rs). The log
@@ -18,6 +20,7 @@
 //! This module knows the shape of Raft entries (to encode them) but nothing
 //! of openraft's traits: the adapters in the raft crate sit on top.
 
+pub mod crypt;
 pub mod error;
 #[cfg(feature = "fault-injection")]
 pub mod failpoint_fs;
@@ -31,6 +34,7 @@ pub mod scan;
 pub mod segment;
 pub mod snapshot;
 
+pub use crypt::{DataKey, Kek};
 pub use error::StoreError;
 pub use fs::{Fs, StdFs};
 pub use log::{LogOptions, LogStore, Recovery};

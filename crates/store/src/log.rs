@@ -34,6 +34,7 @@ use std::thread::JoinHandle;
 use crossbeam_channel::{Receiver, Sender};
 use tokio::sync::{oneshot, watch};
 
+use super::crypt::{self, DataKey, Kek};
 use super::error::{Result, StoreError};
 use super::fs::{AppendFile, Fs};
 use super::meta::{self, Meta};
@@ -55,12 +56,18 @@ const MAX_BATCH: usize = 4096;
 pub struct LogOptions {
     /// A segment is closed and a new one started once it reaches this size.
     pub segment_size: u64,
+    /// The key-encryption key (encryption at rest, see crypt.rs): the data
+    /// dir's data key is opened (or made) with it, under the lock, and seals
+    /// every entry body written. A data dir with a keyring refuses to open
+    /// without it.
+    pub kek: Option<Arc<Kek>>,
 }
 
 impl Default for LogOptions {
     fn default() -> Self {
         LogOptions {
             segment_size: 64 * 1024 * 1024,
+            kek: None,
         }
     }
 }
@@ -133,6 +140,8 @@ struct Shared {
     writer: Mutex<Option<JoinHandle<()>>>,
     /// Entry bytes appended since the log was opened.
     appended_bytes: std::sync::atomic::AtomicU64,
+    /// Seals entry bodies (encryption at rest).
+    data_key: Option<Arc<DataKey>>,
 }
 
 impl Drop for Shared {
@@ -189,9 +198,10 @@ impl LogStore {
         fs.create_dir_all(&log_dir)
             .map_err(StoreError::io("create", &log_dir))?;
         let meta = meta::load(fs.as_ref(), data_dir)?;
+        let data_key = crypt::open_data_key(fs.as_ref(), data_dir, options.kek.as_deref())?;
 
         let mut recovery = Recovery::default();
-        let scan = scan::read_log(fs.as_ref(), &log_dir, meta.last_purged)?;
+        let scan = scan::read_log(fs.as_ref(), &log_dir, meta.last_purged, data_key.as_deref())?;
         if let Some(torn) = &scan.torn_tail {
             tracing::warn!(
                 file = %torn.path.display(),
@@ -205,6 +215,11 @@ impl LogStore {
         }
         let entries = scan.entries;
         let committed = scan.committed;
+        // Encryption switched on over a plain log: new entries go to a new
+        // segment, so the plain one is deleted as soon as the log is purged
+        // past it (after the next snapshot) instead of when it fills up.
+        let roll_plain =
+            data_key.is_some() && scan.segments.last().is_some_and(|s| s.plain_entries > 0);
         let mut segments: Vec<SegmentState> = scan
             .segments
             .into_iter()
@@ -216,6 +231,9 @@ impl LogStore {
             .collect();
         if segments.is_empty() {
             segments.push(create_segment(fs.as_ref(), &log_dir, 1)?);
+        } else if roll_plain {
+            let seq = segments.last().map_or(1, |s| s.seq + 1);
+            segments.push(create_segment(fs.as_ref(), &log_dir, seq)?);
         }
         let active = {
             let last = segments.last().expect("at least one segment");
@@ -259,6 +277,7 @@ impl LogStore {
             failure,
             writer: Mutex::new(Some(handle)),
             appended_bytes: std::sync::atomic::AtomicU64::new(0),
+            data_key,
         };
         Ok((
             LogStore {
@@ -266,6 +285,12 @@ impl LogStore {
             },
             recovery,
         ))
+    }
+
+    /// The data dir's data key, when encryption at rest is on: snapshot
+    /// files are sealed with it too.
+    pub fn data_key(&self) -> Option<Arc<DataKey>> {
+        self.shared.data_key.clone()
     }
 
     /// Fires when the store stops after an I/O error, with the reason.
@@ -339,7 +364,7 @@ impl LogStore {
         let mut records = Vec::with_capacity(entries.len());
         let mut bytes = 0;
         for entry in &entries {
-            let record = segment::encode_entry(entry)?;
+            let record = segment::encode_entry(entry, self.shared.data_key.as_deref())?;
             bytes += record.len() as u64;
             records.push((entry.log_id.index, record));
         }

@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use super::crypt::DataKey;
 use super::error::{Result, StoreError};
 use super::fs::Fs;
 use super::segment::{self, LogRecord};
@@ -24,6 +25,10 @@ pub struct ScannedSegment {
     /// (index, offset) of every entry record, in order.
     pub entries: Vec<(u64, u64)>,
     pub commit_markers: usize,
+    /// Entries whose body is sealed (encryption at rest).
+    pub sealed_entries: usize,
+    /// Entries with a plain body that carries commands or membership.
+    pub plain_entries: usize,
 }
 
 /// Damage at the end of the last segment that no intact record follows:
@@ -50,7 +55,13 @@ pub struct LogScan {
 }
 
 /// Reads every segment in `log_dir` (missing dir: an empty log).
-pub fn read_log(fs: &dyn Fs, log_dir: &Path, last_purged: Option<LogId>) -> Result<LogScan> {
+/// Sealed entries are opened with `key` (encryption at rest).
+pub fn read_log(
+    fs: &dyn Fs,
+    log_dir: &Path,
+    last_purged: Option<LogId>,
+    key: Option<&DataKey>,
+) -> Result<LogScan> {
     let listed = match fs.list(log_dir) {
         Ok(listed) => listed,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
@@ -72,7 +83,7 @@ pub fn read_log(fs: &dyn Fs, log_dir: &Path, last_purged: Option<LogId>) -> Resu
     let count = files.len();
     for (i, (seq, path)) in files.into_iter().enumerate() {
         let bytes = fs.read(&path).map_err(StoreError::io("read", &path))?;
-        let scanned = segment::scan(seq, &path, &bytes, i + 1 == count)?;
+        let scanned = segment::scan(seq, &path, &bytes, i + 1 == count, key)?;
         if let Some(reason) = scanned.torn {
             scan.torn_tail = Some(TornTail {
                 path: path.clone(),
@@ -87,6 +98,8 @@ pub fn read_log(fs: &dyn Fs, log_dir: &Path, last_purged: Option<LogId>) -> Resu
             bytes: bytes.len() as u64,
             entries: Vec::new(),
             commit_markers: 0,
+            sealed_entries: scanned.sealed_entries,
+            plain_entries: scanned.plain_entries,
         };
         for (offset, record) in scanned.records {
             match record {

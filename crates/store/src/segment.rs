@@ -9,9 +9,17 @@
 //! payload  = kind: u8, then
 //!   kind 1 (entry):     term u64 | leader node u64 | index u64 | body kind u8 | body
 //!                       body kind 0 blank (no body), 1 commands (protobuf Batch),
-//!                       2 membership (JSON of openraft's Membership)
+//!                       2 membership (JSON of openraft's Membership),
+//!                       3 sealed: data key id (8) | nonce (24) | ciphertext | tag (16)
+//!                         of (inner body kind u8 | body), the record's first 26
+//!                         bytes (kind, log id, body kind) as associated data
 //!   kind 2 (committed): term u64 | leader node u64 | index u64
 //! ```
+//! With encryption at rest on (crypt.rs), command and membership bodies are
+//! written sealed (body kind 3); blank entries and commit markers carry
+//! nothing to hide. Plain bodies from before encryption was switched on
+//! still load.
+//!
 //! All integers are little-endian. Commit markers record the committed log id
 //! as Raft learns it; they ride along with the next group commit instead of
 //! costing an fsync of their own (openraft allows the committed id to lag).
@@ -27,6 +35,7 @@ use std::path::{Path, PathBuf};
 
 use prost::Message;
 
+use super::crypt::{self, DataKey};
 use super::error::{Result, StoreError};
 use super::record::{self, Decoded};
 use tacos_core::types::{Entry, LogId, Membership};
@@ -40,6 +49,9 @@ const KIND_COMMITTED: u8 = 2;
 const BODY_BLANK: u8 = 0;
 const BODY_COMMAND: u8 = 1;
 const BODY_MEMBERSHIP: u8 = 2;
+const BODY_SEALED: u8 = 3;
+/// Kind, log id and body kind: what a sealed body binds as associated data.
+const SEALED_AAD_LEN: usize = 2 + LOG_ID_LEN;
 const LOG_ID_LEN: usize = 24;
 
 /// The file name of segment `seq`.
@@ -83,24 +95,38 @@ fn get_log_id(bytes: &[u8]) -> Option<LogId> {
     ))
 }
 
-/// The record payload of a log entry.
-pub fn encode_entry(entry: &Entry) -> Result<Vec<u8>> {
+/// The record payload of a log entry; its body sealed with `key` when given.
+pub fn encode_entry(entry: &Entry, key: Option<&DataKey>) -> Result<Vec<u8>> {
     let mut out = Vec::with_capacity(64);
     out.push(KIND_ENTRY);
     put_log_id(&mut out, &entry.log_id);
+    let sealing = key.filter(|_| !matches!(entry.payload, openraft::EntryPayload::Blank));
+    // Plain: the body goes straight after the header. Sealed: into a buffer
+    // that is then sealed after a body kind of its own.
+    let mut inner = Vec::new();
+    let body = if sealing.is_some() {
+        out.push(BODY_SEALED);
+        &mut inner
+    } else {
+        &mut out
+    };
     match &entry.payload {
-        openraft::EntryPayload::Blank => out.push(BODY_BLANK),
+        openraft::EntryPayload::Blank => body.push(BODY_BLANK),
         openraft::EntryPayload::Normal(batch) => {
-            out.push(BODY_COMMAND);
-            batch.encode(&mut out).expect("a Vec grows as needed");
+            body.push(BODY_COMMAND);
+            batch.encode(body).expect("a Vec grows as needed");
         }
         openraft::EntryPayload::Membership(membership) => {
-            out.push(BODY_MEMBERSHIP);
-            serde_json::to_writer(&mut out, membership).map_err(|e| StoreError::BadEntry {
+            body.push(BODY_MEMBERSHIP);
+            serde_json::to_writer(&mut *body, membership).map_err(|e| StoreError::BadEntry {
                 index: entry.log_id.index,
                 reason: e.to_string(),
             })?;
         }
+    }
+    if let Some(key) = sealing {
+        let aad = out.clone();
+        key.seal(&aad, &inner, &mut out);
     }
     if !record::fits(out.len()) {
         return Err(StoreError::BadEntry {
@@ -123,8 +149,9 @@ pub fn encode_committed(log_id: &LogId) -> Vec<u8> {
     out
 }
 
-/// Decodes a record payload written by [`encode_entry`] or [`encode_committed`].
-pub fn decode(payload: &[u8]) -> std::result::Result<LogRecord, String> {
+/// Decodes a record payload written by [`encode_entry`] or
+/// [`encode_committed`]; sealed bodies are opened with `key`.
+pub fn decode(payload: &[u8], key: Option<&DataKey>) -> std::result::Result<LogRecord, String> {
     let (&kind, rest) = payload.split_first().ok_or("empty record")?;
     let log_id = get_log_id(rest).ok_or("record too short for a log id")?;
     let rest = &rest[LOG_ID_LEN..];
@@ -132,6 +159,20 @@ pub fn decode(payload: &[u8]) -> std::result::Result<LogRecord, String> {
         KIND_COMMITTED if rest.is_empty() => Ok(LogRecord::Committed(log_id)),
         KIND_ENTRY => {
             let (&body_kind, body) = rest.split_first().ok_or("entry without a body kind")?;
+            let opened;
+            let (body_kind, body) = if body_kind == BODY_SEALED {
+                opened = crypt::open_sealed(key, &payload[..SEALED_AAD_LEN], body)
+                    .map_err(|e| format!("entry {}: {e}", log_id.index))?;
+                let (&inner, body) = opened
+                    .split_first()
+                    .ok_or("sealed entry without a body kind")?;
+                if inner == BODY_SEALED {
+                    return Err("a sealed body inside a sealed body".into());
+                }
+                (inner, body)
+            } else {
+                (body_kind, body)
+            };
             let payload = match body_kind {
                 BODY_BLANK if body.is_empty() => openraft::EntryPayload::Blank,
                 BODY_COMMAND => openraft::EntryPayload::Normal(
@@ -149,6 +190,21 @@ pub fn decode(payload: &[u8]) -> std::result::Result<LogRecord, String> {
     }
 }
 
+/// Whether a record payload is an entry with a sealed body (for counting).
+pub fn is_sealed_entry(payload: &[u8]) -> bool {
+    payload.first() == Some(&KIND_ENTRY) && payload.get(SEALED_AAD_LEN - 1) == Some(&BODY_SEALED)
+}
+
+/// Whether a record payload is an entry with a plain body that carries
+/// something (commands or membership; a blank entry carries nothing).
+pub fn is_plain_entry(payload: &[u8]) -> bool {
+    payload.first() == Some(&KIND_ENTRY)
+        && matches!(
+            payload.get(SEALED_AAD_LEN - 1),
+            Some(&BODY_COMMAND | &BODY_MEMBERSHIP)
+        )
+}
+
 /// The result of reading one segment file at start-up.
 #[derive(Debug)]
 pub struct Scanned {
@@ -160,12 +216,22 @@ pub struct Scanned {
     pub valid_len: u64,
     /// Why the bytes after `valid_len` were dropped (last segment only).
     pub torn: Option<String>,
+    /// How many of the entries are sealed (encryption at rest).
+    pub sealed_entries: usize,
+    /// How many carry a plain body (commands or membership).
+    pub plain_entries: usize,
 }
 
 /// Reads the records of segment `seq` from its bytes. In the last segment, a
 /// damaged tail is reported in [`Scanned::torn`]; anywhere else, or when valid
 /// records follow the damage, it is [`StoreError::Corrupt`].
-pub fn scan(seq: u64, path: &Path, bytes: &[u8], is_last: bool) -> Result<Scanned> {
+pub fn scan(
+    seq: u64,
+    path: &Path,
+    bytes: &[u8],
+    is_last: bool,
+    key: Option<&DataKey>,
+) -> Result<Scanned> {
     let corrupt = |offset: usize, reason: String| StoreError::Corrupt {
         path: path.to_path_buf(),
         offset: offset as u64,
@@ -177,6 +243,8 @@ pub fn scan(seq: u64, path: &Path, bytes: &[u8], is_last: bool) -> Result<Scanne
         records: Vec::new(),
         valid_len: 0,
         torn: None,
+        sealed_entries: 0,
+        plain_entries: 0,
     };
     if bytes.len() < MAGIC.len() {
         // Only a crash while a segment was being created leaves this.
@@ -194,7 +262,9 @@ pub fn scan(seq: u64, path: &Path, bytes: &[u8], is_last: bool) -> Result<Scanne
         let damage = match record::decode_at(bytes, offset) {
             Decoded::End => break,
             Decoded::Record { payload, next } => {
-                let rec = decode(payload).map_err(|reason| corrupt(offset, reason))?;
+                let rec = decode(payload, key).map_err(|reason| corrupt(offset, reason))?;
+                scanned.sealed_entries += usize::from(is_sealed_entry(payload));
+                scanned.plain_entries += usize::from(is_plain_entry(payload));
                 scanned.records.push((offset as u64, rec));
                 offset = next;
                 continue;
@@ -261,19 +331,38 @@ mod tests {
                 )),
             },
         ];
+        let key = DataKey::generate();
         for entry in entries {
-            let bytes = encode_entry(&entry).unwrap();
-            let LogRecord::Entry(back) = decode(&bytes).unwrap() else {
+            let bytes = encode_entry(&entry, None).unwrap();
+            let LogRecord::Entry(back) = decode(&bytes, None).unwrap() else {
                 panic!("expected an entry")
             };
             assert_eq!(back, entry);
+            // Sealed: opens with the key only, and only at its own log id.
+            let sealed = encode_entry(&entry, Some(&key)).unwrap();
+            let blank = matches!(entry.payload, openraft::EntryPayload::Blank);
+            assert_eq!(is_sealed_entry(&sealed), !blank);
+            let LogRecord::Entry(back) = decode(&sealed, Some(&key)).unwrap() else {
+                panic!("expected an entry")
+            };
+            assert_eq!(back, entry);
+            if !blank {
+                let error = decode(&sealed, None).unwrap_err();
+                assert!(error.contains("no key was given"), "{error}");
+                let mut moved = sealed.clone();
+                moved[17] ^= 1; // the index
+                assert!(decode(&moved, Some(&key)).is_err());
+                assert!(decode(&sealed, Some(&DataKey::generate())).is_err());
+            }
         }
-        let LogRecord::Committed(id) = decode(&encode_committed(&log_id(4, 9))).unwrap() else {
+        let LogRecord::Committed(id) =
+            decode(&encode_committed(&log_id(4, 9)), Some(&key)).unwrap()
+        else {
             panic!("expected a commit marker")
         };
         assert_eq!(id, log_id(4, 9));
-        assert!(decode(&[7]).is_err());
-        assert!(decode(&[KIND_ENTRY, 1, 2]).is_err());
+        assert!(decode(&[7], None).is_err());
+        assert!(decode(&[KIND_ENTRY, 1, 2], None).is_err());
     }
 
     #[test]

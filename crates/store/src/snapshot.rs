@@ -14,10 +14,18 @@
 //! renamed into place and the directory fsynced; then all but the newest two
 //! are deleted. On start the newest file that decodes is used; the older one
 //! is the fallback if the newest is damaged.
+//!
+//! With encryption at rest on, a file is saved sealed as a whole (see
+//! [`crypt::seal_file`]: magic "TACOSEAL", a header naming the data key,
+//! the sealed plain file) and opened again on load; everything else handles
+//! the plain bytes. Plain files written before encryption was switched on
+//! still load. A sealed file whose authentication fails counts as damaged;
+//! one sealed with another data key, or with no key given, stops the load.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::crypt::{self, DataKey};
 use super::error::{Result, StoreError};
 use super::fs::Fs;
 use super::record::{self, Decoded};
@@ -131,6 +139,8 @@ pub fn decode<E: std::fmt::Display>(
 pub struct SnapshotFiles {
     fs: Arc<dyn Fs>,
     dir: PathBuf,
+    /// Seals saved files (encryption at rest); needed to load sealed ones.
+    key: Option<Arc<DataKey>>,
 }
 
 fn file_name(meta: &SnapshotMeta) -> String {
@@ -151,7 +161,13 @@ impl SnapshotFiles {
                 fs.remove(&path).map_err(StoreError::io("remove", &path))?;
             }
         }
-        Ok(SnapshotFiles { fs, dir })
+        Ok(SnapshotFiles { fs, dir, key: None })
+    }
+
+    /// Saves files sealed with `key` and opens sealed ones with it.
+    pub fn with_key(mut self, key: Option<Arc<DataKey>>) -> Self {
+        self.key = key;
+        self
     }
 
     fn snapshot_paths(&self) -> Result<Vec<PathBuf>> {
@@ -170,6 +186,14 @@ impl SnapshotFiles {
     pub fn save(&self, meta: &SnapshotMeta, bytes: &[u8]) -> Result<PathBuf> {
         let path = self.dir.join(file_name(meta));
         let temp = path.with_extension("tmp");
+        let sealed;
+        let bytes = match &self.key {
+            Some(key) => {
+                sealed = crypt::seal_file(key, None, bytes);
+                &sealed[..]
+            }
+            None => bytes,
+        };
         crate::fs::write_atomically(self.fs.as_ref(), &path, &temp, bytes)?;
         let paths = self.snapshot_paths()?;
         if paths.len() > KEEP {
@@ -190,6 +214,19 @@ impl SnapshotFiles {
     pub fn latest(&self) -> Result<Option<(SnapshotMeta, Vec<u8>)>> {
         for path in self.snapshot_paths()?.into_iter().rev() {
             let bytes = self.fs.read(&path).map_err(StoreError::io("read", &path))?;
+            let bytes = match open_file(bytes, self.key.as_deref()) {
+                Ok(bytes) => bytes,
+                Err(Unsealed::Damaged(reason)) => {
+                    tracing::warn!(file = %path.display(), "skipping a damaged snapshot: {reason}");
+                    continue;
+                }
+                Err(Unsealed::Key(reason)) => {
+                    return Err(StoreError::Key {
+                        dir: self.dir.clone(),
+                        reason: format!("snapshot {}: {reason}", path.display()),
+                    })
+                }
+            };
             match decode(&bytes, |_| Ok::<(), String>(())) {
                 Ok(meta) => return Ok(Some((meta, bytes))),
                 Err(reason) => {
@@ -198,6 +235,36 @@ impl SnapshotFiles {
             }
         }
         Ok(None)
+    }
+}
+
+/// Why a snapshot file did not open.
+#[derive(Debug)]
+pub enum Unsealed {
+    /// Damaged (authentication failed, header unreadable): like a bad checksum.
+    Damaged(String),
+    /// Sealed with a data key that is not this data dir's, or none was given.
+    Key(String),
+}
+
+/// The plain bytes of a snapshot file as read from disk: unchanged when it
+/// is plain, opened with `key` when sealed.
+pub fn open_file(bytes: Vec<u8>, key: Option<&DataKey>) -> std::result::Result<Vec<u8>, Unsealed> {
+    if !crypt::is_sealed_file(&bytes) {
+        return Ok(bytes);
+    }
+    let (header, _) = crypt::file_header(&bytes).map_err(Unsealed::Damaged)?;
+    match key {
+        None => Err(Unsealed::Key(format!(
+            "it is encrypted (data key {}) and no key was given",
+            header.dek_id
+        ))),
+        Some(key) if key.id_hex() != header.dek_id => Err(Unsealed::Key(format!(
+            "it is encrypted with data key {}, but this data dir's is {}",
+            header.dek_id,
+            key.id_hex()
+        ))),
+        Some(key) => crypt::open_file(&bytes, Some(key), None).map_err(Unsealed::Damaged),
     }
 }
 
@@ -258,5 +325,39 @@ mod tests {
         assert_eq!(files.latest().unwrap().unwrap().0, meta(11));
         std::fs::write(&paths[2], b"TACOSNP1garbage").unwrap();
         assert_eq!(files.latest().unwrap().unwrap().0, meta(7));
+    }
+
+    #[test]
+    fn sealed_files_load_beside_plain_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let plain = SnapshotFiles::open(Arc::new(StdFs), dir.path()).unwrap();
+        let body = || vec![vec![1u8, b's', b'e', b'c', b'r', b'e', b't']].into_iter();
+        let old = plain.save(&meta(3), &encode(&meta(3), body())).unwrap();
+        let key = Arc::new(DataKey::generate());
+        let sealed = SnapshotFiles::open(Arc::new(StdFs), dir.path())
+            .unwrap()
+            .with_key(Some(key.clone()));
+        // The plain file written before encryption was on still loads.
+        assert_eq!(sealed.latest().unwrap().unwrap().0, meta(3));
+        let new = sealed.save(&meta(7), &encode(&meta(7), body())).unwrap();
+        let on_disk = std::fs::read(&new).unwrap();
+        assert!(crypt::is_sealed_file(&on_disk));
+        assert!(!on_disk.windows(6).any(|w| w == b"secret"));
+        let (found, bytes) = sealed.latest().unwrap().unwrap();
+        assert_eq!(found, meta(7));
+        assert_eq!(bytes, encode(&meta(7), body()));
+        // Without the key, or with another, the load stops.
+        assert!(matches!(plain.latest(), Err(StoreError::Key { .. })));
+        let other = SnapshotFiles::open(Arc::new(StdFs), dir.path())
+            .unwrap()
+            .with_key(Some(Arc::new(DataKey::generate())));
+        assert!(matches!(other.latest(), Err(StoreError::Key { .. })));
+        // A damaged sealed file is skipped like any damaged one.
+        let mut damaged = on_disk;
+        let last = damaged.len() - 1;
+        damaged[last] ^= 1;
+        std::fs::write(&new, damaged).unwrap();
+        assert_eq!(sealed.latest().unwrap().unwrap().0, meta(3));
+        assert!(old.exists());
     }
 }

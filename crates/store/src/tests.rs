@@ -43,7 +43,14 @@ fn open(
     dir: &Path,
     segment_size: u64,
 ) -> Result<(LogStore, Recovery), StoreError> {
-    LogStore::open(fs, dir, LogOptions { segment_size })
+    LogStore::open(
+        fs,
+        dir,
+        LogOptions {
+            segment_size,
+            kek: None,
+        },
+    )
 }
 
 /// Appends and waits for the durability callback.
@@ -200,7 +207,7 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
 
 /// Where each entry record of a segment ends.
 fn entry_ends(bytes: &[u8]) -> Vec<(u64, usize)> {
-    let scanned = segment::scan(1, Path::new("x"), bytes, true).unwrap();
+    let scanned = segment::scan(1, Path::new("x"), bytes, true, None).unwrap();
     let mut ends = Vec::new();
     let offsets: Vec<usize> = scanned.records.iter().map(|(o, _)| *o as usize).collect();
     for (i, (_, rec)) in scanned.records.iter().enumerate() {
@@ -243,7 +250,7 @@ fn a_log_cut_at_every_byte_of_its_last_records_reopens_with_a_clean_prefix() {
             .unwrap_or_else(|e| panic!("cut at {cut}: {e}"));
         assert_eq!(indexes(&store), expected, "cut at {cut}");
         let at_boundary = cut == bytes.len()
-            || segment::scan(1, Path::new("x"), &bytes[..cut], true)
+            || segment::scan(1, Path::new("x"), &bytes[..cut], true, None)
                 .unwrap()
                 .torn
                 .is_none();
@@ -499,4 +506,64 @@ fn appends_queued_during_an_fsync_share_the_next_one() {
     }
     let syncs = fs.syncs() - syncs_before;
     assert!(syncs < n / 4, "{n} appends took {syncs} fsyncs");
+}
+
+fn open_with(dir: &Path, kek: Option<Kek>) -> Result<(LogStore, Recovery), StoreError> {
+    LogStore::open(
+        Arc::new(StdFs),
+        dir,
+        LogOptions {
+            segment_size: 1 << 20,
+            kek: kek.map(Arc::new),
+        },
+    )
+}
+
+fn files_contain(dir: &Path, needle: &[u8]) -> bool {
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(path) = stack.pop() {
+        if path.is_dir() {
+            stack.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+        } else if std::fs::read(&path)
+            .unwrap()
+            .windows(needle.len())
+            .any(|w| w == needle)
+        {
+            return true;
+        }
+    }
+    false
+}
+
+#[test]
+fn a_plain_log_switched_to_encrypted_keeps_loading_and_then_needs_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let kek = || Kek::parse(&[9u8; 32]).unwrap();
+    {
+        let (store, _) = open_with(dir.path(), None).unwrap();
+        assert!(store.data_key().is_none());
+        append_durably(&store, (0..5).map(|i| entry(1, i)).collect()).unwrap();
+    }
+    assert!(files_contain(dir.path(), b"group-1"), "plain before");
+    {
+        // Switched on: the old entries load, new ones are sealed.
+        let (store, recovery) = open_with(dir.path(), Some(kek())).unwrap();
+        assert!(store.data_key().is_some());
+        assert_eq!(recovery.entries, 5);
+        append_durably(&store, (5..10).map(|i| entry(2, i)).collect()).unwrap();
+    }
+    assert!(
+        !files_contain(dir.path(), b"group-2"),
+        "new entries are sealed"
+    );
+    let (store, recovery) = open_with(dir.path(), Some(kek())).unwrap();
+    assert_eq!(recovery.entries, 10);
+    assert_eq!(store.entries(8..9), vec![entry(2, 8)]);
+    drop(store);
+    let error = open_with(dir.path(), None).unwrap_err().to_string();
+    assert!(error.contains("no key was given"), "{error}");
+    let error = open_with(dir.path(), Some(Kek::parse(&[8u8; 32]).unwrap()))
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains(kek().id()), "{error}");
 }

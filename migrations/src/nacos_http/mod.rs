@@ -26,9 +26,9 @@
 //! configs without history, with a note.
 //!
 //! Rows of a gray version's history (`publishType` `gray`) are left out (counted in a
-//! note); a config whose content a Nacos encryption plugin encrypted
-//! (`encryptedDataKey`) stops the read, or with `--skip-bad` is left out with its
-//! history.
+//! note); a config whose content a client's encryption plugin encrypted
+//! (`encryptedDataKey`, dataId `cipher-{alg}-...`) moves as ciphertext with its key
+//! (history rows with theirs), which Tacos returns as Nacos does.
 //!
 //! What the API cannot show is not carried and is named in [`Source::notes`]: the
 //! history of deleted configs (the API finds history by a live config's key), gray
@@ -44,14 +44,9 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::source::{
-    Config, ConfigKey, HistoryRow, OpType, Password, ReadOptions, Skipped, Source, User,
-};
+use crate::source::{Config, ConfigKey, HistoryRow, OpType, Password, ReadOptions, Source, User};
 
 pub use client::{Client, Endpoint};
-
-const ENCRYPTED: &str = "its content is encrypted by a Nacos encryption plugin \
-     (encryptedDataKey is set), which Tacos cannot decrypt; its history goes with it";
 
 /// Page size of every listing.
 pub const PAGE_SIZE: u64 = 100;
@@ -107,12 +102,6 @@ pub enum ReadError {
         reported: String,
         got: String,
     },
-    /// A config whose content a Nacos encryption plugin encrypted (`encryptedDataKey`).
-    #[error(
-        "{what}: its content is encrypted by a Nacos encryption plugin (encryptedDataKey \
-         is set), which Tacos cannot decrypt; --skip-bad leaves it out"
-    )]
-    Encrypted { what: String },
     /// `https://` needs TLS, which this build does not have.
     #[error(
         "{url}: https is not supported by this build of tacos-migrate; read the server \
@@ -121,10 +110,9 @@ pub enum ReadError {
     Https { url: String },
 }
 
-/// Reads everything the API shows (see the module docs).
-/// With `options.skip_bad` an encrypted config is left out and listed in
-/// [`Source::skipped`] instead of stopping the read.
-pub fn read(endpoint: &Endpoint, options: &ReadOptions) -> Result<Source, ReadError> {
+/// Reads everything the API shows (see the module docs). Nothing the API
+/// shows is refused, so `ReadOptions::skip_bad` changes nothing here.
+pub fn read(endpoint: &Endpoint, _options: &ReadOptions) -> Result<Source, ReadError> {
     let client = Client::connect(endpoint)?;
     let mut source = Source::default();
     let mut gray_rows = 0;
@@ -155,13 +143,6 @@ pub fn read(endpoint: &Endpoint, options: &ReadOptions) -> Result<Source, ReadEr
                 Ok(Some(config)) => config,
                 // Deleted between the listing and now.
                 Ok(None) => continue,
-                Err(ReadError::Encrypted { what }) if options.skip_bad => {
-                    source.skipped.push(Skipped {
-                        what,
-                        reason: ENCRYPTED.to_string(),
-                    });
-                    continue;
-                }
                 Err(e) => return Err(e),
             };
             let (rows, gray) = match client.history(&key) {
@@ -293,11 +274,6 @@ fn nonempty(v: &Value, name: &str) -> Option<String> {
 
 /// Builds a [`Config`] from a `show=all` answer.
 fn config_from(key: &ConfigKey, v: &Value, what: &str) -> Result<Config, ReadError> {
-    if nonempty(v, "encryptedDataKey").is_some() {
-        return Err(ReadError::Encrypted {
-            what: what.to_string(),
-        });
-    }
     let content = field(v, "content").ok_or_else(|| ReadError::BadAnswer {
         what: what.to_string(),
         reason: "no content".to_string(),
@@ -348,6 +324,8 @@ fn config_from(key: &ConfigKey, v: &Value, what: &str) -> Result<Config, ReadErr
         tags,
         src_user: field(v, "createUser").unwrap_or_default(),
         src_ip: field(v, "createIp").unwrap_or_default(),
+        // Ciphertext of a client's encryption plugin, carried with its key.
+        encrypted_data_key: field(v, "encryptedDataKey").unwrap_or_default(),
     })
 }
 
@@ -390,6 +368,7 @@ fn history_from(v: &Value, content: String, what: &str) -> Result<HistoryRow, Re
         op,
         app_name: field(v, "appName").unwrap_or_default(),
         src_ip: field(v, "srcIp").unwrap_or_default(),
+        encrypted_data_key: field(v, "encryptedDataKey").unwrap_or_default(),
     })
 }
 

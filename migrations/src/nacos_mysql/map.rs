@@ -9,9 +9,10 @@
 //!   md5, time); the others move to `''`.
 //! * **Configs** keep content, type (NULL: `text`), description, app name, tags
 //!   (`config_tags_relation` by config id, sorted, as Nacos joins them), who wrote them
-//!   and when. A config whose `encrypted_data_key` is set holds ciphertext of a Nacos
-//!   encryption plugin Tacos cannot decrypt: it cannot be held (with `skip_bad` its
-//!   grays and history are left out with it).
+//!   and when, and `encrypted_data_key`: a config a client's encryption plugin
+//!   encrypted (dataId `cipher-{alg}-...`) moves as ciphertext with its key, which
+//!   Tacos returns as Nacos does, so the client decrypts it as before (grays and
+//!   history rows likewise).
 //! * **History** (`his_config_info`, formal rows only) keeps Nacos' own rows: nid (the
 //!   id), op type, content, app name, user, IP and time. Nacos and Tacos agree on what a
 //!   row holds (an `I` the new content, a `U` or `D` the content before), so rows move
@@ -33,10 +34,10 @@
 //!   never more than Nacos allowed.
 //!
 //! What Tacos cannot hold stops the migration with [`MapError::Unsupported`], or with
-//! `skip_bad` is left out and listed in [`Source::skipped`]: an encrypted config, a gray
-//! of an unknown rule type or of a config that does not exist, a permission on a
-//! namespace pattern or whose resource is not one of the shapes above (in Nacos a
-//! dataId part without `config/` matches no config).
+//! `skip_bad` is left out and listed in [`Source::skipped`]: a gray of an unknown rule
+//! type or of a config that does not exist, a permission on a namespace pattern or
+//! whose resource is not one of the shapes above (in Nacos a dataId part without
+//! `config/` matches no config).
 //! Tables Tacos has nothing for (capacity quotas, aggregates) and naming permissions
 //! become [`Source::notes`].
 
@@ -244,22 +245,6 @@ impl Mapper<'_> {
         let mut unused_columns = BTreeSet::new();
         for row in rows.into_iter().chain(public_copies) {
             let k = key(&row.tenant, &row.group, &row.data_id);
-            if !row.encrypted_data_key.is_empty() {
-                self.bad(
-                    format!("config {k}"),
-                    "its content is encrypted by a Nacos encryption plugin \
-                     (encrypted_data_key is set), which Tacos cannot decrypt; its history \
-                     and grays are left out with it"
-                        .to_string(),
-                )?;
-                let tenant = if row.tenant == PUBLIC {
-                    ""
-                } else {
-                    &row.tenant
-                };
-                self.left_out.insert(key(tenant, &row.group, &row.data_id));
-                continue;
-            }
             for (column, value) in [
                 ("c_use", &row.c_use),
                 ("effect", &row.effect),
@@ -302,6 +287,9 @@ impl Mapper<'_> {
                     tags: row_tags,
                     src_user: row.src_user.clone().unwrap_or_default(),
                     src_ip: row.src_ip.clone().unwrap_or_default(),
+                    // Ciphertext of a client's encryption plugin: carried with
+                    // its key, as Nacos serves it (see docs/security.md).
+                    encrypted_data_key: row.encrypted_data_key.clone(),
                     grays: Vec::new(),
                 },
             );
@@ -333,15 +321,6 @@ impl Mapper<'_> {
         for row in rows.into_iter().chain(public_copies) {
             let k = key(&row.tenant, &row.group, &row.data_id);
             let what = || format!("gray row {} of {k} (table `{}`)", row.id, row.table());
-            if !row.encrypted_data_key.is_empty() {
-                self.bad(
-                    what(),
-                    "its content is encrypted by a Nacos encryption plugin, which Tacos \
-                     cannot decrypt"
-                        .to_string(),
-                )?;
-                continue;
-            }
             let (rule, priority, stored_name) = match &row.source {
                 GraySource::Beta { beta_ips } => (
                     GrayRule::parse("beta", beta_ips.as_deref().unwrap_or_default()),
@@ -426,6 +405,7 @@ impl Mapper<'_> {
                 src_ip: row.src_ip.clone().unwrap_or_default(),
                 create_time_ms: row.gmt_create_ms,
                 modify_time_ms: row.gmt_modified_ms,
+                encrypted_data_key: row.encrypted_data_key.clone(),
             });
         }
         Ok(())
@@ -482,15 +462,6 @@ impl Mapper<'_> {
                 continue;
             }
             let what = || format!("history row nid {} of {k}", row.nid);
-            if !row.encrypted_data_key.is_empty() {
-                self.bad(
-                    what(),
-                    "its content is encrypted by a Nacos encryption plugin, which Tacos \
-                     cannot decrypt"
-                        .to_string(),
-                )?;
-                continue;
-            }
             let op = row.op_type.as_deref().unwrap_or_default();
             let Some(op) = OpType::from_code(op) else {
                 self.bad(
@@ -515,6 +486,7 @@ impl Mapper<'_> {
                 op: Some(op),
                 app_name: row.app_name.clone().unwrap_or_default(),
                 src_ip: row.src_ip.clone().unwrap_or_default(),
+                encrypted_data_key: row.encrypted_data_key.clone(),
             };
             match live.get_mut(&folded) {
                 Some(list) => list.push(out),
@@ -731,7 +703,8 @@ mod tests {
     }
 
     /// A 3.x database: a public config and its 'public' copy (gray too), a deleted
-    /// config's history (with a 'public' copy of one row), an encrypted config, roles.
+    /// config's history (with a 'public' copy of one row), an encrypted config (a
+    /// client's encryption plugin), roles.
     fn tables() -> Tables {
         let beta = r#"{"type":"beta","version":"1.0.0","expr":"10.0.0.7","priority":2147483647}"#;
         let mut secret = config(4, "dev", "secret.yaml", "x");
@@ -839,8 +812,8 @@ mod tests {
 
     #[test]
     fn stops_on_what_tacos_cannot_hold_unless_skip_bad() {
-        let err = map(&tables(), &MapOptions::default()).expect_err("encrypted config");
-        assert!(err.to_string().contains("dev/G/secret.yaml"), "{err}");
+        let err = map(&tables(), &MapOptions::default()).expect_err("unknown gray rule");
+        assert!(err.to_string().contains("gray row 3"), "{err}");
         let source = map(
             &tables(),
             &MapOptions {
@@ -850,18 +823,28 @@ mod tests {
         )
         .expect("with skip_bad");
         let skipped: Vec<&str> = source.skipped.iter().map(|s| s.what.as_str()).collect();
-        assert_eq!(skipped.len(), 3, "{skipped:?}");
-        assert!(skipped[0].contains("secret.yaml"));
-        assert!(skipped[1].contains("gray row 3"));
+        assert_eq!(skipped.len(), 2, "{skipped:?}");
+        assert!(skipped[0].contains("gray row 3"));
         assert!(
-            skipped[2].contains("dev:G:app.yaml"),
+            skipped[1].contains("dev:G:app.yaml"),
             "no config/: matches nothing"
         );
 
         // 'public' folds into '': one a.yaml (the '' row, with its tag), the
-        // public-only config moved; one beta.
+        // public-only config moved; one beta. The config a client's encryption
+        // plugin encrypted moves with its key, and so does its history.
         let keys: Vec<String> = source.configs.iter().map(|c| c.key().to_string()).collect();
-        assert_eq!(keys, ["(public)/G/a.yaml", "(public)/G/only-public.yaml"]);
+        assert_eq!(
+            keys,
+            [
+                "(public)/G/a.yaml",
+                "(public)/G/only-public.yaml",
+                "dev/G/secret.yaml"
+            ]
+        );
+        let secret = &source.configs[2];
+        assert_eq!(secret.encrypted_data_key, "k");
+        assert_eq!(source.history[&secret.key()].len(), 1);
         let a = &source.configs[0];
         assert_eq!(a.tags, ["t"]);
         assert_eq!(a.config_type.as_deref(), Some("yaml"));
@@ -873,8 +856,7 @@ mod tests {
                 ips: vec!["10.0.0.7".into()]
             }
         );
-        // The deleted config's history, its 'public' copy row dropped; the encrypted
-        // config's history left out with it.
+        // The deleted config's history, its 'public' copy row dropped.
         assert_eq!(source.history[&a.key()].len(), 1);
         let gone: Vec<(u64, Option<OpType>)> = source
             .deleted_history

@@ -424,6 +424,7 @@ fn decode_config(k: &[u8], v: &[u8]) -> Result<Config, String> {
         tags: Vec::new(),
         src_user: String::new(),
         src_ip: String::new(),
+        encrypted_data_key: String::new(),
     })
 }
 
@@ -458,6 +459,7 @@ fn decode_history_row(config: &ConfigKey, k: &[u8], v: &[u8]) -> Result<HistoryR
         op: None,
         app_name: String::new(),
         src_ip: String::new(),
+        encrypted_data_key: String::new(),
     })
 }
 

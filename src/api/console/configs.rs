@@ -266,6 +266,9 @@ pub async fn publish(call: Call, body: web::Bytes) -> Result<HttpResponse, Conso
         expect,
         beta_ips: Vec::new(),
         tag: String::new(),
+        // The console edits plain text, as Nacos' does without a server
+        // side encryption plugin.
+        encrypted_data_key: String::new(),
     };
     let caller = call.caller();
     call.app.service.publish(request, &caller).await?;

@@ -59,23 +59,23 @@ pub async fn client_get(call: Call) -> Answer {
     // answer here.
     let labels = tacos_app::gray::labels(&client_ip(&req), None);
     if let Some(beta) = tacos_app::gray::matching_gray(&state, &key, &labels) {
-        let found = ConfigQueryResponse::found(
+        let mut found = ConfigQueryResponse::found(
             &beta.content,
             content_type,
             &beta.md5,
             beta.modify_time,
             beta.rule.kind() == "beta",
         );
+        found.encrypted_data_key = tacos_state::data_key_text(&beta.encrypted_data_key);
         return ok(found);
     }
     match config {
-        Some(c) => ok(ConfigQueryResponse::found(
-            &c.content,
-            content_type,
-            &c.md5,
-            c.modify_time,
-            false,
-        )),
+        Some(c) => {
+            let mut found =
+                ConfigQueryResponse::found(&c.content, content_type, &c.md5, c.modify_time, false);
+            found.encrypted_data_key = tacos_state::data_key_text(&c.encrypted_data_key);
+            ok(found)
+        }
         None => Ok(fail_without_data(StatusCode::OK, RESOURCE_NOT_FOUND)),
     }
 }
@@ -130,6 +130,7 @@ pub async fn publish(call: FormCall) -> Answer {
         expect: Expect::Any,
         beta_ips: comma_list(&header(&req, "betaIps").unwrap_or_default()),
         tag: params.str("tag").to_string(),
+        encrypted_data_key: params.str("encryptedDataKey").to_string(),
     };
     let caller = principal.caller(params.str("srcUser"), client_ip(&req));
     match app.service.publish(request, &caller).await {

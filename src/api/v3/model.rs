@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use tacos_core::shown_namespace;
-use tacos_state::{Config, ConfigKey, Gray, HistoryRow};
+use tacos_state::{data_key_text, Config, ConfigKey, Gray, HistoryRow};
 
 /// `ConfigBasicInfo`: a config in lists.
 #[derive(Debug, Serialize)]
@@ -68,7 +68,7 @@ impl ConfigDetailInfo {
             basic: ConfigBasicInfo::of(key, config),
             content: config.content.to_string(),
             desc: unless_empty(&config.desc),
-            encrypted_data_key: String::new(),
+            encrypted_data_key: data_key_text(&config.encrypted_data_key).to_string(),
             create_user: Some(config.src_user.to_string()),
             create_ip: Some(config.src_ip.to_string()),
             config_tags: unless_empty(&config.tags),
@@ -114,7 +114,7 @@ impl ConfigGrayInfo {
                 },
                 content: gray.content.to_string(),
                 desc: None,
-                encrypted_data_key: String::new(),
+                encrypted_data_key: data_key_text(&gray.encrypted_data_key).to_string(),
                 create_user: Some(gray.src_user.to_string()),
                 create_ip: None,
                 config_tags: None,
@@ -179,7 +179,7 @@ impl ConfigHistoryDetailInfo {
         ConfigHistoryDetailInfo {
             basic: ConfigHistoryBasicInfo::of(row),
             content: row.content.to_string(),
-            encrypted_data_key: String::new(),
+            encrypted_data_key: data_key_text(&row.encrypted_data_key).to_string(),
             gray_name: (!row.gray_name.is_empty()).then(|| row.gray_name.clone()),
             ext_info: None,
         }

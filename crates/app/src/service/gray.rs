@@ -67,6 +67,7 @@ impl ConfigService {
             cas_md5: publish.cas_md5,
             max_grays: self.limits.max_grays,
             history_limit: self.limits.history_limit,
+            encrypted_data_key: publish.encrypted_data_key,
         });
         self.writer.propose(op, caller).await.map(|_| ())
     }

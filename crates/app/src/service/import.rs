@@ -146,6 +146,8 @@ impl ConfigService {
             cas_md5,
             beta_ips: Vec::new(),
             tag: String::new(),
+            // Nacos' export has no encryptedDataKey (see docs/security.md).
+            encrypted_data_key: String::new(),
         };
         let requests: Vec<PublishRequest> = plan
             .create

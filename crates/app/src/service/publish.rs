@@ -45,7 +45,16 @@ pub struct PublishRequest {
     /// Publish as the gray `tag_{tag}` (Nacos' `tag`; when not blank and
     /// there are no beta IPs, which win as in Nacos).
     pub tag: String,
+    /// Nacos' `encryptedDataKey`: what a client's encryption plugin sends
+    /// with the content it encrypted (dataId `cipher-{alg}-...`). Stored
+    /// and returned as given; Tacos never decrypts (Nacos without a server
+    /// side plugin does the same).
+    pub encrypted_data_key: String,
 }
+
+/// The longest `encryptedDataKey` accepted (Nacos' column is
+/// `varchar(1024)`).
+pub const MAX_ENCRYPTED_DATA_KEY: usize = 1024;
 
 impl ConfigService {
     /// Checks a publish and stamps it; the gray it is for (if any) comes
@@ -63,6 +72,12 @@ impl ConfigService {
             tag.map(GrayTarget::Tag)
         };
         validate::content(&req.content, self.limits.max_content_size)?;
+        if req.encrypted_data_key.len() > MAX_ENCRYPTED_DATA_KEY {
+            return Err(InvalidInput::Other(
+                "encryptedDataKey",
+                format!("it is longer than {MAX_ENCRYPTED_DATA_KEY} bytes"),
+            ));
+        }
         let publish = pb::PublishConfig {
             key: Some((&key).into()),
             md5: md5_hex(&req.content),
@@ -76,6 +91,7 @@ impl ConfigService {
             history_limit: self.limits.history_limit,
             expect: req.expect.into(),
             create_namespace: self.limits.create_namespaces,
+            encrypted_data_key: req.encrypted_data_key,
         };
         Ok((publish, gray))
     }

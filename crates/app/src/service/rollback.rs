@@ -24,6 +24,9 @@ impl ConfigService {
             .into());
         }
         let mut publish = state.republish(&row.key, &row.content, &row.md5, &row.app_name);
+        // The version's content comes back with the key it was encrypted with.
+        publish.encrypted_data_key =
+            tacos_state::data_key_text(&row.encrypted_data_key).to_string();
         drop(state);
         publish.origin = Some(origin(caller));
         publish.cas_md5 = cas_md5.filter(|m| !m.is_empty());
