@@ -170,12 +170,12 @@ pub enum HistoryLookup {
 
 /// A history row by id, if `principal` may read its namespace: a row the
 /// caller may not see is not found, as if it did not exist.
-pub fn visible_history_row<'a>(
-    state: &'a State,
+pub fn visible_history_row(
+    state: &State,
     principal: &Principal,
     id: u64,
     lookup: HistoryLookup,
-) -> Option<&'a Arc<HistoryRow>> {
+) -> Option<Arc<HistoryRow>> {
     let row = match lookup {
         HistoryLookup::This => state.history_row(id),
         HistoryLookup::Previous => state.previous_history_row(id),
@@ -230,11 +230,11 @@ pub enum ConfigRowError {
 /// refused rather than shown (Nacos' "Please check dataId, group or
 /// namespaceId"). `LatestOfConfig` finds live configs only: rows keep no
 /// config id, so the id of a deleted config is not found.
-pub fn config_history_row<'a>(
-    state: &'a State,
+pub fn config_history_row(
+    state: &State,
     key: &ConfigKey,
     lookup: ConfigHistoryLookup,
-) -> Result<&'a Arc<HistoryRow>, ConfigRowError> {
+) -> Result<Arc<HistoryRow>, ConfigRowError> {
     match lookup {
         ConfigHistoryLookup::Row(id) => {
             let row = state.history_row(id).ok_or(ConfigRowError::NotFound)?;
