@@ -400,7 +400,10 @@ mod tests {
         // Previous: by config id, the newest row (the update, holding v1).
         let (id_a, id_b) = (state.config(&a).unwrap().id, state.config(&b).unwrap().id);
         let latest = config_history_row(&state, &a, ConfigHistoryLookup::LatestOfConfig(id_a));
-        assert_eq!(latest.map(|r| (r.id, &*r.content)), Ok((rows[1], "v1")));
+        assert_eq!(
+            latest.map(|r| (r.id, r.content.to_string())),
+            Ok((rows[1], "v1".to_string()))
+        );
         assert_eq!(
             row(&a, ConfigHistoryLookup::LatestOfConfig(id_b)),
             Err(ConfigRowError::OtherConfig)

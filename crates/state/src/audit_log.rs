@@ -288,7 +288,7 @@ mod tests {
             log.iter().rev().nth(20).map(|r| r.id),
             Some(total as u64 - 20)
         );
-        assert_eq!(log.iter().skip(log.len()).next(), None);
+        assert_eq!(log.iter().nth(log.len()), None);
     }
 
     #[test]
