@@ -2,6 +2,7 @@ use tacos::settings::{LogFormat, Settings};
 use tracing_subscriber::EnvFilter;
 
 fn main() {
+    limit_malloc_arenas();
     // Flags, then `TACOS_*` variables, then the `--config` file, then defaults.
     let settings = tacos::settings::file::load().unwrap_or_else(|error| error.exit());
     if let Some(command) = &settings.command {
@@ -43,5 +44,21 @@ where
             .with_env_filter(filter)
             .with_writer(writer)
             .init(),
+    }
+}
+
+/// glibc gives each thread that allocates its own arena, up to 8 per core,
+/// and memory freed in one arena is not reused by another: on a busy node
+/// that is tens of MiB of RSS above what is live (docs/benchmarks.md,
+/// "Memory"). Two arenas cost no throughput measurably. A
+/// `MALLOC_ARENA_MAX` in the environment still wins.
+fn limit_malloc_arenas() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
+        // SAFETY: mallopt only sets a malloc parameter; called before any
+        // other thread exists.
+        unsafe {
+            libc::mallopt(libc::M_ARENA_MAX, 2);
+        }
     }
 }

@@ -363,20 +363,28 @@ async fn audit(req: HttpRequest, app: web::Data<AppState>) -> HttpResponse {
         params.str("target"),
     );
     let state = app.service.state();
-    let found: Vec<&AuditRow> = state
-        .audit()
-        .rev()
-        .map(|row| row.as_ref())
-        .filter(|row| {
-            (user.is_empty() || *row.user == *user)
-                && row.action.starts_with(action)
-                && row.target.contains(target)
-                && (from..=to).contains(&row.time_ms)
-        })
-        .collect();
-    let total = found.len();
-    HttpResponse::Ok().json(Page::of(
-        found.into_iter().map(AuditView::of),
+    let matches = |row: &AuditRow| {
+        (user.is_empty() || *row.user == *user)
+            && row.action.starts_with(action)
+            && row.target.contains(target)
+            && (from..=to).contains(&row.time_ms)
+    };
+    // Newest first. Only the page's rows are kept: most rows live in
+    // compressed chunks and are decoded one chunk at a time to be counted.
+    let skip = Page::<AuditView>::skipped(page_no, page_size);
+    let mut total = 0;
+    let mut page = Vec::new();
+    for row in state.audit().rev() {
+        if !matches(&row) {
+            continue;
+        }
+        if total >= skip && page.len() < page_size as usize {
+            page.push(row);
+        }
+        total += 1;
+    }
+    HttpResponse::Ok().json(Page::window(
+        page.iter().map(|row| AuditView::of(row)).collect(),
         total,
         page_no,
         page_size,

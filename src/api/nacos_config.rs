@@ -99,13 +99,15 @@ pub fn history_page(
     page_no: u64,
     page_size: u64,
 ) -> Page<HistoryItem> {
-    let total = state.history(key).count();
-    Page::of(
-        state.history(key).rev().map(|row| HistoryItem::new(row)),
-        total,
-        page_no,
-        page_size,
-    )
+    let rows = state.history(key);
+    let total = rows.len();
+    let page = rows
+        .rev()
+        .skip(Page::<HistoryItem>::skipped(page_no, page_size))
+        .take(page_size as usize)
+        .map(|row| HistoryItem::new(&row))
+        .collect();
+    Page::window(page, total, page_no, page_size)
 }
 
 /// Configs of a namespace `principal` may read (`history/configs`).
@@ -141,7 +143,7 @@ pub fn history_row(
         .required_number(param)
         .map_err(RowLookupError::Invalid)?;
     visible_history_row(state, principal, id, lookup)
-        .map(|row| HistoryItem::new(row))
+        .map(|row| HistoryItem::new(&row))
         .ok_or_else(|| {
             RowLookupError::NotFound(match lookup {
                 HistoryLookup::This => format!("history {id} not exist"),

@@ -127,13 +127,24 @@ pub struct Page<T> {
 impl<T> Page<T> {
     /// Cuts page `page_no` (1-based) of `page_size` out of `items`.
     pub fn of(items: impl Iterator<Item = T>, total: usize, page_no: u64, page_size: u64) -> Self {
-        let skip = (page_no.saturating_sub(1)).saturating_mul(page_size) as usize;
+        let skip = Self::skipped(page_no, page_size);
+        let page_items = items.skip(skip).take(page_size as usize).collect();
+        Self::window(page_items, total, page_no, page_size)
+    }
+
+    /// Page `page_no` whose items the caller already cut (see [`Page::skipped`]).
+    pub fn window(page_items: Vec<T>, total: usize, page_no: u64, page_size: u64) -> Self {
         Page {
             total_count: total,
             page_number: page_no,
             pages_available: (total as u64).div_ceil(page_size.max(1)),
-            page_items: items.skip(skip).take(page_size as usize).collect(),
+            page_items,
         }
+    }
+
+    /// How many items come before page `page_no` (1-based).
+    pub fn skipped(page_no: u64, page_size: u64) -> usize {
+        (page_no.saturating_sub(1)).saturating_mul(page_size) as usize
     }
 }
 

@@ -193,12 +193,12 @@ pub enum HistoryLookup {
 
 /// A history row by id, if `principal` may read its config: a row the
 /// caller may not see is not found, as if it did not exist.
-pub fn visible_history_row<'a>(
-    state: &'a State,
+pub fn visible_history_row(
+    state: &State,
     principal: &Principal,
     id: u64,
     lookup: HistoryLookup,
-) -> Option<&'a Arc<HistoryRow>> {
+) -> Option<Arc<HistoryRow>> {
     let row = match lookup {
         HistoryLookup::This => state.history_row(id),
         HistoryLookup::Previous => state.previous_history_row(id),
@@ -253,11 +253,11 @@ pub enum ConfigRowError {
 /// refused rather than shown (Nacos' "Please check dataId, group or
 /// namespaceId"). `LatestOfConfig` finds live configs only: rows keep no
 /// config id, so the id of a deleted config is not found.
-pub fn config_history_row<'a>(
-    state: &'a State,
+pub fn config_history_row(
+    state: &State,
     key: &ConfigKey,
     lookup: ConfigHistoryLookup,
-) -> Result<&'a Arc<HistoryRow>, ConfigRowError> {
+) -> Result<Arc<HistoryRow>, ConfigRowError> {
     match lookup {
         ConfigHistoryLookup::Row(id) => {
             let row = state.history_row(id).ok_or(ConfigRowError::NotFound)?;
@@ -423,7 +423,10 @@ mod tests {
         // Previous: by config id, the newest row (the update, holding v1).
         let (id_a, id_b) = (state.config(&a).unwrap().id, state.config(&b).unwrap().id);
         let latest = config_history_row(&state, &a, ConfigHistoryLookup::LatestOfConfig(id_a));
-        assert_eq!(latest.map(|r| (r.id, &*r.content)), Ok((rows[1], "v1")));
+        assert_eq!(
+            latest.map(|r| (r.id, r.content.to_string())),
+            Ok((rows[1], "v1".to_string()))
+        );
         assert_eq!(
             row(&a, ConfigHistoryLookup::LatestOfConfig(id_b)),
             Err(ConfigRowError::OtherConfig)

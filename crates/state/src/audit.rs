@@ -6,6 +6,7 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
+use super::audit_log::AuditIter;
 use super::{canonical_namespace, Response, State};
 use tacos_core::command as pb;
 use tacos_core::{shown_namespace, Op};
@@ -13,9 +14,11 @@ use tacos_core::{shown_namespace, Op};
 /// One audit row. Never holds a password, hash or token.
 ///
 /// Rows live in memory with the rest of the state (up to `--audit-limit`,
-/// 100,000 by default), so the strings that repeat from row to row (who,
-/// from where, the action, the outcome) are shared with the previous row
-/// when equal: rows come in runs, and a shared string costs a pointer.
+/// 100,000 by default): all but the newest in compressed chunks
+/// ([`audit_log`](super::audit_log)). The strings that repeat from row to
+/// row (who, from where, the action, the outcome) are shared with the
+/// previous decoded row when equal: rows come in runs, and a shared string
+/// costs a pointer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuditRow {
     pub id: u64,
@@ -192,7 +195,7 @@ fn describe(op: Option<&Op>) -> (&str, String, String) {
 
 impl State {
     /// Audit rows, oldest first.
-    pub fn audit(&self) -> impl DoubleEndedIterator<Item = &Arc<AuditRow>> + ExactSizeIterator {
+    pub fn audit(&self) -> AuditIter<'_> {
         self.audit.iter()
     }
 
@@ -243,7 +246,7 @@ impl State {
         target: String,
         detail: String,
     ) {
-        let previous = self.audit.last();
+        let previous = self.audit.last_open();
         let row = AuditRow {
             id,
             time_ms,
@@ -254,6 +257,6 @@ impl State {
             detail,
             outcome: share(previous.map(|p| &p.outcome), repeating.outcome),
         };
-        self.audit.push_back(Arc::new(row));
+        self.audit.push_back(row);
     }
 }

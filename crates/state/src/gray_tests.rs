@@ -193,8 +193,9 @@ fn gray_writes_record_history_rows_with_the_gray_name() {
     assert_eq!(changed, [ConfigKey::from(&key("a"))]);
     assert_eq!(apply(&mut s, stop), Response::Removed { existed: false });
     let k = ConfigKey::from(&key("a"));
-    let rows: Vec<_> = s
-        .history(&k)
+    let held: Vec<_> = s.history(&k).collect();
+    let rows: Vec<_> = held
+        .iter()
         .map(|r| (r.op.code(), r.content.as_ref(), r.gray_name.as_str()))
         .collect();
     assert_eq!(
@@ -276,10 +277,9 @@ fn promoting_a_gray_is_one_apply_or_nothing() {
         ("tagged", "yaml")
     );
     assert!(s.grays(&k).is_empty());
-    let rows: Vec<_> = s
-        .history(&k)
-        .rev()
-        .take(2)
+    let held: Vec<_> = s.history(&k).rev().take(2).collect();
+    let rows: Vec<_> = held
+        .iter()
         .map(|r| (r.op.code(), r.content.as_ref(), r.gray_name.as_str()))
         .collect();
     // The formal update (replaced content), then the gray's removal.

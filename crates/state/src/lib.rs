@@ -12,7 +12,9 @@
 //! [`Response::Rejected`]; they never stop the node.
 
 mod audit;
+mod audit_log;
 mod auth;
+mod history_log;
 mod permission;
 mod roles;
 mod snapshot;
@@ -20,11 +22,13 @@ mod types;
 
 use std::sync::Arc;
 
-use imbl::{OrdMap, Vector};
+use imbl::OrdMap;
 
 pub use audit::AuditRow;
+pub use audit_log::AuditIter;
 pub use auth::{AuthKey, User};
 pub use permission::{add as permission_add, glob, Access, Permissions, Resource, ALL_NAMESPACES};
+pub use history_log::HistoryIter;
 pub use roles::{Role, ADMIN_ROLE};
 pub use snapshot::{user_record, DecodeError, Record};
 pub use tacos_core::{
@@ -62,17 +66,16 @@ pub struct State {
     configs: OrdMap<ConfigKey, Arc<Config>>,
     /// Per config, its gray versions by priority (highest first), then name.
     grays: OrdMap<ConfigKey, Vec<Arc<Gray>>>,
-    /// Per config, oldest first, at most the history limit. A plain vector
-    /// behind an `Arc`, replaced whole on each write (at most the limit of
-    /// pointers copied): for the few rows a config has, imbl's chunked
-    /// vector would hold a 64-slot chunk per config.
-    history: OrdMap<ConfigKey, Arc<Vec<Arc<HistoryRow>>>>,
-    history_keys: OrdMap<u64, ConfigKey>,
+    /// Per config, the ids of its history rows, oldest first, at most the
+    /// history limit; replaced whole on each write.
+    history: OrdMap<ConfigKey, Arc<[u64]>>,
+    /// The rows themselves, mostly compressed ([`history_log`]).
+    history_log: history_log::HistoryLog,
     namespaces: OrdMap<String, Arc<Namespace>>,
     auth: Option<Arc<AuthKey>>,
     users: OrdMap<String, Arc<User>>,
     roles: OrdMap<String, Arc<Role>>,
-    audit: Vector<Arc<AuditRow>>,
+    audit: audit_log::AuditLog,
     next_config_id: u64,
     next_history_id: u64,
     next_audit_id: u64,
@@ -145,23 +148,23 @@ impl State {
     }
 
     /// The history rows of a config, oldest first.
-    pub fn history(&self, key: &ConfigKey) -> impl DoubleEndedIterator<Item = &Arc<HistoryRow>> {
-        self.history
-            .get(key)
-            .into_iter()
-            .flat_map(|rows| rows.iter())
+    pub fn history(&self, key: &ConfigKey) -> HistoryIter<'_> {
+        let ids = self.history.get(key).map_or(&[][..], |ids| &ids[..]);
+        self.history_log.rows(ids)
     }
 
     /// One history row by id.
-    pub fn history_row(&self, id: u64) -> Option<&Arc<HistoryRow>> {
-        let key = self.history_keys.get(&id)?;
-        self.history(key).find(|row| row.id == id)
+    pub fn history_row(&self, id: u64) -> Option<Arc<HistoryRow>> {
+        self.history_log.key_of(id)?;
+        self.history_log.rows(std::slice::from_ref(&id)).next()
     }
 
     /// The row before `id` of the same config.
-    pub fn previous_history_row(&self, id: u64) -> Option<&Arc<HistoryRow>> {
-        let key = self.history_keys.get(&id)?;
-        self.history(key).rev().find(|row| row.id < id)
+    pub fn previous_history_row(&self, id: u64) -> Option<Arc<HistoryRow>> {
+        let key = self.history_log.key_of(id)?;
+        let ids = self.history.get(key)?;
+        let before = ids.iter().rev().find(|&&other| other < id)?;
+        self.history_log.rows(std::slice::from_ref(before)).next()
     }
 
     /// Custom namespaces (the public one is implicit).
@@ -385,10 +388,10 @@ impl State {
         } = new;
         self.next_history_id += 1;
         let id = self.next_history_id;
-        let rows = self.history.entry(key.clone()).or_default();
+        let (key, ids) = self.history_of(key);
         let row = HistoryRow {
             id,
-            last_id: rows.last().map_or(0, |r| r.id),
+            last_id: ids.last().copied().unwrap_or(0),
             key: key.clone(),
             content,
             md5,
@@ -401,16 +404,36 @@ impl State {
             gray_name,
             encrypted_data_key,
         };
-        let drop = (rows.len() + 1).saturating_sub(limit.max(1) as usize);
-        let dropped: Vec<u64> = rows.iter().take(drop).map(|r| r.id).collect();
-        let mut next = Vec::with_capacity(rows.len() + 1 - drop);
-        next.extend(rows.iter().skip(drop).cloned());
-        next.push(Arc::new(row));
-        *rows = Arc::new(next);
-        for old in dropped {
-            self.history_keys.remove(&old);
+        let drop = (ids.len() + 1).saturating_sub(limit.max(1) as usize);
+        let kept: Arc<[u64]> = ids[drop..].iter().copied().chain([id]).collect();
+        self.history.insert(key, kept);
+        for &old in &ids[..drop] {
+            self.history_log.release(old);
         }
-        self.history_keys.insert(id, key.clone());
+        self.history_log.push(row);
+    }
+
+    /// Adds a history row read from a snapshot (each config's rows come
+    /// oldest first).
+    fn load_history_row(&mut self, row: HistoryRow) -> Result<(), DecodeError> {
+        if self.history_log.key_of(row.id).is_some() {
+            return Err(DecodeError::DuplicateHistoryRow(row.id));
+        }
+        let (key, ids) = self.history_of(&row.key);
+        let ids: Arc<[u64]> = ids.iter().copied().chain([row.id]).collect();
+        self.history.insert(key.clone(), ids);
+        self.history_log.push(HistoryRow { key, ..row });
+        Ok(())
+    }
+
+    /// A config's history ids, and the key they are filed under: every
+    /// row of a config (and its index entry) shares that one key instead
+    /// of the copy each command decodes (about 150 bytes a row).
+    fn history_of(&self, key: &ConfigKey) -> (ConfigKey, Arc<[u64]>) {
+        match self.history.get_key_value(key) {
+            Some((filed, ids)) => (filed.clone(), ids.clone()),
+            None => (key.clone(), Arc::from([])),
+        }
     }
 
     /// Inserts or replaces a gray version, keeping the matching order.

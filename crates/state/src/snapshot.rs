@@ -3,8 +3,10 @@
 //! Each record is one byte of kind followed by a protobuf message from
 //! `proto/snapshot.proto`. Order: counters, namespaces, configs, grays
 //! (betas in snapshots written before cluster protocol 4),
-//! history rows (per config, oldest first), then the auth key, users, roles
-//! and audit rows (oldest first), so loading can append rows.
+//! history rows (each config's oldest first: grouped by config in older
+//! snapshots, in the order they were written since rows are kept in
+//! chunks), then the auth key, users, roles and audit rows (oldest first),
+//! so loading can append rows.
 
 use std::sync::Arc;
 
@@ -40,6 +42,8 @@ pub enum DecodeError {
     MissingKey,
     #[error("gray {name:?} has an unknown rule type {kind:?}")]
     BadGrayRule { name: String, kind: String },
+    #[error("history row {0} appears twice")]
+    DuplicateHistoryRow(u64),
     #[error("unknown history op type {0:?}")]
     BadOpType(String),
     #[error("user {0:?} has a permission with no access")]
@@ -170,30 +174,11 @@ impl State {
                 )
             })
         });
-        let history = self.history.values().flat_map(|rows| rows.iter()).map(|h| {
-            record(
-                HISTORY,
-                &pb::HistoryRecord {
-                    id: h.id,
-                    key: Some((&h.key).into()),
-                    content: h.content.to_string(),
-                    md5: h.md5.to_string(),
-                    app_name: h.app_name.clone(),
-                    src_user: h.src_user.to_string(),
-                    src_ip: h.src_ip.to_string(),
-                    op_type: h.op.code().to_string(),
-                    created_time: h.created_time,
-                    last_modified_time: h.last_modified_time,
-                    last_id: h.last_id,
-                    publish_type: if h.gray_name.is_empty() {
-                        String::new()
-                    } else {
-                        "gray".to_string()
-                    },
-                    gray_name: h.gray_name.clone(),
-                    encrypted_data_key: data_key_text(&h.encrypted_data_key).to_string(),
-                },
-            )
+        let history = self.history_log.live_records().map(|body| {
+            let mut buf = Vec::with_capacity(1 + body.len());
+            buf.push(HISTORY);
+            buf.extend_from_slice(&body);
+            buf
         });
         let auth = self.auth.iter().map(|a| {
             record(
@@ -327,55 +312,8 @@ impl State {
                 self.put_gray(&key, gray);
             }
             HISTORY => {
-                let r = pb::HistoryRecord::decode(body)?;
-                let key = key_of(r.key.as_ref())?;
-                let op = OpType::from_code(&r.op_type).ok_or(DecodeError::BadOpType(r.op_type))?;
-                // Shared again, as the apply shares them: a version's
-                // content with the config (or the previous row) holding
-                // the same version, who made it with the previous row.
-                let config = self.configs.get(&key);
-                let previous = self.history.get(&key).and_then(|rows| rows.last());
-                let (content, md5) = match (config, previous) {
-                    (Some(c), _) if *c.content == *r.content && *c.md5 == *r.md5 => {
-                        (c.content.clone(), c.md5.clone())
-                    }
-                    (_, Some(p)) if *p.content == *r.content && *p.md5 == *r.md5 => {
-                        (p.content.clone(), p.md5.clone())
-                    }
-                    _ => (r.content.into(), r.md5.into()),
-                };
-                let encrypted_data_key = match (config, previous) {
-                    (Some(c), _)
-                        if data_key_text(&c.encrypted_data_key) == r.encrypted_data_key =>
-                    {
-                        c.encrypted_data_key.clone()
-                    }
-                    _ => data_key_of(&r.encrypted_data_key),
-                };
-                let share = |value: String, previous: Option<&Arc<str>>| match previous {
-                    Some(p) if **p == *value => p.clone(),
-                    _ => Arc::from(value),
-                };
-                let src_user = share(r.src_user, previous.map(|p| &p.src_user));
-                let src_ip = share(r.src_ip, previous.map(|p| &p.src_ip));
-                let row = HistoryRow {
-                    id: r.id,
-                    last_id: r.last_id,
-                    key: key.clone(),
-                    content,
-                    md5,
-                    app_name: r.app_name,
-                    src_user,
-                    src_ip,
-                    op,
-                    created_time: r.created_time,
-                    last_modified_time: r.last_modified_time,
-                    gray_name: r.gray_name,
-                    encrypted_data_key,
-                };
-                self.history_keys.insert(r.id, key.clone());
-                // Not shared while loading: grows in place.
-                Arc::make_mut(self.history.entry(key).or_default()).push(Arc::new(row));
+                let row = history_row(pb::HistoryRecord::decode(body)?)?;
+                self.load_history_row(row)?;
             }
             AUTH => {
                 let r = pb::AuthRecord::decode(body)?;
@@ -464,5 +402,51 @@ fn user_from_record(r: pb::UserRecord) -> Result<User, DecodeError> {
         modify_time: r.modify_time,
         generation: r.generation,
         permissions,
+    })
+}
+
+/// A history row as its snapshot record (also how sealed history chunks
+/// hold it).
+pub(crate) fn history_record(h: &HistoryRow) -> pb::HistoryRecord {
+    pb::HistoryRecord {
+        id: h.id,
+        key: Some((&h.key).into()),
+        content: h.content.to_string(),
+        md5: h.md5.to_string(),
+        app_name: h.app_name.clone(),
+        src_user: h.src_user.to_string(),
+        src_ip: h.src_ip.to_string(),
+        op_type: h.op.code().to_string(),
+        created_time: h.created_time,
+        last_modified_time: h.last_modified_time,
+        last_id: h.last_id,
+        publish_type: if h.gray_name.is_empty() {
+            String::new()
+        } else {
+            "gray".to_string()
+        },
+        gray_name: h.gray_name.clone(),
+        encrypted_data_key: data_key_text(&h.encrypted_data_key).to_string(),
+    }
+}
+
+/// A history row from its snapshot record.
+pub(crate) fn history_row(r: pb::HistoryRecord) -> Result<HistoryRow, DecodeError> {
+    let key = key_of(r.key.as_ref())?;
+    let op = OpType::from_code(&r.op_type).ok_or(DecodeError::BadOpType(r.op_type))?;
+    Ok(HistoryRow {
+        id: r.id,
+        last_id: r.last_id,
+        key,
+        content: r.content.into(),
+        md5: r.md5.into(),
+        app_name: r.app_name,
+        src_user: r.src_user.into(),
+        src_ip: r.src_ip.into(),
+        op,
+        created_time: r.created_time,
+        last_modified_time: r.last_modified_time,
+        gray_name: r.gray_name,
+        encrypted_data_key: data_key_of(&r.encrypted_data_key),
     })
 }

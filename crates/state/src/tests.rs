@@ -81,14 +81,18 @@ fn publish_update_delete_record_history_like_nacos() {
         apply(&mut s, remove("", "a")),
         (Response::Removed { existed: false }, vec![])
     );
-    let rows: Vec<(u64, &str, &str, u64)> = s
+    let rows: Vec<(u64, &str, String, u64)> = s
         .history(&k)
-        .map(|r| (r.id, r.op.code(), r.content.as_ref(), r.last_id))
+        .map(|r| (r.id, r.op.code(), r.content.to_string(), r.last_id))
         .collect();
     // Insert keeps the new content; update and delete keep the replaced one.
     assert_eq!(
         rows,
-        vec![(1, "I", "one", 0), (2, "U", "one", 1), (3, "D", "two", 2)]
+        vec![
+            (1, "I", "one".into(), 0),
+            (2, "U", "one".into(), 1),
+            (3, "D", "two".into(), 2)
+        ]
     );
     assert_eq!(s.previous_history_row(3).unwrap().id, 2);
     assert!(s.previous_history_row(1).is_none());
@@ -248,7 +252,7 @@ fn an_import_applies_every_publish_or_none() {
         == *"refused: nothing imported: DEFAULT_GROUP/a was refused: \
             Cas publish fail, server md5 may have changed."));
     let mut without_audit = s.clone();
-    without_audit.audit = Vector::new();
+    without_audit.audit = Default::default();
     without_audit.next_audit_id = 0;
     let mut expected = State::default();
     apply(&mut expected, publish("", "a", "one", 1));

@@ -8,6 +8,8 @@
 //! description and app: it is recorded in history and audited like any
 //! publish, and it is a CAS against the version the user saw.
 
+use std::sync::Arc;
+
 use actix_web::{web, HttpResponse};
 use serde::{Deserialize, Serialize};
 
@@ -67,24 +69,23 @@ pub async fn list(call: Call) -> Result<HttpResponse, ConsoleError> {
     let (page_no, page_size) = paging(&call.params, 20)?;
     let state = call.app.service.state();
     let current = state.config(&key).map_or("", |c| c.md5.as_ref());
-    let total = state.history(&key).count();
-    Ok(ok_json(Page::of(
-        state
-            .history(&key)
-            .rev()
-            .map(|row| RowView::of(row, current, false)),
-        total,
-        page_no,
-        page_size,
-    )))
+    let rows = state.history(&key);
+    let total = rows.len();
+    let page = rows
+        .rev()
+        .skip(Page::<RowView>::skipped(page_no, page_size))
+        .take(page_size as usize)
+        .map(|row| RowView::of(&row, current, false))
+        .collect();
+    Ok(ok_json(Page::window(page, total, page_no, page_size)))
 }
 
 /// A history row the caller may read.
-fn readable_row<'a>(
-    state: &'a State,
+fn readable_row(
+    state: &State,
     principal: &Principal,
     id: u64,
-) -> Result<&'a HistoryRow, ConsoleError> {
+) -> Result<Arc<HistoryRow>, ConsoleError> {
     let row = state
         .history_row(id)
         .ok_or_else(|| ConsoleError::NotFound(format!("history row {id} does not exist")))?;
@@ -96,7 +97,7 @@ pub async fn item(call: Call) -> Result<HttpResponse, ConsoleError> {
     let id = call.params.required_number("id")?;
     let state = call.app.service.state();
     let row = readable_row(&state, &call.principal, id)?;
-    Ok(ok_json(RowView::of(row, current_md5(&state, row), true)))
+    Ok(ok_json(RowView::of(&row, current_md5(&state, &row), true)))
 }
 
 /// `left` and `right`: history row ids, or `current` for what the config
@@ -110,7 +111,7 @@ pub async fn diff(call: Call) -> Result<HttpResponse, ConsoleError> {
         Some("all") => usize::MAX,
         Some(_) => call.params.number("context", 3)? as usize,
     };
-    let row_of = |name: &'static str| -> Result<Option<&HistoryRow>, ConsoleError> {
+    let row_of = |name: &'static str| -> Result<Option<Arc<HistoryRow>>, ConsoleError> {
         match call.params.required(name)? {
             "current" => Ok(None),
             _ => Ok(Some(readable_row(
@@ -121,7 +122,7 @@ pub async fn diff(call: Call) -> Result<HttpResponse, ConsoleError> {
         }
     };
     let (left, right) = (row_of("left")?, row_of("right")?);
-    let Some(named) = left.or(right) else {
+    let Some(named) = left.as_ref().or(right.as_ref()) else {
         return Err(InvalidInput::Other("left", "one side must be a history row".into()).into());
     };
     let current = || {
@@ -132,18 +133,19 @@ pub async fn diff(call: Call) -> Result<HttpResponse, ConsoleError> {
                 ConsoleError::NotFound("the config was deleted: no current version".into())
             })
     };
-    let label = |row: Option<&HistoryRow>| row.map_or("current".to_string(), |r| r.id.to_string());
-    let left_content = match left {
+    let label =
+        |row: Option<&Arc<HistoryRow>>| row.map_or("current".to_string(), |r| r.id.to_string());
+    let left_content = match &left {
         Some(row) => row.content.as_ref(),
         None => current()?,
     };
-    let right_content = match right {
+    let right_content = match &right {
         Some(row) => row.content.as_ref(),
         None => current()?,
     };
     Ok(ok_json(serde_json::json!({
-        "left": label(left),
-        "right": label(right),
+        "left": label(left.as_ref()),
+        "right": label(right.as_ref()),
         "leftContent": left_content,
         "rightContent": right_content,
         "diff": diff::diff(left_content, right_content, context),
@@ -162,7 +164,7 @@ struct RollbackBody {
 pub async fn rollback(call: Call, body: web::Bytes) -> Result<HttpResponse, ConsoleError> {
     let form: RollbackBody = json_body(&body)?;
     let state = call.app.service.state();
-    let row = readable_row(&state, &call.principal, form.id)?.clone();
+    let row = readable_row(&state, &call.principal, form.id)?;
     call.principal.require_key(&row.key, Access::Write)?;
     drop(state);
     let caller = call.caller();

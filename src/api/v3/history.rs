@@ -34,16 +34,18 @@ pub async fn list(call: Call) -> Answer {
     let paging = page(&params)?;
     allow(&principal, &key, Access::Read)?;
     let state = app.service.state();
-    let total = state.history(&key).count();
-    ok(Page::of(
-        state
-            .history(&key)
-            .rev()
-            .map(|row| ConfigHistoryBasicInfo::of(row)),
-        total,
-        paging.page_no,
-        paging.page_size,
-    ))
+    let rows = state.history(&key);
+    let total = rows.len();
+    let page = rows
+        .rev()
+        .skip(Page::<ConfigHistoryBasicInfo>::skipped(
+            paging.page_no,
+            paging.page_size,
+        ))
+        .take(paging.page_size as usize)
+        .map(|row| ConfigHistoryBasicInfo::of(&row))
+        .collect();
+    ok(Page::window(page, total, paging.page_no, paging.page_size))
 }
 
 /// `GET ?nid=`: one row of the named config.
@@ -97,7 +99,7 @@ fn row(
     allow(principal, &key, Access::Read)?;
     let state = app.service.state();
     match config_history_row(&state, &key, lookup) {
-        Ok(row) => ok(ConfigHistoryDetailInfo::of(row)),
+        Ok(row) => ok(ConfigHistoryDetailInfo::of(&row)),
         Err(ConfigRowError::NotFound) => {
             Err(fail(StatusCode::NOT_FOUND, RESOURCE_NOT_FOUND, not_found()).into())
         }
