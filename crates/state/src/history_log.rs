@@ -381,6 +381,7 @@ mod tests {
             created_time: 1_700_000_000_000 + id as i64,
             last_modified_time: 1_700_000_000_000 + id as i64,
             gray_name: String::new(),
+            encrypted_data_key: None,
         }
     }
 

@@ -1053,7 +1053,9 @@ fn the_encrypted_data_key_stays_with_its_version() {
     );
     let rows = s.history(&k);
     // An insert records the new version, an update the replaced one.
-    let keys: Vec<&str> = rows.map(|r| data_key_text(&r.encrypted_data_key)).collect();
+    let keys: Vec<String> = rows
+        .map(|r| data_key_text(&r.encrypted_data_key).to_string())
+        .collect();
     assert_eq!(keys, ["key-1", "key-1"]);
     apply(&mut s, with_key("plain", "", 3));
     assert_eq!(s.config(&k).unwrap().encrypted_data_key, None);
