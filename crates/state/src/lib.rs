@@ -27,8 +27,8 @@ use imbl::OrdMap;
 pub use audit::AuditRow;
 pub use audit_log::AuditIter;
 pub use auth::{AuthKey, User};
-pub use permission::{add as permission_add, glob, Access, Permissions, Resource, ALL_NAMESPACES};
 pub use history_log::HistoryIter;
+pub use permission::{add as permission_add, glob, Access, Permissions, Resource, ALL_NAMESPACES};
 pub use roles::{Role, ADMIN_ROLE};
 pub use snapshot::{user_record, DecodeError, Record};
 pub use tacos_core::{
