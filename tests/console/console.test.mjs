@@ -732,7 +732,7 @@ try {
       return { status: response.status, body: await response.json() };
     }, NS);
     assert.equal(refused.status, 403);
-    assert.match(refused.body.error, /reader may not write namespace e2e/);
+    assert.match(refused.body.error, /reader may not write e2e:DEFAULT_GROUP:config\/sneaky/);
     assert.equal((await getConfig('sneaky')).status, 404);
     await page.getByTestId('logout').click();
     await page.getByRole('button', { name: 'Log in' }).waitFor();
