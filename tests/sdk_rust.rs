@@ -39,8 +39,13 @@ async fn client(http: u16, grpc: u16, cache: &std::path::Path) -> ConfigService 
 }
 
 fn props(http: u16, grpc: u16, cache: &std::path::Path) -> ClientProps {
+    props_for(&format!("127.0.0.1:{http}"), grpc, cache)
+}
+
+/// [`props`] for a list of servers (`host:port,...`) sharing one gRPC port.
+fn props_for(servers: &str, grpc: u16, cache: &std::path::Path) -> ClientProps {
     ClientProps::new()
-        .server_addr(format!("127.0.0.1:{http}"))
+        .server_addr(servers.to_string())
         .remote_grpc_port(grpc)
         .namespace("")
         .app_name("tacos-sdk-test")
@@ -467,14 +472,7 @@ async fn sdk_clients_of_a_node_over_its_connection_target_spread_and_keep_listen
     let mut clients = Vec::new();
     for k in 0..CLIENTS {
         let cache = tmp.path().join(format!("client-{k}"));
-        let props = ClientProps::new()
-            .server_addr(servers.clone())
-            .remote_grpc_port(grpc_port)
-            .namespace("")
-            .app_name("tacos-balance-test")
-            .env_first(false)
-            .config_load_cache_at_start(false)
-            .cache_dir(cache);
+        let props = props_for(&servers, grpc_port, &cache);
         let sdk = build(props, false).await;
         let (tx, rx) = mpsc::unbounded_channel();
         sdk.add_listener("spread".into(), GROUP.into(), Arc::new(Forward(tx)))
