@@ -14,9 +14,14 @@
 #   loadtest/cluster_bench.sh
 # Settings (environment): ROUNDS=2 USERS=64 TIME=20s SCENARIO=http_config_set LEARNERS=0
 #   SETUPS="single cluster learners" (which setups each round runs; learners only with LEARNERS>0)
-#   LEARNER_NICE=0: with 1, learners run under `nice -n 19`, so on a machine with fewer cores
-#     than processes they take only CPU the voters and the load generator leave — a stand-in for
-#     learners on machines of their own (what is left is the leader's cost of sending them the log)
+#   LEARNER_NICE=0: with 1, learners run under SCHED_IDLE (`chrt --idle 0`), so on a machine with
+#     fewer cores than processes they take only CPU the voters and the load generator leave — a
+#     stand-in for learners on machines of their own (what is left is the leader's cost of sending
+#     them the log). `nice -n 19` was not enough: on 2 cores the learners still took 8-9 CPU s
+#     of a 15 s run from the voters.
+#   LEARNER_DATA=DIR: learners keep their data dirs under DIR (e.g. /dev/shm), so their fsyncs
+#     do not queue on the voters' disk — with LEARNER_NICE=1 the stand-in for learners on
+#     machines of their own (cores and disks); the voters stay on the disk
 #   BASE_PORT=28848 (node i gets HTTP BASE_PORT+i, cluster BASE_PORT+100+i)
 #   OUT=/tmp/cluster-bench-<time>  TACOS_BIN=target/release/tacos  BIN_DIR=target/release
 set -euo pipefail
@@ -34,6 +39,7 @@ SCENARIO=${SCENARIO:-http_config_set}
 LEARNERS=${LEARNERS:-0}
 SETUPS=${SETUPS:-single cluster learners}
 LEARNER_NICE=${LEARNER_NICE:-0}
+LEARNER_DATA=${LEARNER_DATA:-}
 BASE_PORT=${BASE_PORT:-28848}
 OUT=${OUT:-/tmp/cluster-bench-$(date +%Y%m%d-%H%M%S)}
 CLK_TCK=$(getconf CLK_TCK)
@@ -50,7 +56,9 @@ stop_all() {
     done
     PIDS=()
 }
-trap 'stop_all; rm -rf "$DATA"' EXIT
+LDATA=$DATA
+[ -z "$LEARNER_DATA" ] || LDATA=$(mktemp -d "$LEARNER_DATA/cluster-bench-learners-XXXXXX")
+trap 'stop_all; rm -rf "$DATA" "$LDATA"' EXIT
 
 cpu_seconds() { # total user+sys CPU seconds of the given pids
     local total=0 ticks
@@ -75,7 +83,7 @@ start_node() {
     local id=$1 dir=$2
     shift 2
     mkdir -p "$dir"
-    RUST_LOG=warn TACOS_ADMIN_PASSWORD=$ADMIN_PASSWORD nice -n "${NICE:-0}" "$TACOS_BIN" --node-id "$id" --data-dir "$dir/data" \
+    RUST_LOG=warn TACOS_ADMIN_PASSWORD=$ADMIN_PASSWORD ${IDLE:+chrt --idle 0} "$TACOS_BIN" --node-id "$id" --data-dir "$dir/data" \
         --http-port $((BASE_PORT + id)) --cluster-port $((BASE_PORT + 100 + id)) "$@" \
         >"$dir/tacos.log" 2>&1 &
     PIDS+=($!)
@@ -120,12 +128,16 @@ print([v['httpAddr'] for v in m['members']['voters'] if v['id'] == m['leader']][
 
 # run NAME PORT: one goose run, then a line of server CPU and RSS.
 run() {
-    local name=$1 port=$2 cpu0 cpu1
+    local name=$1 port=$2 cpu0 cpu1 vcpu0 vcpu1
+    # The first three processes are the voters (or the one node): their CPU alone says
+    # what learners cost the nodes that commit.
     cpu0=$(cpu_seconds "${PIDS[@]}")
+    vcpu0=$(cpu_seconds "${PIDS[@]:0:3}")
     "$BIN_DIR/$SCENARIO" --host "http://127.0.0.1:$port" -u "$USERS" -r "$USERS" -t "$TIME" \
         --report-file "$OUT/$name.json" >"$OUT/$name.log" 2>&1 || echo "$name: goose exited $?" >&2
     cpu1=$(cpu_seconds "${PIDS[@]}")
-    echo "$name server_cpu_s=$(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN {print b - a}') server_rss_mib=$(rss_mib "${PIDS[@]}")" |
+    vcpu1=$(cpu_seconds "${PIDS[@]:0:3}")
+    echo "$name server_cpu_s=$(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN {print b - a}') voters_cpu_s=$(awk -v a="$vcpu0" -v b="$vcpu1" 'BEGIN {print b - a}') server_rss_mib=$(rss_mib "${PIDS[@]}")" |
         tee -a "$OUT/resources.txt"
 }
 
@@ -162,10 +174,10 @@ for round in $(seq "$ROUNDS"); do
         start_node 2 "$dir/n2" --join "127.0.0.1:$((BASE_PORT + 101))"
         start_node 3 "$dir/n3" --join "127.0.0.1:$((BASE_PORT + 101))"
         wait_voters $((BASE_PORT + 1)) 3
-        nice_learners=0
-        [ "$LEARNER_NICE" = 1 ] && nice_learners=19
+        idle_learners=
+        [ "$LEARNER_NICE" = 1 ] && idle_learners=1
         for id in $(seq 4 $((3 + LEARNERS))); do
-            NICE=$nice_learners start_node "$id" "$dir/n$id" --join "127.0.0.1:$((BASE_PORT + 101))" --learner
+            IDLE=$idle_learners start_node "$id" "$LDATA/r$round-n$id" --join "127.0.0.1:$((BASE_PORT + 101))" --learner
         done
         wait_learners $((BASE_PORT + 1)) "$LEARNERS"
         run "r$round-3node+${LEARNERS}learners-leader" "$(leader_port $((BASE_PORT + 1)))"

@@ -2,7 +2,7 @@ use tacos::settings::{LogFormat, Settings};
 use tracing_subscriber::EnvFilter;
 
 fn main() {
-    limit_malloc_arenas();
+    tune_malloc();
     // Flags, then `TACOS_*` variables, then the `--config` file, then defaults.
     let settings = tacos::settings::file::load().unwrap_or_else(|error| error.exit());
     if let Some(command) = &settings.command {
@@ -47,18 +47,36 @@ where
     }
 }
 
-/// glibc gives each thread that allocates its own arena, up to 8 per core,
-/// and memory freed in one arena is not reused by another: on a busy node
-/// that is tens of MiB of RSS above what is live (docs/benchmarks.md,
-/// "Memory"). Two arenas cost no throughput measurably. A
-/// `MALLOC_ARENA_MAX` in the environment still wins.
-fn limit_malloc_arenas() {
+/// Two glibc malloc settings that keep freed memory from staying resident
+/// (docs/benchmarks.md, "Memory"); either one set in the environment
+/// (`MALLOC_ARENA_MAX`, `MALLOC_MMAP_THRESHOLD_`) still wins.
+///
+/// - Arenas: glibc gives each thread that allocates its own arena, up to 8
+///   per core, and memory freed in one arena is not reused by another: on a
+///   busy node that is tens of MiB above what is live. Two arenas cost no
+///   throughput measurably.
+/// - The mmap threshold: glibc raises it to the size of the largest block
+///   it has freed (up to 32 MiB), after which such blocks come from an arena
+///   and stay resident when freed. Each password check (argon2, 19 MiB of
+///   working memory) then left 20 MiB behind in whichever arena its thread
+///   used: half of an idle node's RSS, and 20 MiB more after the first
+///   login. A fixed 1 MiB threshold sends large, short-lived buffers to
+///   mmap, which returns them at free.
+fn tune_malloc() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
-        // SAFETY: mallopt only sets a malloc parameter; called before any
-        // other thread exists.
-        unsafe {
-            libc::mallopt(libc::M_ARENA_MAX, 2);
+    {
+        if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
+            // SAFETY: mallopt only sets a malloc parameter; called before
+            // any other thread exists.
+            unsafe {
+                libc::mallopt(libc::M_ARENA_MAX, 2);
+            }
+        }
+        if std::env::var_os("MALLOC_MMAP_THRESHOLD_").is_none() {
+            // SAFETY: as above.
+            unsafe {
+                libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
+            }
         }
     }
 }

@@ -29,8 +29,12 @@
 //! | `tacos_log_bytes`, `tacos_snapshot_bytes` | gauge | bytes on disk |
 //! | `tacos_process_resident_memory_bytes`, `tacos_process_cpu_seconds_total` | gauge | |
 
+use std::collections::HashMap;
 use std::path::Path;
-use std::sync::OnceLock;
+use std::sync::{LazyLock, OnceLock, PoisonError, RwLock};
+
+use actix_web::http::Method;
+use metrics::{Counter, Histogram};
 
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
@@ -55,6 +59,41 @@ pub fn install() -> anyhow::Result<()> {
         .install_recorder()?;
     let _ = HANDLE.set(handle);
     Ok(())
+}
+
+/// The handles of one route's HTTP series, by method and status.
+type HttpSeries = HashMap<(&'static str, Method, u16), (Counter, Histogram)>;
+
+static HTTP_SERIES: LazyLock<RwLock<HttpSeries>> = LazyLock::new(RwLock::default);
+
+/// Counts one HTTP request and records its duration. The `counter!` and
+/// `histogram!` macros build, hash and look up their label set in the
+/// recorder on every call: about 10,000 instructions, 15% of a config read
+/// (callgrind). The handles are kept per (route, method, status) instead,
+/// which is bounded by the declared routes times the statuses they answer.
+pub fn http_request(route: &'static str, method: &Method, status: u16, seconds: f64) {
+    let key = (route, method.clone(), status);
+    let known = HTTP_SERIES
+        .read()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(&key)
+        .cloned();
+    let (requests, duration) = known.unwrap_or_else(|| {
+        let (method, status) = (method.to_string(), status.to_string());
+        let series = (
+            metrics::counter!("tacos_http_requests_total",
+                "method" => method.clone(), "route" => route, "status" => status),
+            metrics::histogram!("tacos_http_request_duration_seconds",
+                "method" => method, "route" => route),
+        );
+        HTTP_SERIES
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(key, series.clone());
+        series
+    });
+    requests.increment(1);
+    duration.record(seconds);
 }
 
 /// Sets the scrape-time gauges and renders everything in the Prometheus

@@ -119,14 +119,15 @@ pub async fn record_metrics(
     next: actix_web::middleware::Next<impl actix_web::body::MessageBody>,
 ) -> Result<actix_web::dev::ServiceResponse<impl actix_web::body::MessageBody>, actix_web::Error> {
     let started = std::time::Instant::now();
-    let route = guard::matched_pattern(&req).unwrap_or_else(|| "unmatched".into());
-    let method = req.method().to_string();
+    let route = guard::matched_pattern(&req).unwrap_or("unmatched");
+    let method = req.method().clone();
     let response = next.call(req).await?;
-    let status = response.status().as_u16().to_string();
-    metrics::counter!("tacos_http_requests_total", "method" => method.clone(), "route" => route.clone(), "status" => status)
-        .increment(1);
-    metrics::histogram!("tacos_http_request_duration_seconds", "method" => method, "route" => route)
-        .record(started.elapsed().as_secs_f64());
+    crate::metrics::http_request(
+        route,
+        &method,
+        response.status().as_u16(),
+        started.elapsed().as_secs_f64(),
+    );
     Ok(response)
 }
 
@@ -182,16 +183,20 @@ pub enum Port {
 }
 
 fn declare_part(routes: &mut guard::Routes, port: Port) {
+    // The Nacos config API first: actix tries routes in registration order,
+    // one after another, so the routes clients call all the time come before
+    // the operators' (only the console's `/console/{file:.*}` has a
+    // parameter, and it comes last, so the order changes no match).
+    if port != Port::Console {
+        nacos_v1::routes(routes);
+        nacos_v2::routes(routes);
+        v3::routes(routes);
+        core::routes(routes);
+    }
     health::routes(routes);
     auth::routes(routes);
     roles::routes(routes);
     admin::routes(routes);
-    if port != Port::Console {
-        core::routes(routes);
-        nacos_v1::routes(routes);
-        nacos_v2::routes(routes);
-        v3::routes(routes);
-    }
     if port != Port::Client {
         console::routes(routes);
     }

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use actix_web::http::header::{self, HeaderName};
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 
@@ -85,10 +86,15 @@ fn caller(req: &HttpRequest, params: &Params, principal: &Principal) -> Caller {
 
 fn no_cache(builder: &mut actix_web::HttpResponseBuilder) -> &mut actix_web::HttpResponseBuilder {
     builder
-        .insert_header(("Pragma", "no-cache"))
-        .insert_header(("Expires", "0"))
-        .insert_header(("Cache-Control", "no-cache,no-store"))
+        .insert_header((header::PRAGMA, "no-cache"))
+        .insert_header((header::EXPIRES, "0"))
+        .insert_header((header::CACHE_CONTROL, "no-cache,no-store"))
 }
+
+/// Header names of a config read, made once: an `(&str, _)` pair parses
+/// its name on every response.
+const CONFIG_TYPE: HeaderName = HeaderName::from_static("config-type");
+const CONTENT_MD5: HeaderName = HeaderName::from_static("content-md5");
 
 async fn get_config(
     req: HttpRequest,
@@ -147,7 +153,7 @@ async fn get_config(
             None => HttpResponse::NotFound().body("config data not exist\n"),
         };
     }
-    let (labels, explicit_tag) = read_labels(&req, &params);
+    let (labels, explicit_tag) = read_labels(&req, &params, !state.grays(&key).is_empty());
     let config_type = config.map_or("text", |c| c.config_type.as_str());
     let Some(served) = gray::served(&state, &key, &labels, explicit_tag) else {
         return HttpResponse::NotFound()
@@ -156,9 +162,9 @@ async fn get_config(
     };
     let mut answer = HttpResponse::Ok();
     no_cache(&mut answer)
-        .insert_header(("Config-Type", config_type))
-        .insert_header(("Content-MD5", served.md5()))
-        .insert_header(("Last-Modified", http_date(served.modify_time())));
+        .insert_header((CONFIG_TYPE, config_type))
+        .insert_header((CONTENT_MD5, served.md5()))
+        .insert_header((header::LAST_MODIFIED, http_date(served.modify_time())));
     // Nacos' ConfigServletInner: the key a client's encryption plugin
     // needs to decrypt the content (sent here only when there is one).
     if !served.encrypted_data_key().is_empty() {

@@ -104,7 +104,10 @@ pub fn served<'a>(
     explicit_tag: bool,
 ) -> Option<Served<'a>> {
     let served = pick(state, key, labels, explicit_tag);
-    metrics::counter!("tacos_config_reads_total").increment(1);
+    // The handle is made once: the macro looks the series up on every call.
+    static READS: std::sync::LazyLock<metrics::Counter> =
+        std::sync::LazyLock::new(|| metrics::counter!("tacos_config_reads_total"));
+    READS.increment(1);
     if let Some(Served::Gray(gray)) = &served {
         metrics::counter!("tacos_gray_reads_total", "kind" => gray.rule.kind()).increment(1);
     }

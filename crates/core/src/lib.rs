@@ -37,6 +37,13 @@ impl From<Command> for Batch {
     }
 }
 
+/// An entry's payload ([`types::TypeConfig`]'s `D`) of one command.
+impl From<Command> for std::sync::Arc<Batch> {
+    fn from(command: Command) -> Self {
+        std::sync::Arc::new(Batch::from(command))
+    }
+}
+
 impl Command {
     /// Wraps one operation (not audited).
     pub fn of(op: Op) -> Self {

@@ -104,7 +104,10 @@ async fn run(raft: Raft, mut rx: mpsc::UnboundedReceiver<Pending>) {
 async fn propose_batch(raft: &Raft, batch: Vec<Pending>) {
     let (commands, replies): (Vec<Command>, Vec<Reply>) =
         batch.into_iter().map(|p| (p.command, p.reply)).unzip();
-    match raft.client_write(Batch { commands }).await {
+    match raft
+        .client_write(std::sync::Arc::new(Batch { commands }))
+        .await
+    {
         Ok(written) => {
             let mut responses = written.data.into_iter();
             for reply in replies {

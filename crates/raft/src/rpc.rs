@@ -168,7 +168,9 @@ mod tests {
                 },
                 Entry {
                     log_id: log_id(3, 11),
-                    payload: EntryPayload::Normal(Batch::from(publish.clone())),
+                    payload: EntryPayload::Normal(std::sync::Arc::new(Batch::from(
+                        publish.clone(),
+                    ))),
                 },
                 Entry {
                     log_id: log_id(3, 12),

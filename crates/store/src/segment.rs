@@ -175,9 +175,9 @@ pub fn decode(payload: &[u8], key: Option<&DataKey>) -> std::result::Result<LogR
             };
             let payload = match body_kind {
                 BODY_BLANK if body.is_empty() => openraft::EntryPayload::Blank,
-                BODY_COMMAND => openraft::EntryPayload::Normal(
+                BODY_COMMAND => openraft::EntryPayload::Normal(std::sync::Arc::new(
                     Batch::decode(body).map_err(|e| format!("bad command batch: {e}"))?,
-                ),
+                )),
                 BODY_MEMBERSHIP => openraft::EntryPayload::Membership(
                     serde_json::from_slice::<Membership>(body)
                         .map_err(|e| format!("bad membership: {e}"))?,
