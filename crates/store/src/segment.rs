@@ -83,6 +83,11 @@ fn put_log_id(out: &mut Vec<u8>, log_id: &LogId) {
     out.extend_from_slice(&log_id.index.to_le_bytes());
 }
 
+/// The log id in the header of a record payload (entry or committed).
+pub fn record_log_id(payload: &[u8]) -> Option<LogId> {
+    get_log_id(payload.get(1..)?)
+}
+
 fn get_log_id(bytes: &[u8]) -> Option<LogId> {
     let word = |i: usize| -> Option<u64> {
         Some(u64::from_le_bytes(
