@@ -1,6 +1,6 @@
 //! The durable Raft log: segment files written by one dedicated thread with
 //! group commit, and an in-memory copy of the live entries for reads (the
-//! newest decoded, older ones as their encoded records: see [`Cached`]).
+//! newest decoded, older ones as their encoded records: see `Cached`).
 //!
 //! # Write path
 //!
