@@ -42,10 +42,11 @@ trap cleanup EXIT
 start_server() {
     if [ -n "${RNACOS_BIN:-}" ]; then
         # shellcheck disable=SC2086
-        (cd "$DATA" && env $SERVER_ENV RNACOS_HTTP_PORT="$PORT" RNACOS_GRPC_PORT=$((PORT + 1000)) \
+        # `exec env`, so the PID recorded below is r-nacos' own.
+        (cd "$DATA" && exec env $SERVER_ENV RNACOS_HTTP_PORT="$PORT" RNACOS_GRPC_PORT=$((PORT + 1000)) \
             RNACOS_HTTP_CONSOLE_PORT=$((PORT + 2000)) RNACOS_SDK_HOST=127.0.0.1 \
-            RNACOS_CONSOLE_HOST=127.0.0.1 RNACOS_CONFIG_DB_DIR="$DATA/db" \
-            exec "$RNACOS_BIN" >>"$DATA/server.log" 2>&1) &
+            RNACOS_CONSOLE_HOST=127.0.0.1 RNACOS_DATA_DIR="$DATA/db" RNACOS_CONFIG_DB_DIR="$DATA/db" \
+            "$RNACOS_BIN" >>"$DATA/server.log" 2>&1) &
     else
         # shellcheck disable=SC2086
         env $SERVER_ENV "$TACOS_BIN" --data-dir "$DATA/tacos" --http-port "$PORT" \
