@@ -135,7 +135,7 @@ struct Cache {
 /// How many of the newest entries stay decoded. Apply and replication read
 /// an entry right after it is appended; older entries are read only by a
 /// follower catching up (or a new one, before it gets a snapshot).
-pub(crate) const DECODED_WINDOW: u64 = 512;
+pub(crate) const DECODED_WINDOW: u64 = 64;
 
 /// A live entry in memory: decoded while it is among the newest
 /// [`DECODED_WINDOW`], then as its plain record bytes (what
