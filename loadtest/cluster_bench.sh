@@ -78,7 +78,7 @@ rss_mib() { # summed RSS of the given pids
     awk -v k="$total" 'BEGIN {printf "%.0f", k / 1024}'
 }
 
-# start_node ID DIR [ARGS...]  (NICE=19 start_node ... runs it niced)
+# start_node ID DIR [ARGS...]  (IDLE=1 start_node ... runs it under SCHED_IDLE)
 start_node() {
     local id=$1 dir=$2
     shift 2

@@ -94,9 +94,10 @@ EOF
         ;;
     esac
     for _ in $(seq 300); do
-        curl -sf -o /dev/null "http://127.0.0.1:$PORT/nacos/v1/cs/configs?dataId=none&group=WRK" && return 0
-        # A 404 for a missing config also means the server is up.
-        [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/nacos/v1/cs/configs?dataId=none&group=WRK")" = 404 ] && return 0
+        # 200 (nginx) or 404 (no such config yet): the server is up.
+        case "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/nacos/v1/cs/configs?dataId=none&group=WRK")" in
+        200 | 404) return 0 ;;
+        esac
         sleep 0.1
     done
     echo "$server did not start; log in $dir/log" >&2

@@ -188,8 +188,9 @@ impl Cache {
         let Some(index) = newest.checked_sub(DECODED_WINDOW) else {
             return;
         };
-        if let Some(cached) = self.entries.remove(&index) {
-            self.entries.insert(index, cached.encode());
+        if let Some(slot) = self.entries.get_mut(&index) {
+            let cached = std::mem::replace(slot, Cached::Encoded(Box::default()));
+            *slot = cached.encode();
         }
     }
 }
@@ -398,6 +399,16 @@ impl LogStore {
             .map(|(_, e)| e.log_id())
             .or(cache.last_purged);
         (cache.last_purged, last)
+    }
+
+    /// How many live entries are held decoded (the rest are encoded).
+    #[cfg(test)]
+    pub(crate) fn decoded_entries(&self) -> usize {
+        read(&self.shared.cache)
+            .entries
+            .values()
+            .filter(|e| matches!(e, Cached::Decoded(_)))
+            .count()
     }
 
     /// The entries whose index is in `range`.

@@ -128,9 +128,11 @@ fn entries_outside_the_decoded_window_read_back_exactly() {
                 (0..n).map(|i| entry(2, i)).collect::<Vec<_>>()
             );
             assert_eq!(store.log_state(), (None, Some(log_id(2, n - 1))));
+            assert_eq!(store.decoded_entries() as u64, log::DECODED_WINDOW);
         }
         let (store, recovery) = open_with(dir.path(), kek()).unwrap();
         assert_eq!(recovery.entries as u64, n);
+        assert_eq!(store.decoded_entries() as u64, log::DECODED_WINDOW);
         assert_eq!(store.entries(3..5), vec![entry(2, 3), entry(2, 4)]);
         assert_eq!(
             store.entries(..),
