@@ -1,24 +1,29 @@
 //! Where history rows live in memory: the newest few decoded, the rest in
-//! compressed chunks.
+//! compressed chunks, found without a per-row index.
 //!
 //! Each config keeps up to `--history-limit` rows (100 by default), and a
 //! decoded row cost about 450 bytes (the row behind an `Arc`, its content
 //! and md5 strings, the id index): with 100,000 configs of 10 rows each,
 //! 400 MiB, most of a node's heap. Rows are written once, read rarely (the
 //! history APIs, a rollback, a snapshot) and dropped when their config
-//! passes its limit. So rows are kept in arrival order: the newest
-//! [`CHUNK_ROWS`] decoded, every earlier run of `CHUNK_ROWS` arrivals sealed
-//! into one zstd frame of their snapshot records (rows of one run share
+//! passes its limit. So rows are filed by id range, [`CHUNK_ROWS`] ids a
+//! range: the newest range decoded, every earlier one sealed into one zstd
+//! frame of its rows' snapshot records (rows written close together share
 //! users, IPs, keys and often content, and compress to a few tens of bytes
-//! each). Reading a row decodes its chunk.
+//! each). Reading a row decodes its chunk. Ids are handed out in order, so
+//! a row's id says its chunk, and a bit per id says whether it is live: an
+//! id → place index (about 60 bytes a row in a persistent map) would cost
+//! twice what the compressed rows do.
 //!
-//! A dropped row is forgotten by the index at once; its chunk's bytes go
-//! when the chunk has no live row left, and a chunk with under a quarter
-//! of its rows live is rewritten with only those (so rows of a rarely
-//! written config do not pin whole chunks of dropped ones).
+//! A dropped row's bit is cleared at once; its chunk's bytes go when the
+//! chunk has no live row left, and a chunk with under a quarter of its rows
+//! live is rewritten with only those (so rows of a rarely written config do
+//! not pin whole chunks of dropped ones).
 //!
-//! Snapshots list the live rows in arrival order: each config's rows
-//! oldest first, as before, and what loading expects.
+//! Snapshots list the live rows in id order, which is each config's rows
+//! oldest first, as loading expects. Older snapshots listed them grouped by
+//! config; rows loaded out of id order wait decoded and are merged into
+//! their chunks in bulk.
 
 use std::sync::Arc;
 
@@ -26,21 +31,13 @@ use imbl::{OrdMap, Vector};
 use prost::Message;
 
 use super::snapshot::{history_record, history_row};
-use super::{ConfigKey, HistoryRow};
+use super::HistoryRow;
 use tacos_core::snapshot as pb;
 
 /// Rows per sealed chunk (arrivals, live or not).
 pub(crate) const CHUNK_ROWS: u64 = 256;
 /// zstd's level for sealing: fast, and most of the gain.
 const LEVEL: i32 = 3;
-
-/// Where a live row is: its config, and its arrival number (which says its
-/// chunk, or that it is still decoded).
-#[derive(Debug, Clone)]
-struct Place {
-    key: ConfigKey,
-    arrival: u64,
-}
 
 /// Rows as length-delimited `HistoryRecord`s, zstd-compressed (or stored as
 /// they are if compressing failed).
@@ -134,127 +131,291 @@ impl Chunk {
     }
 }
 
+/// Which ids of one range are live: bit `id % CHUNK_ROWS`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Live([u64; (CHUNK_ROWS / 64) as usize]);
+
+impl Live {
+    fn bit(id: u64) -> (usize, u64) {
+        let i = id % CHUNK_ROWS;
+        ((i / 64) as usize, 1 << (i % 64))
+    }
+
+    fn has(&self, id: u64) -> bool {
+        let (word, bit) = Self::bit(id);
+        self.0[word] & bit != 0
+    }
+
+    fn set(&mut self, id: u64) {
+        let (word, bit) = Self::bit(id);
+        self.0[word] |= bit;
+    }
+
+    /// Clears the id's bit; says whether it was set.
+    fn clear(&mut self, id: u64) -> bool {
+        let (word, bit) = Self::bit(id);
+        let was = self.0[word] & bit != 0;
+        self.0[word] &= !bit;
+        was
+    }
+
+    fn count(&self) -> u32 {
+        self.0.iter().map(|w| w.count_ones()).sum()
+    }
+
+    fn union(self, other: Live) -> Live {
+        let mut out = self;
+        for (word, more) in out.0.iter_mut().zip(other.0) {
+            *word |= more;
+        }
+        out
+    }
+}
+
+/// Decoded rows of one range that are not sealed yet (dropped ones
+/// included, left out when sealed), and which of them are live.
+#[derive(Debug, Clone, Default)]
+struct Open {
+    rows: Vector<Arc<HistoryRow>>,
+    live: Live,
+}
+
+impl Open {
+    /// The live rows in id order (they arrive in id order but while
+    /// loading an older snapshot).
+    fn live_rows(&self) -> impl Iterator<Item = &Arc<HistoryRow>> {
+        let mut rows: Vec<&Arc<HistoryRow>> =
+            self.rows.iter().filter(|r| self.live.has(r.id)).collect();
+        rows.sort_unstable_by_key(|r| r.id);
+        rows.into_iter()
+    }
+
+    fn find(&self, id: u64) -> Option<&Arc<HistoryRow>> {
+        if !self.live.has(id) {
+            return None;
+        }
+        self.rows.iter().rev().find(|r| r.id == id)
+    }
+}
+
+/// A sealed range: its chunk (rows in id order) and which of them are
+/// still live.
 #[derive(Debug, Clone)]
 struct Sealed {
     chunk: Arc<Chunk>,
-    live: u32,
+    live: Live,
 }
+
+/// Rows that may wait decoded out of order (see [`HistoryLog::push`])
+/// before they are merged into their chunks: about 300 bytes each.
+const STRAY_LIMIT: usize = 65_536;
 
 /// Every live history row, findable by id. Cloning is O(1) (persistent
 /// maps and vectors), as for every other table of the state.
+///
+/// Rows are filed by id range: range `n` holds ids `n * CHUNK_ROWS ..
+/// (n + 1) * CHUNK_ROWS`. Ids are handed out in order, so the newest range
+/// fills up while older ones are sealed, and finding a row needs no index
+/// (a per-row id index cost more than the compressed rows themselves):
+/// its range says its chunk, a bit per id says whether it is live.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct HistoryLog {
-    /// Sealed chunks by number (`arrival / CHUNK_ROWS`); a number whose
-    /// rows all went has no chunk.
+    /// Sealed ranges by number; a range whose rows all went has no entry.
     sealed: OrdMap<u64, Sealed>,
-    /// The newest arrivals (fewer than `CHUNK_ROWS`), decoded, dropped ones
-    /// included until the run is sealed.
-    open: Vector<Arc<HistoryRow>>,
-    /// Rows pushed so far.
-    arrivals: u64,
-    /// The live rows by id.
-    places: OrdMap<u64, Place>,
+    /// The newest range's number: its rows are in `open`.
+    newest: u64,
+    open: Open,
+    /// Rows that came for a range older than `newest`: only while loading
+    /// a snapshot that lists rows in another order than their ids (grouped
+    /// by config, as older snapshots did). Merged into their chunks once
+    /// [`STRAY_LIMIT`] of them wait; read from here until then.
+    strays: OrdMap<u64, Open>,
+    stray_rows: usize,
+}
+
+fn range_of(id: u64) -> u64 {
+    id / CHUNK_ROWS
 }
 
 impl HistoryLog {
-    fn open_start(&self) -> u64 {
-        self.arrivals - self.open.len() as u64
+    /// Adds a row (ids are unique, which the caller checks with
+    /// [`contains`](Self::contains); each config's rows come oldest first).
+    pub(crate) fn push(&mut self, row: HistoryRow) {
+        let number = range_of(row.id);
+        let id = row.id;
+        if number > self.newest {
+            let open = std::mem::take(&mut self.open);
+            self.merge(self.newest, open);
+            self.newest = number;
+        }
+        let open = if number == self.newest {
+            &mut self.open
+        } else {
+            self.stray_rows += 1;
+            self.strays.entry(number).or_default()
+        };
+        open.rows.push_back(Arc::new(row));
+        open.live.set(id);
+        if self.stray_rows >= STRAY_LIMIT {
+            self.settle();
+        }
     }
 
-    /// Adds a row (ids are unique; each config's rows come oldest first).
-    pub(crate) fn push(&mut self, row: HistoryRow) {
-        let place = Place {
-            key: row.key.clone(),
-            arrival: self.arrivals,
-        };
-        self.places.insert(row.id, place);
-        self.arrivals += 1;
-        self.open.push_back(Arc::new(row));
-        if self.open.len() as u64 == CHUNK_ROWS {
-            let number = self.open_start() / CHUNK_ROWS;
-            let places = &self.places;
-            let live = self.open.iter().filter(|r| places.contains_key(&r.id));
-            if let Some(chunk) = Chunk::seal(live.map(|r| r.as_ref())) {
-                let live = chunk.rows;
-                let chunk = Arc::new(chunk);
-                self.sealed.insert(number, Sealed { chunk, live });
-            }
-            self.open = Vector::new();
+    /// Merges waiting strays into their chunks.
+    fn settle(&mut self) {
+        for (number, open) in std::mem::take(&mut self.strays) {
+            self.merge(number, open);
+        }
+        self.stray_rows = 0;
+    }
+
+    /// Seals a range's live rows (those of `open` and of its sealed chunk,
+    /// if any) into one chunk in id order; the range goes if none is live.
+    fn merge(&mut self, number: u64, open: Open) {
+        let mut live = open.live;
+        let mut rows: Vec<Arc<HistoryRow>> =
+            open.rows.into_iter().filter(|r| live.has(r.id)).collect();
+        if let Some(old) = self.sealed.remove(&number) {
+            rows.extend(old.chunk.rows().into_iter().filter(|r| old.live.has(r.id)));
+            live = live.union(old.live);
+        }
+        rows.sort_unstable_by_key(|r| r.id);
+        if let Some(chunk) = Chunk::seal(rows.iter().map(|r| r.as_ref())) {
+            let chunk = Arc::new(chunk);
+            self.sealed.insert(number, Sealed { chunk, live });
         }
     }
 
     /// Drops a row (its config passed its limit).
     pub(crate) fn release(&mut self, id: u64) {
-        let Some(place) = self.places.remove(&id) else {
-            return;
-        };
-        if place.arrival >= self.open_start() {
-            return; // still decoded: left out when its run is sealed
+        let number = range_of(id);
+        if number == self.newest && self.open.live.clear(id) {
+            return; // still decoded: left out when its range is sealed
         }
-        let number = place.arrival / CHUNK_ROWS;
+        if let Some(stray) = self.strays.get_mut(&number) {
+            if stray.live.clear(id) {
+                if stray.live == Live::default() {
+                    let rows = stray.rows.len();
+                    self.strays.remove(&number);
+                    self.stray_rows -= rows;
+                }
+                return;
+            }
+        }
         let Some(sealed) = self.sealed.get_mut(&number) else {
             return;
         };
-        sealed.live = sealed.live.saturating_sub(1);
-        if sealed.live == 0 {
+        if !sealed.live.clear(id) {
+            return;
+        }
+        let live = sealed.live.count();
+        if live == 0 {
             self.sealed.remove(&number);
-        } else if sealed.live * 4 < sealed.chunk.rows {
-            let rows = sealed.chunk.rows();
-            let places = &self.places;
-            let live = rows.iter().filter(|r| places.contains_key(&r.id));
-            match Chunk::seal(live.map(|r| r.as_ref())) {
-                Some(chunk) => {
-                    let live = chunk.rows;
-                    let chunk = Arc::new(chunk);
-                    self.sealed.insert(number, Sealed { chunk, live });
-                }
-                None => {
-                    self.sealed.remove(&number);
-                }
-            }
+        } else if live * 4 < sealed.chunk.rows {
+            // Rewritten with the live rows only.
+            self.merge(number, Open::default());
         }
     }
 
-    /// The config a live row belongs to.
-    pub(crate) fn key_of(&self, id: u64) -> Option<&ConfigKey> {
-        self.places.get(&id).map(|p| &p.key)
+    /// Whether a row with this id is live.
+    pub(crate) fn contains(&self, id: u64) -> bool {
+        let number = range_of(id);
+        (number == self.newest && self.open.live.has(id))
+            || self.strays.get(&number).is_some_and(|s| s.live.has(id))
+            || self.sealed.get(&number).is_some_and(|s| s.live.has(id))
     }
 
-    /// Every live row in arrival order, decoding a chunk at a time.
+    /// A live row that is still decoded (newest range or a stray).
+    fn decoded(&self, id: u64) -> Option<&Arc<HistoryRow>> {
+        let number = range_of(id);
+        if number == self.newest {
+            if let Some(row) = self.open.find(id) {
+                return Some(row);
+            }
+        }
+        self.strays.get(&number)?.find(id)
+    }
+
+    /// One live row by id (decoding its chunk if sealed).
+    pub(crate) fn get(&self, id: u64) -> Option<Arc<HistoryRow>> {
+        if let Some(row) = self.decoded(id) {
+            return Some(row.clone());
+        }
+        let sealed = self.sealed.get(&range_of(id))?;
+        if !sealed.live.has(id) {
+            return None;
+        }
+        let rows = sealed.chunk.rows();
+        let at = rows.binary_search_by_key(&id, |r| r.id).ok()?;
+        Some(rows[at].clone())
+    }
+
+    /// The ranges holding rows, in order: a sealed chunk and waiting strays
+    /// each (the newest range's open rows come after all of them).
+    fn ranges(&self) -> Vec<(Option<&Sealed>, Option<&Open>)> {
+        let mut numbers: Vec<u64> = self
+            .sealed
+            .keys()
+            .chain(self.strays.keys())
+            .copied()
+            .collect();
+        numbers.sort_unstable();
+        numbers.dedup();
+        numbers
+            .into_iter()
+            .map(|n| (self.sealed.get(&n), self.strays.get(&n)))
+            .collect()
+    }
+
+    /// Every live row in id order (within a range being loaded, sealed
+    /// before stray rows), decoding a chunk at a time.
     #[cfg(test)]
     pub(crate) fn live_rows(&self) -> impl Iterator<Item = Arc<HistoryRow>> + '_ {
-        let places = &self.places;
-        let sealed = self
-            .sealed
-            .values()
-            .flat_map(|s| s.chunk.rows())
-            .filter(move |r| places.contains_key(&r.id));
-        let open = self
-            .open
-            .iter()
-            .filter(move |r| places.contains_key(&r.id))
-            .cloned();
-        sealed.chain(open)
+        let decoded = |open: &Open| -> Vec<Arc<HistoryRow>> { open.live_rows().cloned().collect() };
+        self.ranges()
+            .into_iter()
+            .flat_map(move |(sealed, stray)| {
+                let mut rows: Vec<Arc<HistoryRow>> = sealed
+                    .map(|s| {
+                        let live = s.live;
+                        s.chunk.rows().into_iter().filter(move |r| live.has(r.id))
+                    })
+                    .into_iter()
+                    .flatten()
+                    .collect();
+                rows.extend(stray.map(decoded).unwrap_or_default());
+                rows
+            })
+            .chain(decoded(&self.open))
     }
 
-    /// Every live row's encoded `HistoryRecord` in arrival order (what
-    /// [`live_rows`](Self::live_rows) would encode to), sealed ones copied
-    /// out of their chunk without decoding.
+    /// Every live row's encoded `HistoryRecord` (what
+    /// [`live_rows`](Self::live_rows) would encode to), in id order except
+    /// while loading (each config's rows oldest first either way), sealed
+    /// ones copied out of their chunk without decoding.
     pub(crate) fn live_records(&self) -> impl Iterator<Item = Vec<u8>> + '_ {
-        let places = &self.places;
-        let sealed = self.sealed.values().flat_map(move |s| {
-            s.chunk
-                .records()
-                .into_iter()
-                .filter(|(id, _)| places.contains_key(id))
-                .map(|(_, record)| record)
-        });
-        let open = self
-            .open
-            .iter()
-            .filter(move |r| places.contains_key(&r.id))
-            .map(|r| history_record(r).encode_to_vec());
-        sealed.chain(open)
+        let encoded = |open: &Open| -> Vec<Vec<u8>> {
+            open.live_rows()
+                .map(|r| history_record(r).encode_to_vec())
+                .collect()
+        };
+        self.ranges()
+            .into_iter()
+            .flat_map(move |(sealed, stray)| {
+                let mut records: Vec<Vec<u8>> = sealed
+                    .map(|s| {
+                        s.chunk
+                            .records()
+                            .into_iter()
+                            .filter(|(id, _)| s.live.has(*id))
+                            .map(|(_, record)| record)
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                records.extend(stray.map(encoded).unwrap_or_default());
+                records
+            })
+            .chain(encoded(&self.open))
     }
 
     /// The rows with these ids (live ones, in the given order).
@@ -287,16 +448,10 @@ pub struct HistoryIter<'a> {
 
 impl HistoryIter<'_> {
     fn row(&mut self, id: u64, from_back: bool) -> Arc<HistoryRow> {
-        let place = self
-            .log
-            .places
-            .get(&id)
-            .expect("a config's history ids are live rows");
-        let open_start = self.log.open_start();
-        if place.arrival >= open_start {
-            return self.log.open[(place.arrival - open_start) as usize].clone();
+        if let Some(row) = self.log.decoded(id) {
+            return row.clone();
         }
-        let number = place.arrival / CHUNK_ROWS;
+        let number = range_of(id);
         let cache = if from_back {
             &mut self.back_chunk
         } else {
@@ -307,10 +462,10 @@ impl HistoryIter<'_> {
             *cache = Some((number, rows));
         }
         let (_, rows) = cache.as_ref().expect("filled above");
-        rows.iter()
-            .find(|r| r.id == id)
-            .expect("a live row is in its chunk")
-            .clone()
+        let at = rows
+            .binary_search_by_key(&id, |r| r.id)
+            .expect("a config's history ids are live rows");
+        rows[at].clone()
     }
 }
 
@@ -364,7 +519,7 @@ impl ExactSizeIterator for HistoryIter<'_> {}
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::OpType;
+    use crate::{ConfigKey, OpType};
 
     fn row(id: u64, config: u64) -> HistoryRow {
         let content = format!("server.port=8080\nname=app-{config}\nversion={id}\n");
@@ -396,6 +551,7 @@ mod tests {
         for id in 1..=total {
             log.push(row(id, id % 5));
         }
+        // Ranges 0, 1 and 2 sealed, range 3 still decoded.
         assert_eq!(log.sealed_chunks(), 3);
         let ids: Vec<u64> = (1..=total).filter(|id| id % 5 == 2).collect();
         let rows: Vec<Arc<HistoryRow>> = log.rows(&ids).collect();
@@ -409,7 +565,11 @@ mod tests {
         );
         assert_eq!(log.rows(&ids).count(), ids.len());
         assert_eq!(log.rows(&ids).nth(100).map(|r| r.id), Some(ids[100]));
-        assert_eq!(log.key_of(7), Some(&row(7, 2).key));
+        assert_eq!(log.get(7).as_deref(), Some(&row(7, 2)));
+        assert_eq!(log.get(total).as_deref(), Some(&row(total, total % 5)));
+        assert!(log.contains(7) && log.contains(total));
+        assert!(!log.contains(0) && !log.contains(total + 1));
+        assert_eq!(log.get(total + 1), None);
         assert_eq!(ids_of(log.live_rows()), (1..=total).collect::<Vec<_>>());
         let encoded: Vec<Vec<u8>> = log
             .live_rows()
@@ -421,34 +581,41 @@ mod tests {
     #[test]
     fn dropped_rows_free_their_chunks_and_leave_the_snapshot() {
         let mut log = HistoryLog::default();
-        let total = CHUNK_ROWS * 4;
-        for id in 1..=total {
+        // Ranges 1 to 4 full, range 5 open.
+        let first = CHUNK_ROWS;
+        let total = CHUNK_ROWS * 5;
+        for id in first..=total {
             log.push(row(id, id % 2));
         }
         assert_eq!(log.sealed_chunks(), 4);
-        // Every row of the first chunk goes: the chunk goes.
-        for id in 1..=CHUNK_ROWS {
+        // Every row of range 1 goes: its chunk goes.
+        for id in first..CHUNK_ROWS * 2 {
             log.release(id);
         }
         assert_eq!(log.sealed_chunks(), 3);
-        assert_eq!(log.key_of(1), None);
-        // Most of the second chunk goes: it is rewritten with the rest.
-        let second = CHUNK_ROWS + 1..=CHUNK_ROWS * 2;
+        assert!(!log.contains(first));
+        assert_eq!(log.get(first), None);
+        // Most of range 2 goes: its chunk is rewritten with the rest.
+        let second = CHUNK_ROWS * 2..CHUNK_ROWS * 3;
         for id in second.clone().filter(|id| id % 8 != 0) {
             log.release(id);
         }
         let kept: Vec<u64> = second.filter(|id| id % 8 == 0).collect();
         // Rewritten once live rows fell under a quarter; not again since.
-        let second = &log.sealed[&1];
-        assert_eq!(second.live as usize, kept.len());
-        assert!((kept.len()..CHUNK_ROWS as usize / 4).contains(&(second.chunk.rows as usize)));
+        let rewritten = &log.sealed[&2];
+        assert_eq!(rewritten.live.count() as usize, kept.len());
+        assert!((kept.len()..CHUNK_ROWS as usize / 4).contains(&(rewritten.chunk.rows as usize)));
         assert_eq!(ids_of(log.rows(&kept)), kept);
-        let live: Vec<u64> = kept
-            .iter()
-            .copied()
-            .chain(CHUNK_ROWS * 2 + 1..=total)
-            .collect();
+        // Releasing twice, or an id never pushed, changes nothing.
+        log.release(first);
+        log.release(total + 100);
+        let live: Vec<u64> = kept.iter().copied().chain(CHUNK_ROWS * 3..=total).collect();
         assert_eq!(ids_of(log.live_rows()), live);
+        let encoded: Vec<Vec<u8>> = log
+            .live_rows()
+            .map(|r| history_record(&r).encode_to_vec())
+            .collect();
+        assert_eq!(log.live_records().collect::<Vec<_>>(), encoded);
     }
 
     #[test]
@@ -459,13 +626,77 @@ mod tests {
         }
         let before = log.clone();
         log.release(5);
+        assert!(!log.contains(5));
         log.push(row(CHUNK_ROWS, 0));
         assert_eq!(log.sealed_chunks(), 1);
-        assert_eq!(log.sealed[&0].chunk.rows as u64, CHUNK_ROWS - 1);
+        assert_eq!(log.sealed[&0].chunk.rows as u64, CHUNK_ROWS - 2);
         assert_eq!(log.live_rows().count() as u64, CHUNK_ROWS - 1);
         // A clone taken before is untouched.
         assert_eq!(before.live_rows().count() as u64, CHUNK_ROWS - 1);
         assert_eq!(ids_of(before.rows(&[5])), [5]);
+    }
+
+    /// Older snapshots list history grouped by config: rows come far out
+    /// of id order, wait decoded and are merged into their chunks.
+    #[test]
+    fn rows_loaded_out_of_id_order_read_back_and_settle() {
+        let configs = 7;
+        let total = CHUNK_ROWS * 4 + 30;
+        // Ids handed out round robin, as writes to several configs do.
+        let per_config = |c: u64| (1..=total).filter(move |id| id % configs == c);
+        let mut log = HistoryLog::default();
+        for c in 0..configs {
+            for id in per_config(c) {
+                log.push(row(id, c));
+            }
+        }
+        assert!(log.stray_rows > 0);
+        let check = |log: &HistoryLog, released: bool| {
+            for c in 0..configs {
+                let ids: Vec<u64> = per_config(c)
+                    .filter(|id| id % 11 != 0 || !released)
+                    .collect();
+                let rows: Vec<Arc<HistoryRow>> = log.rows(&ids).collect();
+                assert_eq!(ids_of(rows.iter().cloned()), ids);
+                for (got, id) in rows.iter().zip(&ids) {
+                    assert_eq!(**got, row(*id, c));
+                }
+            }
+            // Each config's rows oldest first, every live row once.
+            let mut seen: Vec<u64> = Vec::new();
+            let mut last = vec![0u64; configs as usize];
+            for record in log.live_records() {
+                let r = history_row(pb::HistoryRecord::decode(&record[..]).unwrap()).unwrap();
+                let c = (r.id % configs) as usize;
+                assert!(r.id > last[c], "row {} after {}", r.id, last[c]);
+                last[c] = r.id;
+                seen.push(r.id);
+            }
+            seen.sort_unstable();
+            let live: Vec<u64> = (1..=total).filter(|id| log.contains(*id)).collect();
+            assert_eq!(seen, live);
+        };
+        check(&log, false);
+        // Dropping rows while some wait.
+        for id in (1..=total).filter(|id| id % 11 == 0) {
+            log.release(id);
+        }
+        assert!(!log.contains(11));
+        let before = log.clone();
+        log.settle();
+        assert_eq!(log.stray_rows, 0);
+        assert!(log.strays.is_empty());
+        check(&log, true);
+        check(&before, true);
+        // Settled: one chunk per full range, in id order.
+        assert_eq!(log.sealed_chunks() as u64, total / CHUNK_ROWS);
+        assert_eq!(
+            ids_of(log.live_rows()),
+            (1..=total).filter(|id| id % 11 != 0).collect::<Vec<_>>()
+        );
+        // New rows after loading go on as usual.
+        log.push(row(total + 1, (total + 1) % configs));
+        assert_eq!(log.get(total + 1).map(|r| r.id), Some(total + 1));
     }
 
     #[test]

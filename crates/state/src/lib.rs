@@ -155,16 +155,15 @@ impl State {
 
     /// One history row by id.
     pub fn history_row(&self, id: u64) -> Option<Arc<HistoryRow>> {
-        self.history_log.key_of(id)?;
-        self.history_log.rows(std::slice::from_ref(&id)).next()
+        self.history_log.get(id)
     }
 
     /// The row before `id` of the same config.
     pub fn previous_history_row(&self, id: u64) -> Option<Arc<HistoryRow>> {
-        let key = self.history_log.key_of(id)?;
-        let ids = self.history.get(key)?;
+        let row = self.history_log.get(id)?;
+        let ids = self.history.get(&row.key)?;
         let before = ids.iter().rev().find(|&&other| other < id)?;
-        self.history_log.rows(std::slice::from_ref(before)).next()
+        self.history_log.get(*before)
     }
 
     /// Custom namespaces (the public one is implicit).
@@ -416,7 +415,7 @@ impl State {
     /// Adds a history row read from a snapshot (each config's rows come
     /// oldest first).
     fn load_history_row(&mut self, row: HistoryRow) -> Result<(), DecodeError> {
-        if self.history_log.key_of(row.id).is_some() {
+        if self.history_log.contains(row.id) {
             return Err(DecodeError::DuplicateHistoryRow(row.id));
         }
         let (key, ids) = self.history_of(&row.key);
