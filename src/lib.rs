@@ -18,6 +18,7 @@
 
 pub mod api;
 pub mod grpc;
+pub mod memory;
 pub mod metrics;
 pub mod ops;
 pub mod samples;

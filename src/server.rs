@@ -107,6 +107,7 @@ pub fn run(settings: Settings) -> anyhow::Result<()> {
             settings.cluster_addr()
         );
         node.watch_freshness();
+        crate::memory::spawn(node.clone());
         if let Some(join) = settings.join.clone() {
             let joining = node.clone();
             tokio::spawn(async move { joining.join(&join).await });

@@ -63,12 +63,13 @@ pub struct State {
     pub last_applied: Option<LogId>,
     /// The membership as of `last_applied`.
     pub membership: StoredMembership,
-    configs: OrdMap<ConfigKey, Arc<Config>>,
+    /// Every config and every key with history rows (a removed config's
+    /// rows stay), in key order.
+    configs: OrdMap<ConfigKey, Entry>,
+    /// Entries that hold a config.
+    config_count: usize,
     /// Per config, its gray versions by priority (highest first), then name.
     grays: OrdMap<ConfigKey, Vec<Arc<Gray>>>,
-    /// Per config, the ids of its history rows, oldest first, at most the
-    /// history limit; replaced whole on each write.
-    history: OrdMap<ConfigKey, Arc<[u64]>>,
     /// The rows themselves, mostly compressed ([`history_log`]).
     history_log: history_log::HistoryLog,
     namespaces: OrdMap<String, Arc<Namespace>>,
@@ -81,11 +82,22 @@ pub struct State {
     next_audit_id: u64,
 }
 
+/// What the state holds under one key: the config (none once removed) and
+/// the ids of its history rows, oldest first, at most the history limit
+/// (replaced whole on each write). One map for both, so a write looks its
+/// key up once, and the config, its entry and its history rows share one
+/// copy of the key.
+#[derive(Debug, Clone)]
+struct Entry {
+    config: Option<Arc<Config>>,
+    history: Arc<[u64]>,
+}
+
 impl State {
     // ---- reads -----------------------------------------------------------
 
     pub fn config(&self, key: &ConfigKey) -> Option<&Arc<Config>> {
-        self.configs.get(key)
+        self.configs.get(key)?.config.as_ref()
     }
 
     /// A config's gray versions in matching order: highest priority first,
@@ -115,7 +127,7 @@ impl State {
         md5: &str,
         app_if_gone: &str,
     ) -> pb::PublishConfig {
-        let config = self.configs.get(key);
+        let config = self.config(key);
         let kept = |field: fn(&Config) -> &String, gone: &str| {
             config.map_or_else(|| gone.to_string(), |c| field(c).clone())
         };
@@ -133,7 +145,7 @@ impl State {
 
     /// Number of configs.
     pub fn config_count(&self) -> usize {
-        self.configs.len()
+        self.config_count
     }
 
     /// The configs of one (canonical) namespace, in key order.
@@ -145,11 +157,12 @@ impl State {
         self.configs
             .range(start..)
             .take_while(move |(key, _)| key.namespace == namespace)
+            .filter_map(|(key, entry)| Some((key, entry.config.as_ref()?)))
     }
 
     /// The history rows of a config, oldest first.
     pub fn history(&self, key: &ConfigKey) -> HistoryIter<'_> {
-        let ids = self.history.get(key).map_or(&[][..], |ids| &ids[..]);
+        let ids = self.configs.get(key).map_or(&[][..], |e| &e.history[..]);
         self.history_log.rows(ids)
     }
 
@@ -161,7 +174,7 @@ impl State {
     /// The row before `id` of the same config.
     pub fn previous_history_row(&self, id: u64) -> Option<Arc<HistoryRow>> {
         let row = self.history_log.get(id)?;
-        let ids = self.history.get(&row.key)?;
+        let ids = &self.configs.get(&row.key)?.history;
         let before = ids.iter().rev().find(|&&other| other < id)?;
         self.history_log.get(*before)
     }
@@ -240,7 +253,7 @@ impl State {
             return Err(ApplyError::NamespaceNotFound(key.namespace.clone()));
         }
         let origin = p.origin.clone().unwrap_or_default();
-        let old = self.configs.get(&key).cloned();
+        let old = self.config(&key).cloned();
         match (p.expect(), &old) {
             (pb::Expect::Absent, Some(_)) => {
                 return Err(ApplyError::ConfigExists {
@@ -308,7 +321,7 @@ impl State {
             self.namespaces
                 .insert(key.namespace.clone(), Arc::new(namespace));
         }
-        self.configs.insert(key.clone(), Arc::new(config));
+        self.put_config(&key, Some(Arc::new(config)));
         let row = NewRow {
             op,
             content,
@@ -355,9 +368,10 @@ impl State {
         changed: &mut Vec<ConfigKey>,
     ) -> Result<Response, ApplyError> {
         let key = ConfigKey::from(r.key.as_ref().ok_or(ApplyError::UnknownCommand)?);
-        let Some(old) = self.configs.remove(&key) else {
+        let Some(old) = self.config(&key).cloned() else {
             return Ok(Response::Removed { existed: false });
         };
+        self.put_config(&key, None);
         let origin = r.origin.clone().unwrap_or_default();
         let row = NewRow {
             op: OpType::Delete,
@@ -405,7 +419,7 @@ impl State {
         };
         let drop = (ids.len() + 1).saturating_sub(limit.max(1) as usize);
         let kept: Arc<[u64]> = ids[drop..].iter().copied().chain([id]).collect();
-        self.history.insert(key, kept);
+        self.put_history(key, kept);
         for &old in &ids[..drop] {
             self.history_log.release(old);
         }
@@ -420,7 +434,7 @@ impl State {
         }
         let (key, ids) = self.history_of(&row.key);
         let ids: Arc<[u64]> = ids.iter().copied().chain([row.id]).collect();
-        self.history.insert(key.clone(), ids);
+        self.put_history(key.clone(), ids);
         self.history_log.push(HistoryRow { key, ..row });
         Ok(())
     }
@@ -429,9 +443,54 @@ impl State {
     /// row of a config (and its index entry) shares that one key instead
     /// of the copy each command decodes (about 150 bytes a row).
     fn history_of(&self, key: &ConfigKey) -> (ConfigKey, Arc<[u64]>) {
-        match self.history.get_key_value(key) {
-            Some((filed, ids)) => (filed.clone(), ids.clone()),
+        match self.configs.get_key_value(key) {
+            Some((filed, entry)) => (filed.clone(), entry.history.clone()),
             None => (key.clone(), Arc::from([])),
+        }
+    }
+
+    /// Sets (or, with `None`, removes) the config under `key`; its history
+    /// stays.
+    fn put_config(&mut self, key: &ConfigKey, config: Option<Arc<Config>>) {
+        let had = match self.configs.get_mut(key) {
+            Some(entry) => {
+                let had = entry.config.is_some();
+                entry.config = config.clone();
+                if entry.config.is_none() && entry.history.is_empty() {
+                    self.configs.remove(key);
+                }
+                had
+            }
+            None => {
+                if config.is_some() {
+                    let entry = Entry {
+                        config: config.clone(),
+                        history: Arc::from([]),
+                    };
+                    self.configs.insert(key.clone(), entry);
+                }
+                false
+            }
+        };
+        match (had, config.is_some()) {
+            (false, true) => self.config_count += 1,
+            (true, false) => self.config_count -= 1,
+            _ => {}
+        }
+    }
+
+    /// Sets the history ids of `key` (the key filed by
+    /// [`history_of`](Self::history_of)).
+    fn put_history(&mut self, key: ConfigKey, ids: Arc<[u64]>) {
+        match self.configs.get_mut(&key) {
+            Some(entry) => entry.history = ids,
+            None => {
+                let entry = Entry {
+                    config: None,
+                    history: ids,
+                };
+                self.configs.insert(key, entry);
+            }
         }
     }
 

@@ -128,26 +128,30 @@ impl State {
                 },
             )
         });
-        let configs = self.configs.iter().map(|(key, c)| {
-            record(
-                CONFIG,
-                &pb::ConfigRecord {
-                    key: Some(key.into()),
-                    id: c.id,
-                    content: c.content.to_string(),
-                    md5: c.md5.to_string(),
-                    config_type: c.config_type.clone(),
-                    desc: c.desc.clone(),
-                    app_name: c.app_name.clone(),
-                    tags: c.tags.clone(),
-                    create_time: c.create_time,
-                    modify_time: c.modify_time,
-                    src_user: c.src_user.to_string(),
-                    src_ip: c.src_ip.to_string(),
-                    encrypted_data_key: data_key_text(&c.encrypted_data_key).to_string(),
-                },
-            )
-        });
+        let configs = self
+            .configs
+            .iter()
+            .filter_map(|(key, e)| Some((key, e.config.as_ref()?)))
+            .map(|(key, c)| {
+                record(
+                    CONFIG,
+                    &pb::ConfigRecord {
+                        key: Some(key.into()),
+                        id: c.id,
+                        content: c.content.to_string(),
+                        md5: c.md5.to_string(),
+                        config_type: c.config_type.clone(),
+                        desc: c.desc.clone(),
+                        app_name: c.app_name.clone(),
+                        tags: c.tags.clone(),
+                        create_time: c.create_time,
+                        modify_time: c.modify_time,
+                        src_user: c.src_user.to_string(),
+                        src_ip: c.src_ip.to_string(),
+                        encrypted_data_key: data_key_text(&c.encrypted_data_key).to_string(),
+                    },
+                )
+            });
         let grays = self.grays.iter().flat_map(|(key, grays)| {
             grays.iter().map(move |g| {
                 record(
@@ -263,7 +267,7 @@ impl State {
                     src_ip: r.src_ip.into(),
                     encrypted_data_key: data_key_of(&r.encrypted_data_key),
                 };
-                self.configs.insert(key, Arc::new(config));
+                self.put_config(&key, Some(Arc::new(config)));
             }
             BETA => {
                 // Written before cluster protocol 4: the gray named "beta".

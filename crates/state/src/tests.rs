@@ -99,6 +99,42 @@ fn publish_update_delete_record_history_like_nacos() {
     assert_eq!(md5_for(&s, &k, "10.0.0.1"), "");
 }
 
+/// A removed config's history stays under its key, but the key is no
+/// config: not counted, not listed, not in the snapshot's configs.
+#[test]
+fn removed_configs_keep_their_history_but_are_not_configs() {
+    let mut s = State::default();
+    apply(&mut s, publish("", "a", "one", 10));
+    apply(&mut s, publish("", "b", "two", 11));
+    apply(&mut s, remove("", "a"));
+    let a = ConfigKey::new("", "DEFAULT_GROUP", "a");
+    let b = ConfigKey::new("", "DEFAULT_GROUP", "b");
+    let check = |s: &State| {
+        assert_eq!(s.config_count(), 1);
+        assert!(s.config(&a).is_none());
+        let listed: Vec<&ConfigKey> = s.configs_in("").map(|(k, _)| k).collect();
+        assert_eq!(listed, vec![&b]);
+        let ops: Vec<&str> = s.history(&a).map(|r| r.op.code()).collect();
+        assert_eq!(ops, vec!["I", "D"]);
+    };
+    check(&s);
+    let mut loaded = State::default();
+    for record in s.snapshot_records() {
+        loaded.load_snapshot_record(&record).unwrap();
+    }
+    check(&loaded);
+    // Published again: a config again, its history goes on.
+    apply(&mut loaded, publish("", "a", "three", 12));
+    assert_eq!(loaded.config_count(), 2);
+    assert_eq!(loaded.configs_in("").count(), 2);
+    let ids: Vec<u64> = loaded.history(&a).map(|r| r.id).collect();
+    assert_eq!(ids, vec![1, 3, 4]);
+    // Removing one that is gone changes nothing.
+    apply(&mut loaded, remove("", "a"));
+    apply(&mut loaded, remove("", "a"));
+    assert_eq!(loaded.config_count(), 1);
+}
+
 #[test]
 fn history_is_bounded_and_ids_never_repeat_even_after_a_snapshot() {
     let mut s = State::default();
