@@ -16,7 +16,7 @@ use tacos::grpc::pb::{Metadata, Payload};
 use tacos_core::command as pb;
 use tacos_core::types::SnapshotMeta;
 use tacos_core::{Batch, Command, Op};
-use tacos_state::State;
+use tacos_state::{SnapshotLoader, State};
 use tacos_store::record::{self, Decoded};
 use tacos_store::snapshot;
 
@@ -75,9 +75,9 @@ fn snapshot_bytes(state: &State) -> Vec<u8> {
 }
 
 fn decode_snapshot(bytes: &[u8]) -> Result<State, String> {
-    let mut state = State::default();
-    snapshot::decode(bytes, |r| state.load_snapshot_record(r)).map_err(|e| e.to_string())?;
-    Ok(state)
+    let mut loader = SnapshotLoader::default();
+    snapshot::decode(bytes, |r| loader.load(r)).map_err(|e| e.to_string())?;
+    Ok(loader.finish())
 }
 
 proptest! {
@@ -144,8 +144,7 @@ proptest! {
 
     #[test]
     fn snapshot_records_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
-        let mut state = State::default();
-        let _ = state.load_snapshot_record(&bytes);
+        let _ = State::from_snapshot_records([bytes]);
     }
 
     #[test]

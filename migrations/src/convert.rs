@@ -1107,13 +1107,8 @@ fn check_extra(
 
 /// Loads the records into a fresh state, as a node loads a snapshot.
 fn load(records: &[Record]) -> Result<State, ConvertError> {
-    let mut state = State::default();
-    for record in records {
-        state
-            .load_snapshot_record(&record.encode())
-            .map_err(|e| ConvertError::Inconsistent(format!("a record does not load: {e}")))?;
-    }
-    Ok(state)
+    State::from_snapshot_records(records.iter().map(Record::encode))
+        .map_err(|e| ConvertError::Inconsistent(format!("a record does not load: {e}")))
 }
 
 /// Checks the loaded state against the source and Tacos's invariants; returns the md5

@@ -18,7 +18,7 @@ use openraft::{EntryPayload, OptionalSend, RaftSnapshotBuilder, StorageIOError};
 use tacos_core::types::{
     Entry, LogId, Snapshot, SnapshotMeta, StorageError, StoredMembership, TypeConfig,
 };
-use tacos_state::{Changes, DecodeError, Response, State, StateHandle};
+use tacos_state::{Changes, DecodeError, Response, SnapshotLoader, State, StateHandle};
 use tacos_store::snapshot::{self, SnapshotDecodeError, SnapshotFiles};
 use tacos_store::DataKey;
 use tacos_store::{Fs, StoreError};
@@ -48,8 +48,9 @@ pub struct StateMachine {
 pub fn decode_snapshot(
     bytes: &[u8],
 ) -> Result<(SnapshotMeta, State), SnapshotDecodeError<DecodeError>> {
-    let mut state = State::default();
-    let meta = snapshot::decode(bytes, |record| state.load_snapshot_record(record))?;
+    let mut loader = SnapshotLoader::default();
+    let meta = snapshot::decode(bytes, |record| loader.load(record))?;
+    let mut state = loader.finish();
     state.last_applied = meta.last_log_id;
     state.membership = meta.last_membership.clone();
     Ok((meta, state))

@@ -296,10 +296,7 @@ fn grays_survive_a_snapshot_round_trip() {
         gray("a", BETA_GRAY, "beta", "10.0.0.9", BETA_PRIORITY, "beta"),
     );
     apply(&mut s, tag("b", "x", "only a gray"));
-    let mut loaded = State::default();
-    for record in s.snapshot_records() {
-        loaded.load_snapshot_record(&record).unwrap();
-    }
+    let loaded = State::from_snapshot_records(s.snapshot_records()).unwrap();
     assert_eq!(loaded.digest(), s.digest());
     for data_id in ["a", "b"] {
         let k = ConfigKey::from(&key(data_id));
@@ -329,8 +326,7 @@ fn betas_of_old_snapshots_and_logs_load_as_the_beta_gray() {
     };
     let mut bytes = vec![4u8];
     old.encode(&mut bytes).unwrap();
-    let mut from_snapshot = State::default();
-    from_snapshot.load_snapshot_record(&bytes).unwrap();
+    let from_snapshot = State::from_snapshot_records([bytes]).unwrap();
 
     // The same beta from an old log entry.
     let mut from_log = State::default();
@@ -361,11 +357,11 @@ fn betas_of_old_snapshots_and_logs_load_as_the_beta_gray() {
         assert!(s.history(&k).next().is_none(), "old betas wrote no history");
     }
     // Re-snapshotted, it is a gray record now, and loads the same.
-    let mut again = State::default();
-    for record in from_log.snapshot_records() {
+    let records: Vec<Vec<u8>> = from_log.snapshot_records().collect();
+    for record in &records {
         assert_ne!(record.first(), Some(&4), "no beta records are written");
-        again.load_snapshot_record(&record).unwrap();
     }
+    let again = State::from_snapshot_records(records).unwrap();
     assert_eq!(again.digest(), from_log.digest());
 
     // Old stop and promote commands act on it.

@@ -30,7 +30,7 @@ pub use auth::{AuthKey, User};
 pub use history_log::HistoryIter;
 pub use permission::{add as permission_add, glob, Access, Permissions, Resource, ALL_NAMESPACES};
 pub use roles::{Role, ADMIN_ROLE};
-pub use snapshot::{user_record, DecodeError, Record};
+pub use snapshot::{user_record, DecodeError, Record, SnapshotLoader};
 pub use tacos_core::{
     canonical_namespace, shown_namespace, ApplyError, ConfigKey, Response, PUBLIC_NAMESPACE,
 };
@@ -426,22 +426,8 @@ impl State {
         self.history_log.push(row);
     }
 
-    /// Adds a history row read from a snapshot (each config's rows come
-    /// oldest first).
-    fn load_history_row(&mut self, row: HistoryRow) -> Result<(), DecodeError> {
-        if self.history_log.contains(row.id) {
-            return Err(DecodeError::DuplicateHistoryRow(row.id));
-        }
-        let (key, ids) = self.history_of(&row.key);
-        let ids: Arc<[u64]> = ids.iter().copied().chain([row.id]).collect();
-        self.put_history(key.clone(), ids);
-        self.history_log.push(HistoryRow { key, ..row });
-        Ok(())
-    }
-
-    /// A config's history ids, and the key they are filed under: every
-    /// row of a config (and its index entry) shares that one key instead
-    /// of the copy each command decodes (about 150 bytes a row).
+    /// A config's history ids, and the key they are filed under (the rows
+    /// a write records share it instead of the copy the command decoded).
     fn history_of(&self, key: &ConfigKey) -> (ConfigKey, Arc<[u64]>) {
         match self.configs.get_key_value(key) {
             Some((filed, entry)) => (filed.clone(), entry.history.clone()),

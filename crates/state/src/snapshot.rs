@@ -8,6 +8,7 @@
 //! chunks), then the auth key, users, roles and audit rows (oldest first),
 //! so loading can append rows.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use prost::Message;
@@ -61,7 +62,7 @@ fn record(kind: u8, message: &impl Message) -> Vec<u8> {
 
 /// One snapshot record, for tools that build a state from another source
 /// (`tacos-migrate`): encode each with [`Record::encode`], load them with
-/// [`State::load_snapshot_record`] in the order the module docs give, and
+/// a [`SnapshotLoader`] in the order the module docs give, and
 /// write them with `store::snapshot::encode`.
 #[derive(Debug, Clone)]
 pub enum Record {
@@ -230,8 +231,24 @@ impl State {
             .chain(audit)
     }
 
-    /// Adds one snapshot record (from [`State::snapshot_records`]) to the tables.
-    pub fn load_snapshot_record(&mut self, payload: &[u8]) -> Result<(), DecodeError> {
+    /// A state from its snapshot records (from [`State::snapshot_records`]).
+    pub fn from_snapshot_records<R: AsRef<[u8]>>(
+        records: impl IntoIterator<Item = R>,
+    ) -> Result<State, DecodeError> {
+        let mut loader = SnapshotLoader::default();
+        for record in records {
+            loader.load(record.as_ref())?;
+        }
+        Ok(loader.finish())
+    }
+
+    /// Adds one snapshot record to the tables; history ids go to `history`
+    /// (see [`SnapshotLoader`]).
+    fn load_record(
+        &mut self,
+        payload: &[u8],
+        history: &mut HashMap<ConfigKey, Vec<u64>>,
+    ) -> Result<(), DecodeError> {
         let (&kind, body) = payload.split_first().ok_or(DecodeError::Empty)?;
         match kind {
             COUNTERS => {
@@ -316,8 +333,13 @@ impl State {
                 self.put_gray(&key, gray);
             }
             HISTORY => {
+                // Each config's rows come oldest first.
                 let row = history_row(pb::HistoryRecord::decode(body)?)?;
-                self.load_history_row(row)?;
+                if self.history_log.contains(row.id) {
+                    return Err(DecodeError::DuplicateHistoryRow(row.id));
+                }
+                history.entry(row.key.clone()).or_default().push(row.id);
+                self.history_log.push(row);
             }
             AUTH => {
                 let r = pb::AuthRecord::decode(body)?;
@@ -353,6 +375,37 @@ impl State {
             other => return Err(DecodeError::UnknownKind(other)),
         }
         Ok(())
+    }
+}
+
+/// Rebuilds a state from its snapshot records, in the order
+/// [`State::snapshot_records`] wrote them (a snapshot file, a backup, one
+/// a leader sends).
+///
+/// History ids are gathered per key in a hash map and filed under their
+/// keys once, at the end: rows come in id order, each config's far apart,
+/// and filing each row as it came cost a walk of the ordered map, a dozen
+/// and more key comparisons that each chase pointers to the strings — most
+/// of a restart with 100,000 configs × 10 versions (docs/benchmarks.md).
+#[derive(Debug, Default)]
+pub struct SnapshotLoader {
+    state: State,
+    history: HashMap<ConfigKey, Vec<u64>>,
+}
+
+impl SnapshotLoader {
+    /// Adds the next record.
+    pub fn load(&mut self, payload: &[u8]) -> Result<(), DecodeError> {
+        self.state.load_record(payload, &mut self.history)
+    }
+
+    /// The state the records held.
+    pub fn finish(self) -> State {
+        let mut state = self.state;
+        for (key, ids) in self.history {
+            state.put_history(key, ids.into());
+        }
+        state
     }
 }
 

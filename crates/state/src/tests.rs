@@ -118,10 +118,7 @@ fn removed_configs_keep_their_history_but_are_not_configs() {
         assert_eq!(ops, vec!["I", "D"]);
     };
     check(&s);
-    let mut loaded = State::default();
-    for record in s.snapshot_records() {
-        loaded.load_snapshot_record(&record).unwrap();
-    }
+    let mut loaded = State::from_snapshot_records(s.snapshot_records()).unwrap();
     check(&loaded);
     // Published again: a config again, its history goes on.
     apply(&mut loaded, publish("", "a", "three", 12));
@@ -146,10 +143,7 @@ fn history_is_bounded_and_ids_never_repeat_even_after_a_snapshot() {
     assert_eq!(ids, vec![3, 4, 5], "limit 3 keeps the newest");
     assert!(s.history_row(1).is_none());
 
-    let mut loaded = State::default();
-    for record in s.snapshot_records() {
-        loaded.load_snapshot_record(&record).unwrap();
-    }
+    let mut loaded = State::from_snapshot_records(s.snapshot_records()).unwrap();
     apply(&mut loaded, publish("", "b", "x", 9));
     let b = ConfigKey::new("", "DEFAULT_GROUP", "b");
     assert_eq!(loaded.history(&b).next().unwrap().id, 6);
@@ -607,10 +601,7 @@ fn users_and_audit_survive_a_snapshot_round_trip() {
     apply(&mut s, init_auth("nacos"));
     apply(&mut s, create_user("bob", false));
     apply(&mut s, set_permission("bob", "*", pb::Access::Read));
-    let mut loaded = State::default();
-    for record in s.snapshot_records() {
-        loaded.load_snapshot_record(&record).unwrap();
-    }
+    let loaded = State::from_snapshot_records(s.snapshot_records()).unwrap();
     assert_eq!(loaded.digest(), s.digest());
     assert_eq!(loaded.user("bob"), s.user("bob"));
     assert_eq!(loaded.auth_key(), s.auth_key());
@@ -723,10 +714,7 @@ fn roles_grant_their_namespaces_to_every_bound_user() {
     assert!(s.user_with_roles("nobody").is_none());
 
     // Survives a snapshot.
-    let mut loaded = State::default();
-    for record in s.snapshot_records() {
-        loaded.load_snapshot_record(&record).unwrap();
-    }
+    let loaded = State::from_snapshot_records(s.snapshot_records()).unwrap();
     assert_eq!(loaded.digest(), s.digest());
     assert_eq!(loaded.role("devs"), s.role("devs"));
 
@@ -1038,10 +1026,7 @@ fn group_and_data_id_grants_apply_survive_a_snapshot_and_old_records_cover_names
     assert_eq!(audit[1], "namespace=dev group=H dataId=app* access=w");
 
     // A snapshot keeps them.
-    let mut loaded = State::default();
-    for record in s.snapshot_records() {
-        loaded.load_snapshot_record(&record).unwrap();
-    }
+    let loaded = State::from_snapshot_records(s.snapshot_records()).unwrap();
     assert_eq!(loaded.digest(), s.digest());
     assert_eq!(loaded.user("bob"), s.user("bob"));
     assert_eq!(loaded.role("devs"), s.role("devs"));
@@ -1057,10 +1042,7 @@ fn group_and_data_id_grants_apply_survive_a_snapshot_and_old_records_cover_names
             ..Default::default()
         }],
     };
-    let mut from_old = State::default();
-    from_old
-        .load_snapshot_record(&crate::Record::Role(old).encode())
-        .unwrap();
+    let from_old = State::from_snapshot_records([crate::Record::Role(old).encode()]).unwrap();
     let role = from_old.role("old").unwrap();
     assert_eq!(
         role.permissions.keys().collect::<Vec<_>>(),
@@ -1118,10 +1100,7 @@ fn the_encrypted_data_key_stays_with_its_version() {
         "gray-key"
     );
 
-    let mut loaded = State::default();
-    for record in s.snapshot_records() {
-        loaded.load_snapshot_record(&record).unwrap();
-    }
+    let loaded = State::from_snapshot_records(s.snapshot_records()).unwrap();
     assert_eq!(loaded.digest(), s.digest());
     assert_eq!(
         data_key_text(&loaded.gray(&k, "beta").unwrap().encrypted_data_key),
