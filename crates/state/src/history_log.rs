@@ -367,14 +367,12 @@ impl HistoryLog {
             .collect()
     }
 
-    /// Every live row in id order (within a range being loaded, sealed
-    /// before stray rows), decoding a chunk at a time.
+    /// Every live row in id order, decoding a chunk at a time.
     #[cfg(test)]
     pub(crate) fn live_rows(&self) -> impl Iterator<Item = Arc<HistoryRow>> + '_ {
-        let decoded = |open: &Open| -> Vec<Arc<HistoryRow>> { open.live_rows().cloned().collect() };
         self.ranges()
             .into_iter()
-            .flat_map(move |(sealed, stray)| {
+            .flat_map(|(sealed, stray)| {
                 let mut rows: Vec<Arc<HistoryRow>> = sealed
                     .map(|s| {
                         let live = s.live;
@@ -383,39 +381,45 @@ impl HistoryLog {
                     .into_iter()
                     .flatten()
                     .collect();
-                rows.extend(stray.map(decoded).unwrap_or_default());
+                if let Some(stray) = stray {
+                    rows.extend(stray.live_rows().cloned());
+                    rows.sort_unstable_by_key(|r| r.id);
+                }
                 rows
             })
-            .chain(decoded(&self.open))
+            .chain(self.open.live_rows().cloned().collect::<Vec<_>>())
     }
 
-    /// Every live row's encoded `HistoryRecord` (what
-    /// [`live_rows`](Self::live_rows) would encode to), in id order except
-    /// while loading (each config's rows oldest first either way), sealed
-    /// ones copied out of their chunk without decoding.
+    /// Every live row's encoded `HistoryRecord` in id order (what
+    /// [`live_rows`](Self::live_rows) would encode to: a snapshot's rows
+    /// and the state's digest do not depend on the order rows were
+    /// loaded in), sealed ones copied out of their chunk without decoding.
     pub(crate) fn live_records(&self) -> impl Iterator<Item = Vec<u8>> + '_ {
-        let encoded = |open: &Open| -> Vec<Vec<u8>> {
+        let encoded = |open: &Open| -> Vec<(u64, Vec<u8>)> {
             open.live_rows()
-                .map(|r| history_record(r).encode_to_vec())
+                .map(|r| (r.id, history_record(r).encode_to_vec()))
                 .collect()
         };
         self.ranges()
             .into_iter()
             .flat_map(move |(sealed, stray)| {
-                let mut records: Vec<Vec<u8>> = sealed
+                let mut records: Vec<(u64, Vec<u8>)> = sealed
                     .map(|s| {
                         s.chunk
                             .records()
                             .into_iter()
                             .filter(|(id, _)| s.live.has(*id))
-                            .map(|(_, record)| record)
                             .collect()
                     })
                     .unwrap_or_default();
-                records.extend(stray.map(encoded).unwrap_or_default());
+                if let Some(stray) = stray {
+                    records.extend(encoded(stray));
+                    records.sort_unstable_by_key(|(id, _)| *id);
+                }
                 records
             })
             .chain(encoded(&self.open))
+            .map(|(_, record)| record)
     }
 
     /// The rows with these ids (live ones, in the given order).
@@ -662,19 +666,15 @@ mod tests {
                     assert_eq!(**got, row(*id, c));
                 }
             }
-            // Each config's rows oldest first, every live row once.
-            let mut seen: Vec<u64> = Vec::new();
-            let mut last = vec![0u64; configs as usize];
-            for record in log.live_records() {
-                let r = history_row(pb::HistoryRecord::decode(&record[..]).unwrap()).unwrap();
-                let c = (r.id % configs) as usize;
-                assert!(r.id > last[c], "row {} after {}", r.id, last[c]);
-                last[c] = r.id;
-                seen.push(r.id);
-            }
-            seen.sort_unstable();
+            // In id order (so each config's rows oldest first), every live
+            // row once, whether strays wait or not.
+            let seen: Vec<u64> = log
+                .live_records()
+                .map(|record| pb::HistoryRecord::decode(&record[..]).unwrap().id)
+                .collect();
             let live: Vec<u64> = (1..=total).filter(|id| log.contains(*id)).collect();
             assert_eq!(seen, live);
+            assert_eq!(ids_of(log.live_rows()), live);
         };
         check(&log, false);
         // Dropping rows while some wait.
