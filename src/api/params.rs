@@ -10,18 +10,18 @@ use percent_encoding::{percent_decode_str, AsciiSet, NON_ALPHANUMERIC};
 use tacos_app::query::{ConfigFilter, NameMatch, Paging};
 use tacos_core::validate::InvalidInput;
 
-/// Merged query and form parameters.
+/// Merged query and form parameters, in the order they came (query string
+/// first). A request has a handful, so a lookup scans them: cheaper than
+/// hashing every name, and a duplicate name needs no work when parsing
+/// (the first one is found first).
 #[derive(Debug, Default)]
-pub struct Params(HashMap<String, String>);
+pub struct Params(Vec<(String, String)>);
 
 impl Params {
     /// Parses the query string and, unless the body is JSON or multipart, the
     /// body as a form.
     pub fn parse(req: &HttpRequest, body: &[u8]) -> Params {
-        let mut map = HashMap::new();
-        for (k, v) in form_pairs(req.query_string().as_bytes()) {
-            map.entry(k).or_insert(v);
-        }
+        let mut pairs = form_pairs(req.query_string().as_bytes());
         let content_type = req
             .headers()
             .get(CONTENT_TYPE)
@@ -29,16 +29,17 @@ impl Params {
             .unwrap_or("");
         if !body.is_empty() && !content_type.contains("json") && !content_type.contains("multipart")
         {
-            for (k, v) in form_pairs(body) {
-                map.entry(k).or_insert(v);
-            }
+            pairs.extend(form_pairs(body));
         }
-        Params(map)
+        Params(pairs)
     }
 
-    /// A parameter, if present.
+    /// A parameter, if present (the first, if it came more than once).
     pub fn get(&self, name: &str) -> Option<&str> {
-        self.0.get(name).map(String::as_str)
+        self.0
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
     }
 
     /// A parameter, or "" when absent.
@@ -319,6 +320,27 @@ mod tests {
         assert!(parse_multipart(b"--XyZ\r\nno header end", "XyZ").is_err());
         assert!(parse_multipart(b"nothing", "XyZ").is_err());
         assert!(parse_multipart(b"--XyZ\r\nA: b\r\n\r\nunclosed", "XyZ").is_err());
+    }
+
+    #[test]
+    fn the_query_string_wins_and_the_first_of_a_name() {
+        let req = actix_web::test::TestRequest::post()
+            .uri("/x?dataId=q&group=g1&group=g2")
+            .insert_header((CONTENT_TYPE, "application/x-www-form-urlencoded"))
+            .to_http_request();
+        let params = Params::parse(&req, b"dataId=body&content=c%2Bd+e&tenant=");
+        assert_eq!(params.get("dataId"), Some("q"));
+        assert_eq!(params.str("group"), "g1");
+        assert_eq!(params.str("content"), "c+d e");
+        assert_eq!(params.get("tenant"), Some(""));
+        assert_eq!(params.get("missing"), None);
+        // A JSON body is not a form.
+        let req = actix_web::test::TestRequest::post()
+            .uri("/x?a=1")
+            .insert_header((CONTENT_TYPE, "application/json"))
+            .to_http_request();
+        let params = Params::parse(&req, b"b=2");
+        assert_eq!((params.get("a"), params.get("b")), (Some("1"), None));
     }
 
     #[test]
