@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use actix_web::http::header::{self, HeaderName};
+use actix_web::http::header::{self, HeaderName, HeaderValue};
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 
@@ -86,10 +86,16 @@ fn caller(req: &HttpRequest, params: &Params, principal: &Principal) -> Caller {
 
 fn no_cache(builder: &mut actix_web::HttpResponseBuilder) -> &mut actix_web::HttpResponseBuilder {
     builder
-        .insert_header((header::PRAGMA, "no-cache"))
-        .insert_header((header::EXPIRES, "0"))
-        .insert_header((header::CACHE_CONTROL, "no-cache,no-store"))
+        .insert_header((header::PRAGMA, NO_CACHE))
+        .insert_header((header::EXPIRES, EXPIRED))
+        .insert_header((header::CACHE_CONTROL, NO_STORE))
 }
+
+/// Header values of every config read, made once (a `&str` is parsed and
+/// checked on every response).
+const NO_CACHE: HeaderValue = HeaderValue::from_static("no-cache");
+const EXPIRED: HeaderValue = HeaderValue::from_static("0");
+const NO_STORE: HeaderValue = HeaderValue::from_static("no-cache,no-store");
 
 /// Header names of a config read, made once: an `(&str, _)` pair parses
 /// its name on every response.

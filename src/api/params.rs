@@ -78,7 +78,7 @@ impl Params {
 }
 
 fn form_pairs(bytes: &[u8]) -> Vec<(String, String)> {
-    serde_urlencoded::from_bytes::<Vec<(String, String)>>(bytes).unwrap_or_default()
+    form_urlencoded::parse(bytes).into_owned().collect()
 }
 
 /// Decodes a URL-encoded string (`+` is a space), as Java's URLDecoder does.
