@@ -1,11 +1,10 @@
 //! Turns a [`Source`] (what a reader found) into the records of a Tacos snapshot.
 //!
 //! The records are those `tacos_state::State::snapshot_records` writes, in its order:
-//! counters, namespaces, configs, grays, history (per config key, oldest first), users,
-//! roles. No auth key
-//! and no audit rows: when Tacos first starts on the migrated data dir its leader
-//! initializes auth itself (draws the token key and creates the first admin, `nacos` by
-//! default, only if no user of that name was migrated).
+//! counters, namespaces, configs, grays, history (in id order: each config's rows oldest
+//! first), users, roles. No auth key and no audit rows: when Tacos first starts on the
+//! migrated data dir its leader initializes auth itself (draws the token key and creates
+//! the first admin, `nacos` by default, only if no user of that name was migrated).
 //!
 //! # What becomes what
 //!
@@ -501,7 +500,14 @@ impl Converter<'_> {
         let gray_count = gray_records.len();
         records.extend(config_records);
         records.extend(gray_records);
-        records.extend(history_records.into_values().flatten());
+        // In id order, as the state lists its rows (each config's ids increase with its
+        // rows' order, so each config's rows stay oldest first).
+        let mut history: Vec<Record> = history_records.into_values().flatten().collect();
+        history.sort_by_key(|r| match r {
+            Record::History(h) => h.id,
+            _ => 0,
+        });
+        records.extend(history);
         records.extend(user_records);
         records.extend(role_records);
 
