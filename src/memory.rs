@@ -14,7 +14,7 @@
 //! [`SNAPSHOT_TRIM_EVERY`]) — rare moments, never per request.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tacos_raft::Node;
 
@@ -34,7 +34,7 @@ pub fn spawn(node: Arc<Node>) {
         let mut replayed = false;
         let mut snapshot = metrics.borrow().snapshot;
         let mut pending = false;
-        let mut last_trim: Option<Instant> = None;
+        let mut last_trim: Option<std::time::Instant> = None;
         loop {
             let (applied, now) = {
                 let m = metrics.borrow_and_update();
@@ -53,7 +53,7 @@ pub fn spawn(node: Arc<Node>) {
                 {
                     return;
                 }
-                last_trim = Some(Instant::now());
+                last_trim = Some(std::time::Instant::now());
                 pending = false;
             }
             let wake = last_trim
@@ -74,7 +74,7 @@ pub fn spawn(node: Arc<Node>) {
 }
 
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
-async fn sleep_until(at: Option<Instant>) {
+async fn sleep_until(at: Option<std::time::Instant>) {
     if let Some(at) = at {
         tokio::time::sleep_until(at.into()).await;
     }
