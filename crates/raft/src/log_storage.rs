@@ -26,7 +26,11 @@ impl RaftLogReader<TypeConfig> for RaftLog {
         &mut self,
         range: RB,
     ) -> Result<Vec<Entry>, StorageError> {
-        Ok(self.store.entries(range))
+        // An entry that no longer reads back from its segment is lost data:
+        // openraft stops the node on a storage error.
+        self.store
+            .entries(range)
+            .map_err(|e| StorageIOError::read_logs(&e).into())
     }
 }
 

@@ -235,6 +235,20 @@ impl Fs for FaultyFs {
         self.contents(path).ok_or_else(|| not_found(path))
     }
 
+    fn read_at(&self, path: &Path, offset: u64, len: usize) -> io::Result<Vec<u8>> {
+        let inner = lock(&self.inner);
+        let data = inner
+            .names
+            .get(path)
+            .and_then(|inode| inner.files.get(inode))
+            .map(|file| &file.data)
+            .ok_or_else(|| not_found(path))?;
+        let start = usize::try_from(offset).unwrap_or(usize::MAX);
+        data.get(start..start.saturating_add(len))
+            .map(<[u8]>::to_vec)
+            .ok_or_else(|| io::Error::new(io::ErrorKind::UnexpectedEof, "read past the end"))
+    }
+
     fn exists(&self, path: &Path) -> bool {
         lock(&self.inner).names.contains_key(path)
     }

@@ -24,6 +24,9 @@ pub trait Fs: Send + Sync + Debug + 'static {
     fn list(&self, dir: &Path) -> io::Result<Vec<PathBuf>>;
     /// Reads a whole file.
     fn read(&self, path: &Path) -> io::Result<Vec<u8>>;
+    /// Reads exactly `len` bytes of a file from `offset` (the log reads
+    /// older entries back from their segment this way).
+    fn read_at(&self, path: &Path, offset: u64, len: usize) -> io::Result<Vec<u8>>;
     /// Whether a file exists.
     fn exists(&self, path: &Path) -> bool;
     /// Creates (or empties) a file and opens it for appending.
@@ -138,6 +141,13 @@ impl Fs for StdFs {
         }
         files.sort();
         Ok(files)
+    }
+
+    fn read_at(&self, path: &Path, offset: u64, len: usize) -> io::Result<Vec<u8>> {
+        use std::os::unix::fs::FileExt;
+        let mut buf = vec![0; len];
+        File::open(path)?.read_exact_at(&mut buf, offset)?;
+        Ok(buf)
     }
 
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {

@@ -1,6 +1,6 @@
 //! The durable Raft log: segment files written by one dedicated thread with
-//! group commit, and an in-memory copy of the live entries for reads (the
-//! newest decoded, older ones as their encoded records: see `Cached`).
+//! group commit, and an index of the live entries for reads: the newest held
+//! decoded, older ones read back from their segment file (see `Cached`).
 //!
 //! # Write path
 //!
@@ -41,7 +41,7 @@ use super::fs::{AppendFile, Fs};
 use super::meta::{self, Meta};
 use super::record;
 use super::scan;
-use super::segment::{self, MAGIC};
+use super::segment::{self, Place, MAGIC};
 use tacos_core::types::{Entry, LogId, Vote};
 
 /// Name of the lock file in the data dir.
@@ -79,7 +79,7 @@ type Reply = oneshot::Sender<Result<()>>;
 
 enum Op {
     Append {
-        records: Vec<(u64, Vec<u8>)>,
+        records: Vec<(LogId, Vec<u8>)>,
         done: Done,
     },
     Committed(Vec<u8>),
@@ -137,66 +137,107 @@ struct Cache {
 /// follower catching up (or a new one, before it gets a snapshot).
 pub(crate) const DECODED_WINDOW: u64 = 64;
 
-/// A live entry in memory: decoded while it is among the newest
-/// [`DECODED_WINDOW`], then as its plain record bytes (what
-/// [`segment::encode_entry`] makes without a key), decoded again when read.
-/// The log keeps every entry since the last snapshot — up to
-/// `--snapshot-log-bytes` of them — and decoded, with a `String` and an
-/// allocation per field, they took 3-5 times the bytes: 37 MiB after a
-/// 10 s publish run (heaptrack), the largest part of a busy node's memory.
+/// A live entry: decoded while it is among the newest [`DECODED_WINDOW`],
+/// then only where it sits on disk, read back (and checked) when asked for.
+/// The log keeps every entry since the last snapshot, up to
+/// `--snapshot-log-bytes` of them. Held decoded they took 3-5 times their
+/// bytes (37 MiB after a 10 s publish run, heaptrack); held as encoded
+/// records, still their bytes plus an allocation each (9.4 MiB). A place is
+/// 40 bytes whatever the entry's size; the segment file has the bytes anyway.
+///
+/// An entry that leaves the window before the writer has made it durable
+/// (and so has no place yet) is kept as its plain encoded record until the
+/// writer reports the place.
 enum Cached {
-    Decoded(Entry),
+    Decoded(Box<(Entry, Option<Place>)>),
     Encoded(Box<[u8]>),
+    OnDisk {
+        leader: openraft::CommittedLeaderId<u64>,
+        place: Place,
+    },
 }
 
 impl Cached {
-    fn log_id(&self) -> LogId {
+    fn decoded(entry: Entry, place: Option<Place>) -> Cached {
+        Cached::Decoded(Box::new((entry, place)))
+    }
+
+    fn log_id(&self, index: u64) -> LogId {
         match self {
-            Cached::Decoded(entry) => entry.log_id,
+            Cached::Decoded(decoded) => decoded.0.log_id,
             Cached::Encoded(record) => {
                 segment::record_log_id(record).expect("the cache holds records it encoded itself")
             }
+            Cached::OnDisk { leader, .. } => LogId::new(*leader, index),
         }
     }
 
-    fn entry(&self) -> Entry {
+    /// Moves an entry that left the decoded window out of memory: to its
+    /// place on disk, or (not yet durable) its plain record.
+    fn age(self) -> Cached {
         match self {
-            Cached::Decoded(entry) => entry.clone(),
-            Cached::Encoded(record) => match segment::decode(record, None) {
-                Ok(segment::LogRecord::Entry(entry)) => entry,
-                other => unreachable!("the cache holds entry records it encoded: {other:?}"),
+            Cached::Decoded(decoded) => match *decoded {
+                (entry, Some(place)) => Cached::OnDisk {
+                    leader: entry.log_id.leader_id,
+                    place,
+                },
+                (entry, None) => match segment::encode_entry(&entry, None) {
+                    Ok(record) => Cached::Encoded(record.into_boxed_slice()),
+                    // Over the record limit, which its append already refused.
+                    Err(_) => Cached::decoded(entry, None),
+                },
             },
+            other => other,
         }
     }
 
-    /// The encoded form of a decoded entry (kept decoded if it cannot be:
-    /// then it is over the record limit, which its append already refused).
-    fn encode(self) -> Cached {
+    /// The writer made this entry durable at `place`.
+    fn placed(self, log_id: LogId, place: Place) -> Cached {
         match self {
-            Cached::Decoded(entry) => match segment::encode_entry(&entry, None) {
-                Ok(record) => Cached::Encoded(record.into_boxed_slice()),
-                Err(_) => Cached::Decoded(entry),
-            },
-            encoded => encoded,
+            Cached::Decoded(mut decoded) if decoded.0.log_id == log_id => {
+                decoded.1 = Some(place);
+                Cached::Decoded(decoded)
+            }
+            Cached::Encoded(record) if segment::record_log_id(&record) == Some(log_id) => {
+                Cached::OnDisk {
+                    leader: log_id.leader_id,
+                    place,
+                }
+            }
+            // Truncated and replaced since it was written: not this entry.
+            other => other,
         }
     }
 }
 
 impl Cache {
-    /// Moves the entry that just left the decoded window to its encoded form.
+    /// Moves the entry that just left the decoded window out of memory.
     fn age(&mut self, newest: u64) {
         let Some(index) = newest.checked_sub(DECODED_WINDOW) else {
             return;
         };
         if let Some(slot) = self.entries.get_mut(&index) {
             let cached = std::mem::replace(slot, Cached::Encoded(Box::default()));
-            *slot = cached.encode();
+            *slot = cached.age();
+        }
+    }
+
+    /// Notes where the writer put entries it has made durable.
+    fn place(&mut self, written: &[(LogId, Place)]) {
+        for &(log_id, place) in written {
+            if let Some(slot) = self.entries.get_mut(&log_id.index) {
+                let cached = std::mem::replace(slot, Cached::Encoded(Box::default()));
+                *slot = cached.placed(log_id, place);
+            }
         }
     }
 }
 
 struct Shared {
-    cache: RwLock<Cache>,
+    cache: Arc<RwLock<Cache>>,
+    /// Where the segments are, to read older entries back.
+    fs: Arc<dyn Fs>,
+    log_dir: PathBuf,
     vote: Mutex<Option<Vote>>,
     committed: Mutex<Option<LogId>>,
     tx: Mutex<Option<Sender<Op>>>,
@@ -277,7 +318,7 @@ impl LogStore {
             cut_torn_tail(fs.as_ref(), &torn.path, torn.valid_len)?;
             recovery.torn_tail = Some(format!("{}: {}", torn.path.display(), torn.reason));
         }
-        let entries = scan.entries;
+        let entries = cached(scan.entries, &scan.places);
         let committed = scan.committed;
         // Encryption switched on over a plain log: new entries go to a new
         // segment, so the plain one is deleted as soon as the log is purged
@@ -309,17 +350,23 @@ impl LogStore {
         recovery.entries = entries.len();
         recovery.committed = committed;
 
+        let cache = Arc::new(RwLock::new(Cache {
+            entries,
+            last_purged: meta.last_purged,
+        }));
         let (tx, rx) = crossbeam_channel::unbounded();
         let (failure, _) = watch::channel(None);
         let writer = Writer {
-            fs,
+            fs: fs.clone(),
             data_dir: data_dir.to_path_buf(),
-            log_dir,
+            log_dir: log_dir.clone(),
             meta: meta.clone(),
             segment_size: options.segment_size.max(MAGIC.len() as u64 + 1),
             segments,
             active,
             buf: Vec::new(),
+            written: Vec::new(),
+            cache: cache.clone(),
             dirty: false,
             waiting: Vec::new(),
             failure: failure.clone(),
@@ -331,10 +378,9 @@ impl LogStore {
             .map_err(StoreError::io("spawn the writer thread for", data_dir))?;
 
         let shared = Shared {
-            cache: RwLock::new(Cache {
-                entries: cached(entries),
-                last_purged: meta.last_purged,
-            }),
+            cache,
+            fs,
+            log_dir,
             vote: Mutex::new(meta.vote),
             committed: Mutex::new(committed),
             tx: Mutex::new(Some(tx)),
@@ -396,37 +442,103 @@ impl LogStore {
         let last = cache
             .entries
             .last_key_value()
-            .map(|(_, e)| e.log_id())
+            .map(|(&index, e)| e.log_id(index))
             .or(cache.last_purged);
         (cache.last_purged, last)
     }
 
-    /// How many live entries are held decoded (the rest are encoded).
+    /// How many live entries are held decoded, as encoded records, and only
+    /// as their place on disk.
     #[cfg(test)]
-    pub(crate) fn decoded_entries(&self) -> usize {
-        read(&self.shared.cache)
-            .entries
-            .values()
-            .filter(|e| matches!(e, Cached::Decoded(_)))
-            .count()
+    pub(crate) fn held_entries(&self) -> (usize, usize, usize) {
+        let cache = read(&self.shared.cache);
+        let count = |f: fn(&Cached) -> bool| cache.entries.values().filter(|e| f(e)).count();
+        (
+            count(|e| matches!(e, Cached::Decoded(_))),
+            count(|e| matches!(e, Cached::Encoded(_))),
+            count(|e| matches!(e, Cached::OnDisk { .. })),
+        )
     }
 
-    /// The entries whose index is in `range`.
-    pub fn entries(&self, range: impl RangeBounds<u64>) -> Vec<Entry> {
+    /// The entries whose index is in `range`. Older entries are read back
+    /// from their segment (a run of neighbours with one read); an entry that
+    /// cannot be read or does not check out is an error.
+    pub fn entries(&self, range: impl RangeBounds<u64>) -> Result<Vec<Entry>> {
         let start = range.start_bound().cloned();
         let end = range.end_bound().cloned();
         if let (Bound::Included(s) | Bound::Excluded(s), Bound::Included(e) | Bound::Excluded(e)) =
             (start, end)
         {
             if s > e {
-                return Vec::new();
+                return Ok(Vec::new());
             }
         }
-        read(&self.shared.cache)
-            .entries
-            .range((start, end))
-            .map(|(_, e)| e.entry())
-            .collect()
+        // The read lock is held while the files are read: purge and truncate
+        // drop entries from the cache (under the write lock) before the
+        // writer touches their files, so every place seen here stays valid.
+        let cache = read(&self.shared.cache);
+        let mut out = Vec::new();
+        let mut run: Vec<(LogId, Place)> = Vec::new();
+        for (&index, cached) in cache.entries.range((start, end)) {
+            if let Cached::OnDisk { leader, place } = cached {
+                let follows = run
+                    .last()
+                    .is_some_and(|(_, last)| last.seq == place.seq && last.end() == place.offset);
+                if !follows {
+                    self.read_run(&mut run, &mut out)?;
+                }
+                run.push((LogId::new(*leader, index), *place));
+                continue;
+            }
+            self.read_run(&mut run, &mut out)?;
+            out.push(match cached {
+                Cached::Decoded(decoded) => decoded.0.clone(),
+                Cached::Encoded(record) => match segment::decode(record, None) {
+                    Ok(segment::LogRecord::Entry(entry)) => entry,
+                    other => unreachable!("the cache holds entry records it encoded: {other:?}"),
+                },
+                Cached::OnDisk { .. } => unreachable!("handled above"),
+            });
+        }
+        self.read_run(&mut run, &mut out)?;
+        Ok(out)
+    }
+
+    /// Reads a run of neighbouring records of one segment with one read,
+    /// checks each (checksum, log id) and decodes it onto `out`.
+    fn read_run(&self, run: &mut Vec<(LogId, Place)>, out: &mut Vec<Entry>) -> Result<()> {
+        let (Some(&(_, first)), Some(&(_, last))) = (run.first(), run.last()) else {
+            return Ok(());
+        };
+        let path = self.shared.log_dir.join(segment::file_name(first.seq));
+        let len = usize::try_from(last.end() - first.offset).unwrap_or(usize::MAX);
+        let bytes = self
+            .shared
+            .fs
+            .read_at(&path, first.offset, len)
+            .map_err(StoreError::io("read", &path))?;
+        for (log_id, place) in run.drain(..) {
+            let corrupt = |reason: String| StoreError::Corrupt {
+                path: path.clone(),
+                offset: place.offset,
+                reason,
+            };
+            let at = usize::try_from(place.offset - first.offset).unwrap_or(usize::MAX);
+            let record::Decoded::Record { payload, .. } = record::decode_at(&bytes, at) else {
+                return Err(corrupt(format!(
+                    "entry {} no longer reads back whole (checksum or length)",
+                    log_id.index
+                )));
+            };
+            match segment::decode(payload, self.shared.data_key.as_deref()) {
+                Ok(segment::LogRecord::Entry(entry)) if entry.log_id == log_id => out.push(entry),
+                Ok(other) => {
+                    return Err(corrupt(format!("expected entry {log_id}, found {other:?}")))
+                }
+                Err(reason) => return Err(corrupt(reason)),
+            }
+        }
+        Ok(())
     }
 
     /// Appends entries. They are readable when this returns; `done` runs once
@@ -440,7 +552,7 @@ impl LogStore {
         for entry in &entries {
             let record = segment::encode_entry(entry, self.shared.data_key.as_deref())?;
             bytes += record.len() as u64;
-            records.push((entry.log_id.index, record));
+            records.push((entry.log_id, record));
         }
         self.shared
             .appended_bytes
@@ -449,7 +561,7 @@ impl LogStore {
             let mut cache = write(&self.shared.cache);
             for entry in entries {
                 let index = entry.log_id.index;
-                cache.entries.insert(index, Cached::Decoded(entry));
+                cache.entries.insert(index, Cached::decoded(entry, None));
                 cache.age(index);
             }
         }
@@ -519,17 +631,17 @@ impl LogStore {
 }
 
 /// The recovered entries as the cache keeps them: the newest
-/// [`DECODED_WINDOW`] decoded, the rest encoded.
-fn cached(entries: BTreeMap<u64, Entry>) -> BTreeMap<u64, Cached> {
+/// [`DECODED_WINDOW`] decoded, the rest by their place on disk.
+fn cached(entries: BTreeMap<u64, Entry>, places: &BTreeMap<u64, Place>) -> BTreeMap<u64, Cached> {
     let decoded_from = entries
         .last_key_value()
         .map_or(0, |(&last, _)| last.saturating_sub(DECODED_WINDOW) + 1);
     entries
         .into_iter()
         .map(|(index, entry)| {
-            let cached = Cached::Decoded(entry);
+            let cached = Cached::decoded(entry, places.get(&index).copied());
             let cached = if index < decoded_from {
-                cached.encode()
+                cached.age()
             } else {
                 cached
             };
@@ -608,6 +720,10 @@ struct Writer {
     active: Box<dyn AppendFile>,
     /// Encoded records not yet written to `active`.
     buf: Vec<u8>,
+    /// Where the entries written since the last sync went; told to the
+    /// cache once they are durable.
+    written: Vec<(LogId, Place)>,
+    cache: Arc<RwLock<Cache>>,
     /// Whether `active` has writes not yet synced.
     dirty: bool,
     /// Callbacks of appends written but not yet synced.
@@ -638,8 +754,8 @@ impl Writer {
         while let Some(op) = ops.next() {
             let (result, reply) = match op {
                 Op::Append { records, done } => {
-                    for (index, payload) in &records {
-                        self.write_record(Some(*index), payload)?;
+                    for (log_id, payload) in &records {
+                        self.write_record(Some(*log_id), payload)?;
                     }
                     self.waiting.push(done);
                     continue;
@@ -691,16 +807,24 @@ impl Writer {
             .unwrap_or_else(|| self.log_dir.clone())
     }
 
-    fn write_record(&mut self, index: Option<u64>, payload: &[u8]) -> Result<()> {
+    fn write_record(&mut self, log_id: Option<LogId>, payload: &[u8]) -> Result<()> {
         let len = self.active.len() + self.buf.len() as u64;
         if len >= self.segment_size && len > MAGIC.len() as u64 {
             self.roll()?;
         }
         let offset = self.active.len() + self.buf.len() as u64;
         record::encode(payload, &mut self.buf);
-        if let Some(index) = index {
+        if let Some(log_id) = log_id {
             let active = self.segments.last_mut().expect("at least one segment");
-            active.entries.push((index, offset));
+            active.entries.push((log_id.index, offset));
+            let len = self.active.len() + self.buf.len() as u64 - offset;
+            let place = Place {
+                seq: active.seq,
+                offset,
+                // A record is at most MAX_RECORD_LEN plus its header.
+                len: u32::try_from(len).unwrap_or(u32::MAX),
+            };
+            self.written.push((log_id, place));
         }
         Ok(())
     }
@@ -728,6 +852,10 @@ impl Writer {
                 .map_err(StoreError::io("fsync", path))?;
             metrics::histogram!("tacos_log_fsync_seconds").record(started.elapsed().as_secs_f64());
             self.dirty = false;
+        }
+        if !self.written.is_empty() {
+            write(&self.cache).place(&self.written);
+            self.written.clear();
         }
         for done in self.waiting.drain(..) {
             done(Ok(()));

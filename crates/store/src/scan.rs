@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use super::crypt::DataKey;
 use super::error::{Result, StoreError};
 use super::fs::Fs;
-use super::segment::{self, LogRecord};
+use super::segment::{self, LogRecord, Place};
 use tacos_core::types::{Entry, LogId};
 
 /// One segment file as read.
@@ -49,6 +49,8 @@ pub struct LogScan {
     pub segments: Vec<ScannedSegment>,
     /// Entries after the purge point, by index.
     pub entries: BTreeMap<u64, Entry>,
+    /// Where each of `entries` sits in its segment.
+    pub places: BTreeMap<u64, Place>,
     /// The newest commit marker (or the purge point when none is newer).
     pub committed: Option<LogId>,
     pub torn_tail: Option<TornTail>,
@@ -76,6 +78,7 @@ pub fn read_log(
     let mut scan = LogScan {
         segments: Vec::with_capacity(files.len()),
         entries: BTreeMap::new(),
+        places: BTreeMap::new(),
         committed: last_purged,
         torn_tail: None,
     };
@@ -101,7 +104,14 @@ pub fn read_log(
             sealed_entries: scanned.sealed_entries,
             plain_entries: scanned.plain_entries,
         };
-        for (offset, record) in scanned.records {
+        let ends: Vec<u64> = scanned
+            .records
+            .iter()
+            .skip(1)
+            .map(|(offset, _)| *offset)
+            .chain([scanned.valid_len])
+            .collect();
+        for ((offset, record), end) in scanned.records.into_iter().zip(ends) {
             match record {
                 LogRecord::Entry(entry) => {
                     let index = entry.log_id.index;
@@ -122,6 +132,9 @@ pub fn read_log(
                     segment.entries.push((index, offset));
                     if last_purged.is_none_or(|p| index > p.index) {
                         scan.entries.insert(index, entry);
+                        // A record is at most MAX_RECORD_LEN plus its header.
+                        let len = u32::try_from(end - offset).unwrap_or(u32::MAX);
+                        scan.places.insert(index, Place { seq, offset, len });
                     }
                 }
                 LogRecord::Committed(id) => {

@@ -54,6 +54,23 @@ const BODY_SEALED: u8 = 3;
 const SEALED_AAD_LEN: usize = 2 + LOG_ID_LEN;
 const LOG_ID_LEN: usize = 24;
 
+/// Where a record sits: segment `seq`, from `offset`, `len` bytes framed
+/// (header and payload). The log reads entries older than its decoded window
+/// back from here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Place {
+    pub seq: u64,
+    pub offset: u64,
+    pub len: u32,
+}
+
+impl Place {
+    /// Where the next record starts.
+    pub fn end(&self) -> u64 {
+        self.offset + u64::from(self.len)
+    }
+}
+
 /// The file name of segment `seq`.
 pub fn file_name(seq: u64) -> String {
     format!("{seq:016}.seg")

@@ -64,7 +64,12 @@ fn append_durably(store: &LogStore, entries: Vec<Entry>) -> std::io::Result<()> 
 }
 
 fn indexes(store: &LogStore) -> Vec<u64> {
-    store.entries(..).iter().map(|e| e.log_id.index).collect()
+    store
+        .entries(..)
+        .unwrap()
+        .iter()
+        .map(|e| e.log_id.index)
+        .collect()
 }
 
 fn segments(dir: &Path) -> Vec<PathBuf> {
@@ -98,16 +103,16 @@ fn reopen_returns_every_acknowledged_entry_vote_and_commit() {
     assert_eq!(recovery.entries, 100);
     assert_eq!(recovery.torn_tail, None);
     assert_eq!(indexes(&store), (0..100).collect::<Vec<_>>());
-    assert_eq!(store.entries(5..7), vec![entry(1, 5), entry(1, 6)]);
+    assert_eq!(store.entries(5..7).unwrap(), vec![entry(1, 5), entry(1, 6)]);
     assert_eq!(store.vote(), Some(Vote::new(1, 1)));
     assert_eq!(store.committed(), Some(log_id(1, 95)));
     assert_eq!(store.log_state(), (None, Some(log_id(1, 99))));
 }
 
-/// Entries older than the decoded window are kept encoded in memory: they
-/// read back exactly as appended, in a running store and after a reopen
-/// (also sealed, with encryption at rest), and truncate, purge and the log
-/// state see them like the decoded ones.
+/// Entries older than the decoded window are held only by their place on
+/// disk: they read back exactly as appended, in a running store and after a
+/// reopen (also sealed, with encryption at rest), and truncate, purge and the
+/// log state see them like the decoded ones.
 #[test]
 fn entries_outside_the_decoded_window_read_back_exactly() {
     let n = 2 * log::DECODED_WINDOW + 7;
@@ -124,18 +129,18 @@ fn entries_outside_the_decoded_window_read_back_exactly() {
                 .unwrap();
             }
             assert_eq!(
-                store.entries(..),
+                store.entries(..).unwrap(),
                 (0..n).map(|i| entry(2, i)).collect::<Vec<_>>()
             );
             assert_eq!(store.log_state(), (None, Some(log_id(2, n - 1))));
-            assert_eq!(store.decoded_entries() as u64, log::DECODED_WINDOW);
+            assert_eq!(store.held_entries(), on_disk_beyond_window(n));
         }
         let (store, recovery) = open_with(dir.path(), kek()).unwrap();
         assert_eq!(recovery.entries as u64, n);
-        assert_eq!(store.decoded_entries() as u64, log::DECODED_WINDOW);
-        assert_eq!(store.entries(3..5), vec![entry(2, 3), entry(2, 4)]);
+        assert_eq!(store.held_entries(), on_disk_beyond_window(n));
+        assert_eq!(store.entries(3..5).unwrap(), vec![entry(2, 3), entry(2, 4)]);
         assert_eq!(
-            store.entries(..),
+            store.entries(..).unwrap(),
             (0..n).map(|i| entry(2, i)).collect::<Vec<_>>()
         );
         block_on(store.truncate(n - 3)).unwrap();
@@ -145,10 +150,70 @@ fn entries_outside_the_decoded_window_read_back_exactly() {
             (Some(log_id(2, 10)), Some(log_id(2, n - 4)))
         );
         assert_eq!(
-            store.entries(..),
+            store.entries(..).unwrap(),
             (11..n - 3).map(|i| entry(2, i)).collect::<Vec<_>>()
         );
+        // The replaced suffix reads back as the new entries, not the old.
+        append_durably(&store, (n - 3..n + 70).map(|i| entry(3, i)).collect()).unwrap();
+        let expected: Vec<Entry> = (11..n - 3)
+            .map(|i| entry(2, i))
+            .chain((n - 3..n + 70).map(|i| entry(3, i)))
+            .collect();
+        assert_eq!(store.entries(..).unwrap(), expected);
     }
+}
+
+/// (decoded, encoded, on disk) for `n` durable entries.
+fn on_disk_beyond_window(n: u64) -> (usize, usize, usize) {
+    let window = log::DECODED_WINDOW.min(n);
+    (window as usize, 0, (n - window) as usize)
+}
+
+/// Entries that leave the decoded window before they are durable are held
+/// as records until the writer says where they went, then by that place.
+#[test]
+fn entries_leaving_the_window_before_their_fsync_read_back_either_way() {
+    let n = 3 * log::DECODED_WINDOW;
+    let fs = FaultyFs::new();
+    fs.set_sync_delay(Duration::from_millis(50));
+    let dir = Path::new("/data");
+    let (store, _) = open(Arc::new(fs.clone()), dir, 1 << 20).unwrap();
+    let all: Vec<Entry> = (0..n).map(|i| entry(1, i)).collect();
+    let (tx, rx) = mpsc::channel();
+    store
+        .append(
+            all.clone(),
+            Box::new(move |r| tx.send(r).expect("test waits")),
+        )
+        .unwrap();
+    // Before or after the fsync, whichever this is: every entry reads back.
+    let (decoded, encoded, on_disk) = store.held_entries();
+    assert_eq!(decoded as u64, log::DECODED_WINDOW);
+    assert_eq!((encoded + on_disk) as u64, n - log::DECODED_WINDOW);
+    assert_eq!(store.entries(..).unwrap(), all);
+    rx.recv_timeout(Duration::from_secs(10)).unwrap().unwrap();
+    assert_eq!(store.held_entries(), on_disk_beyond_window(n));
+    assert_eq!(store.entries(..).unwrap(), all);
+    assert_eq!(store.entries(5..9).unwrap(), all[5..9].to_vec());
+}
+
+/// An entry read back from disk is checked: damage is an error, not a
+/// wrong entry.
+#[test]
+fn an_entry_damaged_on_disk_reads_back_as_an_error() {
+    let n = 2 * log::DECODED_WINDOW;
+    let dir = tempfile::tempdir().unwrap();
+    let (store, _) = open(Arc::new(StdFs), dir.path(), 1 << 20).unwrap();
+    append_durably(&store, (0..n).map(|i| entry(1, i)).collect()).unwrap();
+    let path = segments(dir.path()).remove(0);
+    let mut bytes = std::fs::read(&path).unwrap();
+    // Inside the first entry's payload (magic, then the record header).
+    bytes[segment::MAGIC.len() + record::HEADER_LEN + 20] ^= 0xff;
+    std::fs::write(&path, bytes).unwrap();
+    let error = store.entries(0..2).unwrap_err();
+    assert!(matches!(error, StoreError::Corrupt { .. }), "{error}");
+    // Entries elsewhere still read.
+    assert_eq!(store.entries(5..6).unwrap(), vec![entry(1, 5)]);
 }
 
 #[test]
@@ -163,7 +228,7 @@ fn segments_roll_and_purge_deletes_whole_files_after_persisting_the_purge_point(
         assert!(before > 5, "small segments roll: {before}");
         block_on(store.purge(log_id(1, 30))).unwrap();
         assert_eq!(store.log_state().0, Some(log_id(1, 30)));
-        assert_eq!(store.entries(..).first().unwrap().log_id.index, 31);
+        assert_eq!(store.entries(..).unwrap().first().unwrap().log_id.index, 31);
         let after = segments(dir.path()).len();
         assert!(
             after < before,
@@ -203,12 +268,15 @@ fn truncate_removes_the_suffix_across_segments_durably() {
     let (store, recovery) = open(Arc::new(StdFs), dir.path(), 400).unwrap();
     assert_eq!(recovery.torn_tail, None);
     assert_eq!(indexes(&store), (0..20).collect::<Vec<_>>());
-    assert_eq!(store.entries(14..16), vec![entry(1, 14), entry(2, 15)]);
+    assert_eq!(
+        store.entries(14..16).unwrap(),
+        vec![entry(1, 14), entry(2, 15)]
+    );
     // Truncating at the very first entry empties the log.
     block_on(store.truncate(0)).unwrap();
     drop(store);
     let (store, _) = open(Arc::new(StdFs), dir.path(), 400).unwrap();
-    assert!(store.entries(..).is_empty());
+    assert!(store.entries(..).unwrap().is_empty());
 }
 
 /// Writes `n` entries (one append each, with commit markers as Raft would)
@@ -605,7 +673,7 @@ fn a_plain_log_switched_to_encrypted_keeps_loading_and_then_needs_the_key() {
     );
     let (store, recovery) = open_with(dir.path(), Some(kek())).unwrap();
     assert_eq!(recovery.entries, 10);
-    assert_eq!(store.entries(8..9), vec![entry(2, 8)]);
+    assert_eq!(store.entries(8..9).unwrap(), vec![entry(2, 8)]);
     drop(store);
     let error = open_with(dir.path(), None).unwrap_err().to_string();
     assert!(error.contains("no key was given"), "{error}");
