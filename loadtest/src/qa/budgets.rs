@@ -45,12 +45,17 @@ pub struct Budget {
     pub max_error_rate: Option<f64>,
     /// Server RSS (all nodes) at the end of a run, MiB, at most.
     pub max_rss_mib: Option<f64>,
+    /// Server RSS at the end of a run, server / baseline, at most.
+    pub max_rss_ratio: Option<f64>,
     /// Server CPU per request, server / baseline, at most.
     pub max_cpu_per_request_ratio: Option<f64>,
     /// Fan-out: server RSS per listener (all nodes), KiB, at most.
     pub max_rss_per_listener_kib: Option<f64>,
     /// Fan-out: server RSS per listener, server / baseline, at most.
     pub max_rss_per_listener_ratio: Option<f64>,
+    /// Shown under the scenario's verdicts: what its budgets encode and, for
+    /// a budget known to miss, why (the verdict says by how much).
+    pub note: Option<String>,
 }
 
 impl Budget {
@@ -64,6 +69,7 @@ impl Budget {
             max_p50_ms: self.max_p50_ms.or(base.max_p50_ms),
             max_error_rate: self.max_error_rate.or(base.max_error_rate),
             max_rss_mib: self.max_rss_mib.or(base.max_rss_mib),
+            max_rss_ratio: self.max_rss_ratio.or(base.max_rss_ratio),
             max_cpu_per_request_ratio: self
                 .max_cpu_per_request_ratio
                 .or(base.max_cpu_per_request_ratio),
@@ -73,6 +79,7 @@ impl Budget {
             max_rss_per_listener_ratio: self
                 .max_rss_per_listener_ratio
                 .or(base.max_rss_per_listener_ratio),
+            note: self.note.clone().or_else(|| base.note.clone()),
         }
     }
 }
@@ -210,6 +217,12 @@ pub fn check(b: &Budget, m: &Measured) -> Vec<Verdict> {
         false,
     );
     push_ratio(
+        "RSS ratio",
+        b.max_rss_ratio,
+        base.and_then(|x| ratio(m.rss_mib, x.rss_mib)),
+        false,
+    );
+    push_ratio(
         "CPU per request ratio",
         b.max_cpu_per_request_ratio,
         base.and_then(|x| ratio(m.cpu_per_request_us, x.cpu_per_request_us)),
@@ -264,6 +277,7 @@ mod tests {
 
         [scenario.listen]
         max_p99_ms = 200.0
+        note = "listeners"
 
         [cluster.default]
         max_p99_ms = 150.0
@@ -279,6 +293,8 @@ mod tests {
         assert_eq!(one.max_p99_ms, Some(100.0));
         assert_eq!(one.min_throughput_ratio, Some(0.9));
         assert_eq!(b.resolve("listen", 1).max_p99_ms, Some(200.0));
+        assert_eq!(b.resolve("listen", 3).note.as_deref(), Some("listeners"));
+        assert_eq!(one.note, None);
         let three = b.resolve("set", 3);
         assert_eq!(three.max_p99_ms, Some(150.0));
         assert_eq!(three.min_throughput_ratio, Some(0.5));
@@ -346,6 +362,23 @@ mod tests {
             .unwrap();
         assert_eq!(r.value, "1.20");
         assert_eq!(r.pass, Some(true));
+        // RSS against the baseline's.
+        let rss = Budget {
+            max_rss_ratio: Some(1.0),
+            ..Default::default()
+        };
+        let heavier = Measured {
+            rss_mib: 30.0,
+            baseline: Some(Box::new(Measured {
+                rss_mib: 24.0,
+                ..Default::default()
+            })),
+            ..Default::default()
+        };
+        let v = check(&rss, &heavier);
+        assert_eq!(v[0].budget, "RSS ratio");
+        assert_eq!(v[0].value, "1.25");
+        assert_eq!(v[0].pass, Some(false));
         // RSS per listener: checked only where it was measured (fan-out).
         let per_listener = Budget {
             max_rss_per_listener_kib: Some(20.0),

@@ -145,6 +145,8 @@ pub struct ScenarioResult {
     pub server: Option<Aggregate>,
     pub baseline: Option<Aggregate>,
     pub verdicts: Vec<Verdict>,
+    /// The budgets' note for this scenario.
+    pub note: Option<String>,
 }
 
 /// Aggregates and judges every (topology, scenario) of the run.
@@ -196,6 +198,7 @@ pub fn evaluate(results: &QaResults) -> Vec<ScenarioResult> {
             server,
             baseline,
             verdicts,
+            note: budget.note.clone(),
         });
     }
     out
@@ -725,6 +728,9 @@ pub fn render(
                     );
                 }
                 let _ = writeln!(md);
+            }
+            if let Some(note) = &r.note {
+                let _ = writeln!(md, "{}\n", note.trim());
             }
         }
         for (n, s, name, kind) in images {
