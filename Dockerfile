@@ -34,8 +34,8 @@ COPY . .
 # source change recompiles tacos only, not its dependencies.
 RUN --mount=type=cache,target=/usr/local/cargo/registry,sharing=locked \
     --mount=type=cache,target=/src/target,sharing=locked \
-    cargo build --release --locked --bin tacos \
-    && cp target/release/tacos /usr/local/bin/tacos
+    cargo build --profile dist --locked --bin tacos \
+    && cp target/dist/tacos /usr/local/bin/tacos
 
 FROM debian:bookworm-slim
 RUN groupadd --system --gid 10001 tacos \
