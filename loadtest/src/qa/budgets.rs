@@ -47,6 +47,8 @@ pub struct Budget {
     pub max_rss_mib: Option<f64>,
     /// Server RSS at the end of a run, server / baseline, at most.
     pub max_rss_ratio: Option<f64>,
+    /// Server RSS of the fresh server before the run, server / baseline, at most.
+    pub max_idle_rss_ratio: Option<f64>,
     /// Server CPU per request, server / baseline, at most.
     pub max_cpu_per_request_ratio: Option<f64>,
     /// Fan-out: server RSS per listener (all nodes), KiB, at most.
@@ -70,6 +72,7 @@ impl Budget {
             max_error_rate: self.max_error_rate.or(base.max_error_rate),
             max_rss_mib: self.max_rss_mib.or(base.max_rss_mib),
             max_rss_ratio: self.max_rss_ratio.or(base.max_rss_ratio),
+            max_idle_rss_ratio: self.max_idle_rss_ratio.or(base.max_idle_rss_ratio),
             max_cpu_per_request_ratio: self
                 .max_cpu_per_request_ratio
                 .or(base.max_cpu_per_request_ratio),
@@ -145,6 +148,7 @@ pub struct Measured {
     pub p99_ms: f64,
     pub error_rate: f64,
     pub rss_mib: f64,
+    pub rss_idle_mib: f64,
     /// Fan-out only: server RSS per listener, KiB (None: other scenarios, not checked).
     pub rss_per_listener_kib: Option<f64>,
     pub cpu_per_request_us: f64,
@@ -220,6 +224,12 @@ pub fn check(b: &Budget, m: &Measured) -> Vec<Verdict> {
         "RSS ratio",
         b.max_rss_ratio,
         base.and_then(|x| ratio(m.rss_mib, x.rss_mib)),
+        false,
+    );
+    push_ratio(
+        "idle RSS ratio",
+        b.max_idle_rss_ratio,
+        base.and_then(|x| ratio(m.rss_idle_mib, x.rss_idle_mib)),
         false,
     );
     push_ratio(

@@ -360,6 +360,9 @@ pub struct Usage {
     pub rss_end_mib: f64,
     /// Highest summed RSS seen in the window, MiB.
     pub rss_peak_mib: f64,
+    /// Summed RSS in the first sample of all (the fresh server as the load tool
+    /// started, before it seeded anything), MiB.
+    pub rss_idle_mib: f64,
     /// Length of the window measured, seconds.
     pub seconds: f64,
 }
@@ -414,6 +417,7 @@ pub fn usage(samples: &[Sample], from: Instant, to: Instant, ticks_per_s: f64) -
         other_cores: cores(other),
         rss_end_mib: mib(rss(b)),
         rss_peak_mib: mib(peak),
+        rss_idle_mib: mib(samples.first().map_or(0, rss)),
         seconds,
     })
 }
@@ -477,6 +481,8 @@ mod tests {
         assert!((u.other_cores - 0.6).abs() < 1e-9);
         assert_eq!(u.rss_end_mib, 6.0);
         assert_eq!(u.rss_peak_mib, 6.0);
+        // Idle: the very first sample, whatever the window.
+        assert_eq!(u.rss_idle_mib, 2.0);
         // The second server vanished in the last sample: its last known CPU counts.
         let u = usage(&samples, at(0), at(3000), 100.0).unwrap();
         assert!((u.server_cores - 400.0 / 100.0 / 3.0).abs() < 1e-9);

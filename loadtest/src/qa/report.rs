@@ -38,6 +38,8 @@ pub struct Aggregate {
     pub requests: u64,
     pub failures: u64,
     pub rss_mib: f64,
+    /// RSS of the fresh server before the load tool seeded anything.
+    pub rss_idle_mib: f64,
     pub server_cores: f64,
     pub cpu_per_request_us: f64,
     pub client_cores: f64,
@@ -104,6 +106,7 @@ pub fn aggregate(records: &[&RunRecord]) -> Option<Aggregate> {
             .map(|o| o.failures)
             .sum(),
         rss_mib: median(usage(|u| u.rss_end_mib)),
+        rss_idle_mib: median(usage(|u| u.rss_idle_mib)),
         server_cores: median(usage(|u| u.server_cores)),
         cpu_per_request_us: median(ok.iter().filter_map(|r| r.cpu_per_request_us()).collect()),
         client_cores: median(usage(|u| u.client_cores)),
@@ -170,6 +173,7 @@ pub fn evaluate(results: &QaResults) -> Vec<ScenarioResult> {
             p99_ratio_basis_ms: listen.then_some(a.from_send.1),
             error_rate: a.error_rate(),
             rss_mib: a.rss_mib,
+            rss_idle_mib: a.rss_idle_mib,
             rss_per_listener_kib: (point.scenario == Scenario::Fanout)
                 .then_some(a.rss_per_listener_kib),
             cpu_per_request_us: a.cpu_per_request_us,
@@ -882,6 +886,11 @@ fn write_metrics(md: &mut String, r: &ScenarioResult, server: &str, base: Option
         ("p99 ms".into(), |a| a.p99, true),
         ("max ms (median of runs)".into(), |a| a.max, true),
         ("server RSS MiB".into(), |a| a.rss_mib, true),
+        (
+            "server RSS before the run MiB".into(),
+            |a| a.rss_idle_mib,
+            true,
+        ),
         ("server CPU (cores)".into(), |a| a.server_cores, true),
         (
             "server CPU per request (µs)".into(),
@@ -893,7 +902,7 @@ fn write_metrics(md: &mut String, r: &ScenarioResult, server: &str, base: Option
     let mut rows = rows;
     if r.scenario == Scenario::Fanout {
         rows.insert(
-            6,
+            7,
             (
                 "server RSS per listener (KiB)".into(),
                 |a| a.rss_per_listener_kib,
