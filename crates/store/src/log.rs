@@ -134,7 +134,8 @@ struct Cache {
 
 /// How many of the newest entries stay decoded. Apply and replication read
 /// an entry right after it is appended; older entries are read only by a
-/// follower catching up (or a new one, before it gets a snapshot).
+/// follower catching up (or a new one, before it gets a snapshot) and by the
+/// replay of the log's committed tail when the node starts.
 pub(crate) const DECODED_WINDOW: u64 = 64;
 
 /// A live entry: decoded while it is among the newest [`DECODED_WINDOW`],
@@ -142,8 +143,9 @@ pub(crate) const DECODED_WINDOW: u64 = 64;
 /// The log keeps every entry since the last snapshot, up to
 /// `--snapshot-log-bytes` of them. Held decoded they took 3-5 times their
 /// bytes (37 MiB after a 10 s publish run, heaptrack); held as encoded
-/// records, still their bytes plus an allocation each (9.4 MiB). A place is
-/// 40 bytes whatever the entry's size; the segment file has the bytes anyway.
+/// records, still their bytes plus an allocation each (9.4 MiB). An entry on
+/// disk costs the index 48 bytes whatever its size (its leader and place; a
+/// test holds this); the segment file has the bytes anyway.
 ///
 /// An entry that leaves the window before the writer has made it durable
 /// (and so has no place yet) is kept as its plain encoded record until the
@@ -446,6 +448,10 @@ impl LogStore {
             .or(cache.last_purged);
         (cache.last_purged, last)
     }
+
+    /// What one index entry costs in memory (besides the map's own).
+    #[cfg(test)]
+    pub(crate) const CACHED_SIZE: usize = std::mem::size_of::<Cached>();
 
     /// How many live entries are held decoded, as encoded records, and only
     /// as their place on disk.

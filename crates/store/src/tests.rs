@@ -195,6 +195,8 @@ fn entries_leaving_the_window_before_their_fsync_read_back_either_way() {
     assert_eq!(store.held_entries(), on_disk_beyond_window(n));
     assert_eq!(store.entries(..).unwrap(), all);
     assert_eq!(store.entries(5..9).unwrap(), all[5..9].to_vec());
+    // What an entry on disk costs the index, whatever its size (log.rs says so).
+    assert_eq!(LogStore::CACHED_SIZE, 48);
 }
 
 /// An entry read back from disk is checked: damage is an error, not a

@@ -389,6 +389,23 @@ mod tests {
         assert_eq!(v[0].budget, "RSS ratio");
         assert_eq!(v[0].value, "1.25");
         assert_eq!(v[0].pass, Some(false));
+        // Idle RSS is its own budget, against the baseline's idle RSS.
+        let idle = Budget {
+            max_idle_rss_ratio: Some(1.0),
+            ..Default::default()
+        };
+        let lighter_idle = Measured {
+            rss_idle_mib: 16.0,
+            baseline: Some(Box::new(Measured {
+                rss_idle_mib: 22.0,
+                ..Default::default()
+            })),
+            ..Default::default()
+        };
+        let v = check(&idle, &lighter_idle);
+        assert_eq!(v[0].budget, "idle RSS ratio");
+        assert_eq!(v[0].value, "0.73");
+        assert_eq!(v[0].pass, Some(true));
         // RSS per listener: checked only where it was measured (fan-out).
         let per_listener = Budget {
             max_rss_per_listener_kib: Some(20.0),
