@@ -6,7 +6,7 @@ use std::fs;
 use std::path::Path;
 
 use common::{
-    assert_matches_expected, config_key_bytes, copy_fixture, history_tree_name, key,
+    assert_matches_expected, close_sled, config_key_bytes, copy_fixture, history_tree_name, key,
     read_unchanged, ConfigPb,
 };
 use tacos_migrate::rnacos::{self, ReadError, ReadOptions};
@@ -26,7 +26,7 @@ fn lenient() -> ReadOptions {
 fn edit_with_sled(dir: &Path, f: impl FnOnce(&sled::Db)) {
     let db = sled::open(dir).expect("open copy with sled");
     f(&db);
-    db.flush().expect("flush");
+    close_sled(db, dir);
 }
 
 fn insert(db: &sled::Db, tree: &[u8], k: &[u8], v: &[u8]) {
@@ -181,7 +181,7 @@ fn dir_held_by_a_running_server_is_in_use() {
     let err = rnacos::read(&dir, &strict()).expect_err("must fail");
     assert!(matches!(err, ReadError::InUse { .. }), "{err:?}");
     assert!(err.to_string().contains("in use"), "{err}");
-    drop(db);
+    close_sled(db, &dir);
     // Once it is closed the dir reads fine.
     let source = read_unchanged(&dir, &strict()).expect("read after close");
     assert_matches_expected(&source, &[]);

@@ -222,7 +222,8 @@ fn add_ghost_tenant_and_odd_users(dir: &Path) {
             .insert(name, prost::Message::encode_to_vec(&user))
             .unwrap();
     }
-    db.flush().unwrap();
+    drop((tree, users));
+    common::close_sled(db, dir);
 }
 
 #[test]
@@ -524,7 +525,8 @@ fn add_dotted_and_coloned_tenants(dir: &Path) {
             )
             .unwrap();
     }
-    db.flush().unwrap();
+    drop(configs);
+    common::close_sled(db, dir);
 }
 
 #[test]

@@ -364,3 +364,24 @@ pub fn assert_matches_expected(source: &Source, extra_configs: &[ConfigKey]) {
     }
 }
 pub mod mariadb;
+
+/// Flushes and closes a sled db a test opened, and waits until its lock on `dir/db` is
+/// released. Dropping a `sled::Db` does not release the lock at once: sled's background
+/// flusher holds its own handle and lets go of it a moment later, and a reader started
+/// in between would see the dir as in use by a running r-nacos. Drop every `sled::Tree`
+/// taken from `db` first: each keeps the db open.
+pub fn close_sled(db: sled::Db, dir: &Path) {
+    db.flush().expect("flush");
+    drop(db);
+    let file = fs::File::open(dir.join("db")).expect("open sled's db file");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        match file.try_lock() {
+            Ok(()) => return, // closing `file` releases it again
+            Err(std::fs::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(10))
+            }
+            Err(e) => panic!("sled still holds {}: {e}", dir.display()),
+        }
+    }
+}
