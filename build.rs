@@ -17,9 +17,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // The console's files are embedded (rust-embed): a file added or
     // renamed (the bundle's names hold its hash) must rebuild the binary.
     println!("cargo:rerun-if-changed=web-console");
+    // Smaller per-call buffers than tonic's default: see src/grpc/codec.rs.
     tonic_prost_build::configure()
         .build_client(true)
         .build_server(true)
+        .codec_path("crate::grpc::codec::SmallBufferCodec")
         .compile_protos(&["proto/nacos_grpc_service.proto"], &["proto"])?;
     Ok(())
 }

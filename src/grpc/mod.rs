@@ -20,6 +20,7 @@
 //! and `ConnectResetRequest` when the node stops (see [`connection`]). HTTP/2 keepalive pings close
 //! connections whose client vanished.
 
+pub mod codec;
 pub mod config;
 pub mod connection;
 pub mod payload;
@@ -237,7 +238,7 @@ impl pb::bi_request_stream_server::BiRequestStream for Api {
             self.0.hub.clone(),
         ));
         let stream = futures::stream::unfold(outbound, |mut rx| async move {
-            rx.recv().await.map(|message| (message, rx))
+            rx.recv().await.map(|message| (*message, rx))
         });
         Ok(Response::new(Box::pin(stream)))
     }
