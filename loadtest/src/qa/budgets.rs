@@ -385,7 +385,11 @@ mod tests {
             assert_eq!(restart.max_restart_ratio, Some(1.0));
             assert_eq!(restart.max_restart_rss_ratio, Some(1.0));
             assert_eq!(restart.max_rss_ratio, Some(1.0));
+            // The latency budgets are inherited here; the report leaves them out.
+            assert!(restart.max_p99_ms.is_some());
         }
+        assert_eq!(b.resolve("restart", 1).min_throughput_ratio, Some(1.0));
+        assert_eq!(b.resolve("restart", 3).min_throughput_ratio, Some(0.7));
     }
 
     #[test]

@@ -635,16 +635,18 @@ pub fn render(
                 }
             );
         }
-        // Saturation.
-        let _ = writeln!(md, "### Saturation ({})\n", nodes_text(nodes));
-        let _ = writeln!(
-            md,
-            "A matrix of users x per-user rate ({} s per point, one fresh server per \
-             scenario, the points in a row on it). A point is saturated when it served \
-             less than 90% of its offered load, failed over 1%, or its p99 exceeded 3x the \
-             best p99 + 5 ms.\n",
-            results.options.matrix_seconds
-        );
+        // Saturation (none for a run of only listen, fanout or restart).
+        if rows.iter().any(|r| r.scenario.saturates()) {
+            let _ = writeln!(md, "### Saturation ({})\n", nodes_text(nodes));
+            let _ = writeln!(
+                md,
+                "A matrix of users x per-user rate ({} s per point, one fresh server per \
+                 scenario, the points in a row on it). A point is saturated when it served \
+                 less than 90% of its offered load, failed over 1%, or its p99 exceeded 3x \
+                 the best p99 + 5 ms.\n",
+                results.options.matrix_seconds
+            );
+        }
         for r in &rows {
             if !r.scenario.saturates() {
                 continue;
@@ -734,10 +736,16 @@ pub fn render(
         let _ = writeln!(md, "### At the operating point ({})\n", nodes_text(nodes));
         let _ = writeln!(
             md,
-            "{} round(s) of {} s per server and scenario, alternating {} (ABAB...), a fresh \
-             server for every run. Medians over the rounds; RSS is at the end of a run.\n",
+            "{} round(s) of {} s per server and scenario{}, alternating {} (ABAB...), a \
+             fresh server for every run. Medians over the rounds; RSS is at the end of a \
+             run.\n",
             results.options.rounds,
             results.options.run_seconds,
+            if rows.iter().any(|r| r.scenario == Scenario::Restart) {
+                " (restart: one fill and one restart per run, as long as they take)"
+            } else {
+                ""
+            },
             base.map_or(server.label.clone(), |b| format!(
                 "{} and {}",
                 server.label, b.label
@@ -1446,6 +1454,9 @@ mod tests {
         assert!(md.contains("| server RSS 30 s after the restart MiB | 91.50 | 59.00 | 1.55 |"));
         assert!(md.contains("| RSS after restart ratio | ≤ 1 | 1.54 | **FAIL** |"));
         assert!(!md.contains("| p90 ms |"));
+        // No matrix ran: no saturation section.
+        assert!(!md.contains("### Saturation"));
+        assert!(md.contains("(restart: one fill and one restart per run"));
     }
 
     #[test]
