@@ -44,6 +44,17 @@ and fanout (the fanout tool: --fanout-listeners, half long polls and half gRPC
 streams, over every node, --fanout-rounds publishes; latency per listener, missed
 listeners and server RSS per listener; qa raises its file-descriptor limit so the
 servers it starts inherit it, and gives Tacos TACOS_MAX_LONG_POLLS to fit).
+
+restart (opt-in: about 10 minutes per round on 1 node with the defaults) fills a fresh
+server with --restart-configs configs x --restart-versions publishes each (64
+connections from qa itself, closed loop, every publish checked), records RSS, stops
+every node (SIGTERM), starts them again on the same data dirs and measures the seconds
+until the last write before the stop reads back on every node (all state served), then
+RSS 2 s and --restart-settle after that. Reported beside the baseline: fill rate, RSS
+after the fill, restart seconds, RSS after the restart. On a cluster every node
+restarts. Time per run: the start, the fill (stopped and failed when slower than 500
+publishes/s), at most 30 s for the stop and 300 s until all state is served, then
+--restart-settle.
 Every server and load tool it starts is stopped at the end, on error and on Ctrl-C;
 its work dir (logs, raw reports) is removed unless --keep-work.
 
@@ -53,6 +64,7 @@ Examples:
   qa --baseline /work/rnacos/bin/rnacos                      # docs/qa/<version>.md
   qa --baseline rnacos --nodes 1 --scenarios set,query --rounds 3
   qa --baseline rnacos --nodes 1 --scenarios fanout --fanout-listeners 50000
+  qa --baseline rnacos --nodes 1 --scenarios restart --label restart-100k
   qa --smoke --server target/debug/tacos --out /tmp/qa
   qa --baseline target/release/tacos --baseline-env TACOS_AUDIT_LIMIT=1000 \
      --nodes 1 --scenarios set --out /tmp/qa-ab              # A/B a setting";
@@ -89,7 +101,8 @@ struct Args {
         value_delimiter = ','
     )]
     nodes: Vec<usize>,
-    /// Scenarios: set, set2, query, listen, grpc-query, grpc-publish, fanout
+    /// Scenarios: set, set2, query, listen, grpc-query, grpc-publish, fanout, restart
+    /// (grpc-*, restart: opt-in)
     #[arg(long, value_name = "LIST", default_value = "set,set2,query,listen,fanout", value_delimiter = ',', value_parser = parse_scenario)]
     scenarios: Vec<Scenario>,
     /// Users (connections) in the saturation matrix
@@ -138,6 +151,16 @@ struct Args {
     /// Publishes of the fanout scenario (each one round)
     #[arg(long, default_value_t = 5)]
     fanout_rounds: usize,
+    /// Configs the restart scenario fills before its restart
+    #[arg(long, value_name = "N", default_value_t = 100_000)]
+    restart_configs: usize,
+    /// Publishes per config in the restart scenario's fill (each a history row)
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    restart_versions: usize,
+    /// The restart scenario's last RSS sample, this long after all state was served
+    /// again (it also samples 2 s after); 0 = none
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    restart_settle: Duration,
     /// Keys the query scenario reads (seeded first)
     #[arg(long, default_value_t = 100)]
     query_keys: usize,
@@ -264,6 +287,9 @@ fn run(args: Args) -> Result<ExitCode> {
             listen_publish_rate: args.publish_rate,
             fanout_listeners: args.fanout_listeners,
             fanout_rounds: args.fanout_rounds,
+            restart_configs: args.restart_configs,
+            restart_versions: args.restart_versions,
+            restart_settle_seconds: args.restart_settle.as_secs(),
         },
         budgets: args
             .budgets
@@ -416,6 +442,12 @@ fn validate(opts: &Options) -> Result<()> {
     if opts.params.fanout_listeners == 0 || opts.params.fanout_rounds == 0 {
         bail!("--fanout-listeners and --fanout-rounds must be at least 1");
     }
+    if opts.params.restart_configs == 0 || opts.params.restart_versions == 0 {
+        bail!("--restart-configs and --restart-versions must be at least 1");
+    }
+    if (1..=2).contains(&opts.params.restart_settle_seconds) {
+        bail!("--restart-settle must be 0 (none) or more than 2 s (RSS is also read at 2 s)");
+    }
     if opts.listeners == 0 || opts.params.listen_keys == 0 || opts.params.query_keys == 0 {
         bail!("--listeners, --listen-keys and --query-keys must be at least 1");
     }
@@ -490,7 +522,35 @@ fn command_line() -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_env;
+    use super::{parse_env, Args, Scenario};
+    use clap::Parser;
+    use std::time::Duration;
+
+    #[test]
+    fn restart_is_opt_in_with_its_flags() {
+        let default = Args::try_parse_from(["qa"]).unwrap();
+        assert!(!default.scenarios.contains(&Scenario::Restart));
+        assert_eq!(default.restart_configs, 100_000);
+        assert_eq!(default.restart_versions, 10);
+        assert_eq!(default.restart_settle, Duration::from_secs(30));
+        let small = Args::try_parse_from([
+            "qa",
+            "--scenarios",
+            "restart",
+            "--restart-configs",
+            "2000",
+            "--restart-versions",
+            "2",
+            "--restart-settle",
+            "0",
+        ])
+        .unwrap();
+        assert_eq!(small.scenarios, vec![Scenario::Restart]);
+        assert_eq!(small.restart_configs, 2000);
+        assert_eq!(small.restart_versions, 2);
+        assert_eq!(small.restart_settle, Duration::ZERO);
+        assert!(Args::try_parse_from(["qa", "--restart-configs", "-1"]).is_err());
+    }
 
     #[test]
     fn env_pairs() {

@@ -55,6 +55,12 @@ pub struct Budget {
     pub max_rss_per_listener_kib: Option<f64>,
     /// Fan-out: server RSS per listener, server / baseline, at most.
     pub max_rss_per_listener_ratio: Option<f64>,
+    /// Restart: seconds from the start on the filled data dirs until all state is
+    /// served, server / baseline, at most.
+    pub max_restart_ratio: Option<f64>,
+    /// Restart: server RSS 2 s after all state is served again, server / baseline, at
+    /// most. (RSS at the end of the fill is `max_rss_ratio`'s: the fill is the run.)
+    pub max_restart_rss_ratio: Option<f64>,
     /// Shown under the scenario's verdicts: what its budgets encode and, for
     /// a budget known to miss, why (the verdict says by how much).
     pub note: Option<String>,
@@ -82,6 +88,8 @@ impl Budget {
             max_rss_per_listener_ratio: self
                 .max_rss_per_listener_ratio
                 .or(base.max_rss_per_listener_ratio),
+            max_restart_ratio: self.max_restart_ratio.or(base.max_restart_ratio),
+            max_restart_rss_ratio: self.max_restart_rss_ratio.or(base.max_restart_rss_ratio),
             note: self.note.clone().or_else(|| base.note.clone()),
         }
     }
@@ -151,6 +159,10 @@ pub struct Measured {
     pub rss_idle_mib: f64,
     /// Fan-out only: server RSS per listener, KiB (None: other scenarios, not checked).
     pub rss_per_listener_kib: Option<f64>,
+    /// Restart only: seconds until all state was served again, and RSS then (None:
+    /// other scenarios, not checked).
+    pub restart_s: Option<f64>,
+    pub rss_restart_mib: Option<f64>,
     pub cpu_per_request_us: f64,
     pub capacity: Option<f64>,
     /// What the p99 ratio compares, when not `p99_ms` (the listen scenario: its latency
@@ -246,6 +258,20 @@ pub fn check(b: &Budget, m: &Measured) -> Vec<Verdict> {
             false,
         );
     }
+    if m.restart_s.is_some() {
+        push_ratio(
+            "restart time ratio",
+            b.max_restart_ratio,
+            base.and_then(|x| ratio(m.restart_s?, x.restart_s?)),
+            false,
+        );
+        push_ratio(
+            "RSS after restart ratio",
+            b.max_restart_rss_ratio,
+            base.and_then(|x| ratio(m.rss_restart_mib?, x.rss_restart_mib?)),
+            false,
+        );
+    }
     let mut push_abs = |name: &str, limit: Option<f64>, value: f64, unit: &str| {
         if let Some(limit) = limit {
             out.push(Verdict {
@@ -315,6 +341,32 @@ mod tests {
     }
 
     #[test]
+    fn restart_budgets_parse_and_inherit() {
+        let text = r#"
+            [default]
+            max_rss_ratio = 1.0
+            max_restart_ratio = 2.0
+
+            [scenario.restart]
+            max_restart_ratio = 1.0
+            max_restart_rss_ratio = 1.0
+
+            [cluster.scenario.restart]
+            max_restart_ratio = 1.5
+        "#;
+        let b = Budgets::parse(text, "t").unwrap();
+        let one = b.resolve("restart", 1);
+        assert_eq!(one.max_restart_ratio, Some(1.0));
+        assert_eq!(one.max_restart_rss_ratio, Some(1.0));
+        assert_eq!(one.max_rss_ratio, Some(1.0));
+        assert_eq!(b.resolve("restart", 3).max_restart_ratio, Some(1.5));
+        assert_eq!(b.resolve("restart", 3).max_restart_rss_ratio, Some(1.0));
+        assert_eq!(b.resolve("set", 1).max_restart_ratio, Some(2.0));
+        assert_eq!(b.resolve("set", 1).max_restart_rss_ratio, None);
+        assert!(Budgets::parse("[scenario.restart]\nmax_restart_s = 3\n", "t").is_err());
+    }
+
+    #[test]
     fn unknown_keys_are_refused() {
         assert!(Budgets::parse("[default]\nmax_p99 = 3\n", "t").is_err());
         assert!(Budgets::parse("[nodes3]\n", "t").is_err());
@@ -326,6 +378,18 @@ mod tests {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("qa-budgets.toml");
         let b = Budgets::load(&path).unwrap();
         assert!(b.resolve("set", 1).max_error_rate.is_some());
+        // Issue 20: restart faster than the baseline, and no more memory, on 1 and 3
+        // nodes.
+        for nodes in [1, 3] {
+            let restart = b.resolve("restart", nodes);
+            assert_eq!(restart.max_restart_ratio, Some(1.0));
+            assert_eq!(restart.max_restart_rss_ratio, Some(1.0));
+            assert_eq!(restart.max_rss_ratio, Some(1.0));
+            // The latency budgets are inherited here; the report leaves them out.
+            assert!(restart.max_p99_ms.is_some());
+        }
+        assert_eq!(b.resolve("restart", 1).min_throughput_ratio, Some(1.0));
+        assert_eq!(b.resolve("restart", 3).min_throughput_ratio, Some(0.7));
     }
 
     #[test]
@@ -426,6 +490,36 @@ mod tests {
         assert_eq!(get("RSS per listener").pass, Some(false));
         assert_eq!(get("RSS per listener ratio").value, "0.80");
         assert_eq!(get("RSS per listener ratio").pass, Some(true));
+        // Restart: checked only where it was measured, against the baseline's.
+        let restart = Budget {
+            max_restart_ratio: Some(1.0),
+            max_restart_rss_ratio: Some(1.0),
+            ..Default::default()
+        };
+        assert!(check(&restart, &fanout).is_empty());
+        let restarted = Measured {
+            restart_s: Some(4.0),
+            rss_restart_mib: Some(170.0),
+            baseline: Some(Box::new(Measured {
+                restart_s: Some(8.0),
+                rss_restart_mib: Some(150.0),
+                ..Default::default()
+            })),
+            ..Default::default()
+        };
+        let v = check(&restart, &restarted);
+        let get = |name: &str| v.iter().find(|x| x.budget == name).unwrap().clone();
+        assert_eq!(get("restart time ratio").value, "0.50");
+        assert_eq!(get("restart time ratio").limit, "≤ 1");
+        assert_eq!(get("restart time ratio").pass, Some(true));
+        assert_eq!(get("RSS after restart ratio").value, "1.13");
+        assert_eq!(get("RSS after restart ratio").pass, Some(false));
+        // A baseline whose restart failed (nothing measured): n/a, not a pass.
+        let alone = Measured {
+            baseline: Some(Box::new(Measured::default())),
+            ..restarted
+        };
+        assert!(check(&restart, &alone).iter().all(|x| x.pass.is_none()));
         // Without a baseline, ratios are n/a.
         let alone = Measured {
             baseline: None,

@@ -6,6 +6,8 @@
 //! - [`scenario`] runs the goose scenarios (and optionally `grpc_config`) as child
 //!   processes and reads what they measured;
 //! - [`procs`] tracks every child and samples its CPU and RSS from `/proc`;
+//! - [`restart`] runs the restart scenario itself: a fill, a stop, a start on the same
+//!   data dirs, and the time until all state is served again;
 //! - [`knee`] finds the saturation point of a users x per-user-rate matrix;
 //! - [`run`] puts it together: saturation matrices, then A/B runs alternating the two
 //!   servers at the operating point just below saturation;
@@ -19,6 +21,7 @@ pub mod machine;
 pub mod plot;
 pub mod procs;
 pub mod report;
+pub mod restart;
 pub mod run;
 pub mod scenario;
 pub mod servers;

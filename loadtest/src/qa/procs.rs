@@ -247,6 +247,16 @@ pub fn sample(pid: u32) -> Option<ProcSample> {
     })
 }
 
+/// Summed RSS of `pids` now, MiB (a process that is gone counts 0).
+pub fn rss_mib(pids: &[u32]) -> f64 {
+    let kib: u64 = pids
+        .iter()
+        .filter_map(|&p| sample(p))
+        .map(|s| s.rss_kib)
+        .sum();
+    kib as f64 / 1024.0
+}
+
 /// Busy and total jiffies of the whole machine, from the `cpu` line of `/proc/stat`
 /// (busy = user + nice + system + irq + softirq + steal; total adds idle + iowait).
 pub fn parse_machine_cpu(stat: &str) -> Option<(u64, u64)> {
@@ -443,6 +453,7 @@ mod tests {
     fn reads_this_process() {
         let me = sample(std::process::id()).expect("our own /proc entry");
         assert!(me.rss_kib > 0);
+        assert!(rss_mib(&[std::process::id()]) > 0.0);
         assert!(alive(std::process::id()));
         assert!(machine_cpu().is_some());
         assert!(clk_tck() > 0.0);

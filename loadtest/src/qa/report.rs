@@ -50,6 +50,14 @@ pub struct Aggregate {
     pub from_send: (f64, f64),
     /// Fan-out: server RSS per listener, KiB.
     pub rss_per_listener_kib: f64,
+    /// Restart (NaN for the other scenarios): seconds to stop, until every node
+    /// answered again, until all state was served again, RSS then and
+    /// `--restart-settle` after (`rss_mib` is the RSS after the fill).
+    pub stop_s: f64,
+    pub restart_answer_s: f64,
+    pub restart_s: f64,
+    pub rss_restart_mib: f64,
+    pub rss_restart_settled_mib: f64,
 }
 
 impl Aggregate {
@@ -118,6 +126,13 @@ pub fn aggregate(records: &[&RunRecord]) -> Option<Aggregate> {
             median(outcome(|o| o.from_send.map_or(f64::NAN, |f| f.1))),
         ),
         rss_per_listener_kib: median(outcome(|o| o.rss_per_listener_kib.unwrap_or(f64::NAN))),
+        stop_s: median(outcome(|o| o.restart.map_or(f64::NAN, |x| x.stop_s))),
+        restart_answer_s: median(outcome(|o| o.restart.map_or(f64::NAN, |x| x.answer_s))),
+        restart_s: median(outcome(|o| o.restart.map_or(f64::NAN, |x| x.served_s))),
+        rss_restart_mib: median(outcome(|o| o.restart.map_or(f64::NAN, |x| x.rss_mib))),
+        rss_restart_settled_mib: median(outcome(|o| {
+            o.restart.map_or(f64::NAN, |x| x.rss_settled_mib)
+        })),
     })
 }
 
@@ -163,6 +178,14 @@ pub fn evaluate(results: &QaResults) -> Vec<ScenarioResult> {
             // No matrix, no capacity.
             budget.min_capacity_ratio = None;
         }
+        let restart = point.scenario == Scenario::Restart;
+        if restart {
+            // Its latency is the closed-loop fill's: queueing behind 64 connections,
+            // not a goal.
+            budget.max_p99_ratio = None;
+            budget.max_p99_ms = None;
+            budget.max_p50_ms = None;
+        }
         let listen = point.scenario.notifies();
         let measured = |a: &Aggregate, sat: Option<&Saturation>| Measured {
             throughput: a.throughput,
@@ -176,6 +199,8 @@ pub fn evaluate(results: &QaResults) -> Vec<ScenarioResult> {
             rss_idle_mib: a.rss_idle_mib,
             rss_per_listener_kib: (point.scenario == Scenario::Fanout)
                 .then_some(a.rss_per_listener_kib),
+            restart_s: restart.then_some(a.restart_s),
+            rss_restart_mib: restart.then_some(a.rss_restart_mib),
             cpu_per_request_us: a.cpu_per_request_us,
             capacity: sat.map(|s| s.capacity),
             baseline: None,
@@ -532,7 +557,11 @@ pub fn render(
     for r in evaluated {
         let s = r.server.as_ref();
         let verdict = verdict_text(&r.verdicts);
-        let load = load_text(&r.point);
+        let load = load_text(
+            &r.point,
+            results.options.params.restart_configs,
+            results.options.params.restart_versions,
+        );
         let unit = r.scenario.unit();
         let tp = |a: Option<&Aggregate>| {
             a.map_or("–".into(), |a| format!("{} {unit}", f0(a.throughput)))
@@ -606,16 +635,18 @@ pub fn render(
                 }
             );
         }
-        // Saturation.
-        let _ = writeln!(md, "### Saturation ({})\n", nodes_text(nodes));
-        let _ = writeln!(
-            md,
-            "A matrix of users x per-user rate ({} s per point, one fresh server per \
-             scenario, the points in a row on it). A point is saturated when it served \
-             less than 90% of its offered load, failed over 1%, or its p99 exceeded 3x the \
-             best p99 + 5 ms.\n",
-            results.options.matrix_seconds
-        );
+        // Saturation (none for a run of only listen, fanout or restart).
+        if rows.iter().any(|r| r.scenario.saturates()) {
+            let _ = writeln!(md, "### Saturation ({})\n", nodes_text(nodes));
+            let _ = writeln!(
+                md,
+                "A matrix of users x per-user rate ({} s per point, one fresh server per \
+                 scenario, the points in a row on it). A point is saturated when it served \
+                 less than 90% of its offered load, failed over 1%, or its p99 exceeded 3x \
+                 the best p99 + 5 ms.\n",
+                results.options.matrix_seconds
+            );
+        }
         for r in &rows {
             if !r.scenario.saturates() {
                 continue;
@@ -705,10 +736,16 @@ pub fn render(
         let _ = writeln!(md, "### At the operating point ({})\n", nodes_text(nodes));
         let _ = writeln!(
             md,
-            "{} round(s) of {} s per server and scenario, alternating {} (ABAB...), a fresh \
-             server for every run. Medians over the rounds; RSS is at the end of a run.\n",
+            "{} round(s) of {} s per server and scenario{}, alternating {} (ABAB...), a \
+             fresh server for every run. Medians over the rounds; RSS is at the end of a \
+             run.\n",
             results.options.rounds,
             results.options.run_seconds,
+            if rows.iter().any(|r| r.scenario == Scenario::Restart) {
+                " (restart: one fill and one restart per run, as long as they take)"
+            } else {
+                ""
+            },
             base.map_or(server.label.clone(), |b| format!(
                 "{} and {}",
                 server.label, b.label
@@ -717,7 +754,13 @@ pub fn render(
         for r in &rows {
             let _ = writeln!(md, "#### {}\n", r.scenario.name());
             let _ = writeln!(md, "{}. Load: {}.\n", r.scenario.describe(), r.point.note);
-            write_metrics(&mut md, r, &server.label, base.map(|b| b.label.as_str()));
+            write_metrics(
+                &mut md,
+                r,
+                &server.label,
+                base.map(|b| b.label.as_str()),
+                results.options.params.restart_settle_seconds,
+            );
             if !r.verdicts.is_empty() {
                 let _ = writeln!(md, "| budget | limit | measured | verdict |");
                 let _ = writeln!(md, "|---|---|---|---|");
@@ -797,9 +840,11 @@ fn verdict_text(v: &[Verdict]) -> String {
     }
 }
 
-fn load_text(p: &OperatingPoint) -> String {
+fn load_text(p: &OperatingPoint, configs: usize, versions: usize) -> String {
     if p.scenario.notifies() {
         format!("{} listeners", p.users)
+    } else if p.scenario == Scenario::Restart {
+        format!("{} configs x {versions} publishes", f0(configs as f64))
     } else {
         format!("{} users{}", p.users, rate_text(p.rate))
     }
@@ -861,7 +906,64 @@ fn saturation_text(label: &str, sat: &Saturation, runs: &[&RunRecord]) -> String
 /// A row of the metrics table: name, value, and whether it gets two decimals.
 type MetricRow = (String, fn(&Aggregate) -> f64, bool);
 
-fn write_metrics(md: &mut String, r: &ScenarioResult, server: &str, base: Option<&str>) {
+/// The rows of the restart scenario's metrics table: the fill, then the restart (the
+/// last RSS `settle_s` after all state was served, unless that was not measured).
+fn restart_rows(settle_s: u64) -> Vec<MetricRow> {
+    let mut rows: Vec<MetricRow> = vec![
+        ("fill rate (publishes/s)".into(), |a| a.throughput, false),
+        ("fill publish p50 ms".into(), |a| a.p50, true),
+        ("fill publish p99 ms".into(), |a| a.p99, true),
+        (
+            "server RSS before the fill MiB".into(),
+            |a| a.rss_idle_mib,
+            true,
+        ),
+        ("server RSS after the fill MiB".into(), |a| a.rss_mib, true),
+        (
+            "server CPU during the fill (cores)".into(),
+            |a| a.server_cores,
+            true,
+        ),
+        (
+            "server CPU per publish (µs)".into(),
+            |a| a.cpu_per_request_us,
+            false,
+        ),
+        ("fill client CPU (cores)".into(), |a| a.client_cores, true),
+        ("stop: SIGTERM until exited (s)".into(), |a| a.stop_s, true),
+        (
+            "restart: until every node answered (s)".into(),
+            |a| a.restart_answer_s,
+            true,
+        ),
+        (
+            "restart: until all state was served (s)".into(),
+            |a| a.restart_s,
+            true,
+        ),
+        (
+            "server RSS 2 s after the restart MiB".into(),
+            |a| a.rss_restart_mib,
+            true,
+        ),
+    ];
+    if settle_s > 2 {
+        rows.push((
+            format!("server RSS {settle_s} s after the restart MiB"),
+            |a| a.rss_restart_settled_mib,
+            true,
+        ));
+    }
+    rows
+}
+
+fn write_metrics(
+    md: &mut String,
+    r: &ScenarioResult,
+    server: &str,
+    base: Option<&str>,
+    settle_s: u64,
+) {
     let s = r.server.as_ref();
     let b = r.baseline.as_ref();
     match base {
@@ -899,7 +1001,11 @@ fn write_metrics(md: &mut String, r: &ScenarioResult, server: &str, base: Option
         ),
         ("load tool CPU (cores)".into(), |a| a.client_cores, true),
     ];
-    let mut rows = rows;
+    let mut rows = if r.scenario == Scenario::Restart {
+        restart_rows(settle_s)
+    } else {
+        rows
+    };
     if r.scenario == Scenario::Fanout {
         rows.insert(
             7,
@@ -1150,6 +1256,207 @@ mod tests {
         assert_eq!(median(vec![4.0, 1.0, 2.0, 3.0]), 2.5);
         assert!(median(vec![]).is_nan());
         assert_eq!(median(vec![f64::NAN, 5.0]), 5.0);
+    }
+
+    use crate::qa::budgets::Budgets;
+    use crate::qa::machine::Machine;
+    use crate::qa::procs::Usage;
+    use crate::qa::run::{Options, QaResults};
+    use crate::qa::scenario::{Load, Outcome, Params, RestartOutcome};
+    use crate::qa::servers::{Flavor, ServerSpec};
+    use std::time::Duration;
+
+    fn spec(label: &str, flavor: Flavor) -> ServerSpec {
+        ServerSpec {
+            label: label.into(),
+            flavor,
+            binary: PathBuf::from(format!("/x/{label}")),
+            version: format!("{label} 0.1.0"),
+            env: Vec::new(),
+        }
+    }
+
+    /// A restart run: the fill at `rate` publishes/s, all state served after
+    /// `served_s`, `rss_filled` MiB after the fill and `rss_restart` after the restart.
+    fn restart_run(
+        seq: usize,
+        baseline: bool,
+        rate: f64,
+        served_s: f64,
+        rss_filled: f64,
+        rss_restart: f64,
+    ) -> RunRecord {
+        RunRecord {
+            seq,
+            phase: Phase::Ab { round: 1 },
+            nodes: 1,
+            scenario: Scenario::Restart,
+            server: if baseline { "r-nacos" } else { "tacos" }.into(),
+            is_baseline: baseline,
+            load: Load {
+                users: 64,
+                rate: 0.0,
+                seconds: 12,
+            },
+            outcome: Some(Outcome {
+                throughput: rate,
+                requests: 2000,
+                failures: 0,
+                p50: 5.0,
+                p90: 9.0,
+                p99: 80.0,
+                max: 120.0,
+                publishes: None,
+                from_send: None,
+                rss_per_listener_kib: None,
+                restart: Some(RestartOutcome {
+                    stop_s: 0.2,
+                    killed: false,
+                    answer_s: served_s / 2.0,
+                    served_s,
+                    rss_mib: rss_restart,
+                    rss_settled_mib: rss_restart - 1.0,
+                }),
+            }),
+            usage: Some(Usage {
+                server_cores: 1.0,
+                client_cores: 0.5,
+                other_cores: 0.0,
+                rss_end_mib: rss_filled,
+                rss_peak_mib: rss_filled,
+                rss_idle_mib: 20.0,
+                seconds: 2.0,
+            }),
+            error: None,
+            panicked: false,
+            startup_s: Some(0.5),
+            dir: PathBuf::from("/tmp/x"),
+        }
+    }
+
+    fn restart_results(runs: Vec<RunRecord>) -> QaResults {
+        let params = Params {
+            query_keys: 100,
+            listen_keys: 10,
+            listen_publish_rate: 20.0,
+            fanout_listeners: 10,
+            fanout_rounds: 1,
+            restart_configs: 1000,
+            restart_versions: 2,
+            restart_settle_seconds: 30,
+        };
+        let options = Options {
+            server: PathBuf::from("/x/tacos"),
+            server_flavor: None,
+            baseline: Some(PathBuf::from("/x/rnacos")),
+            baseline_flavor: None,
+            server_env: Vec::new(),
+            baseline_env: Vec::new(),
+            nodes: vec![1],
+            scenarios: vec![Scenario::Restart],
+            users: vec![4],
+            rates: vec![0.0],
+            matrix_seconds: 1,
+            run_seconds: 12,
+            rounds: 1,
+            load_fraction: 0.8,
+            baseline_saturation: true,
+            listeners: 1,
+            params,
+            budgets: PathBuf::from("qa-budgets.toml"),
+            out_dir: PathBuf::from("/tmp"),
+            label: None,
+            work_dir: PathBuf::from("/tmp"),
+            base_port: 22000,
+            bin_dir: PathBuf::from("/tmp"),
+            wait_load: None,
+            wait_load_max: Duration::ZERO,
+            deadline: Duration::from_secs(60),
+            quiet_cores: None,
+            quiet_max: Duration::ZERO,
+            smoke: false,
+            command_line: "qa --scenarios restart".into(),
+        };
+        let budgets = Budgets::parse(
+            "[default]\nmax_p99_ms = 50.0\nmax_rss_ratio = 1.0\n\
+             [scenario.restart]\nmax_restart_ratio = 1.0\nmax_restart_rss_ratio = 1.0\n",
+            "test",
+        )
+        .unwrap();
+        QaResults {
+            label: "0.1.0".into(),
+            server: spec("tacos", Flavor::Tacos),
+            baseline: Some(spec("r-nacos", Flavor::RNacos)),
+            machine: Machine {
+                cpu_model: "test".into(),
+                cores: 2,
+                memory_gib: 4.0,
+                kernel: "6".into(),
+            },
+            load_before: None,
+            load_after: None,
+            waited: Duration::ZERO,
+            started: chrono::Local::now(),
+            elapsed: Duration::from_secs(60),
+            runs,
+            points: vec![OperatingPoint {
+                nodes: 1,
+                scenario: Scenario::Restart,
+                users: 64,
+                rate: 0.0,
+                saturation: None,
+                baseline_saturation: None,
+                note: "1000 configs x 2 publishes each".into(),
+            }],
+            budgets,
+            incomplete: None,
+            quiet_waits: (0, Duration::ZERO),
+            quiet_timeouts: 0,
+            options,
+        }
+    }
+
+    #[test]
+    fn restart_is_judged_and_rendered() {
+        let results = restart_results(vec![
+            restart_run(1, false, 4000.0, 2.0, 100.0, 90.0),
+            restart_run(2, true, 2000.0, 5.0, 200.0, 60.0),
+            restart_run(3, false, 3000.0, 3.0, 110.0, 95.0),
+        ]);
+        let evaluated = evaluate(&results);
+        assert_eq!(evaluated.len(), 1);
+        let r = &evaluated[0];
+        let tacos = r.server.as_ref().unwrap();
+        assert_eq!(tacos.restart_s, 2.5);
+        assert_eq!(tacos.rss_restart_mib, 92.5);
+        assert_eq!(tacos.rss_mib, 105.0);
+        let verdict = |name: &str| {
+            r.verdicts
+                .iter()
+                .find(|v| v.budget == name)
+                .unwrap_or_else(|| panic!("no verdict {name}: {:?}", r.verdicts))
+                .clone()
+        };
+        assert_eq!(verdict("restart time ratio").value, "0.50");
+        assert_eq!(verdict("restart time ratio").pass, Some(true));
+        assert_eq!(verdict("RSS ratio").value, "0.53");
+        assert_eq!(verdict("RSS after restart ratio").value, "1.54");
+        assert_eq!(verdict("RSS after restart ratio").pass, Some(false));
+        // The fill's closed-loop latency is not judged (80 ms > max_p99_ms).
+        assert!(r.verdicts.iter().all(|v| v.budget != "p99"));
+        let md = render(&results, &evaluated, &[]);
+        assert!(md.contains(
+            "| 1 | restart | 1,000 configs x 2 publishes | 3,500 publishes/s | 2,000 publishes/s | 1.75 |"
+        ));
+        assert!(md.contains("| restart: until all state was served (s) | 2.50 | 5.00 | 0.50 |"));
+        assert!(md.contains("| server RSS after the fill MiB | 105.00 | 200.00 | 0.53 |"));
+        assert!(md.contains("| server RSS 2 s after the restart MiB | 92.50 | 60.00 | 1.54 |"));
+        assert!(md.contains("| server RSS 30 s after the restart MiB | 91.50 | 59.00 | 1.55 |"));
+        assert!(md.contains("| RSS after restart ratio | ≤ 1 | 1.54 | **FAIL** |"));
+        assert!(!md.contains("| p90 ms |"));
+        // No matrix ran: no saturation section.
+        assert!(!md.contains("### Saturation"));
+        assert!(md.contains("(restart: one fill and one restart per run"));
     }
 
     #[test]

@@ -1,5 +1,7 @@
 //! The qa run: for each topology (1 node, 3 nodes), a saturation matrix per scenario,
 //! then A/B runs at the operating point, alternating server under test and baseline.
+//! (The restart scenario has no operating point: each of its A/B runs is a fill and a
+//! restart, see [`super::restart`].)
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -9,6 +11,7 @@ use super::budgets::Budgets;
 use super::knee::{self, Point, Saturation};
 use super::machine::{self, Machine};
 use super::procs::{self, Proc, Sampler, Usage};
+use super::restart;
 use super::scenario::{self, Load, Outcome, Params, Scenario, Target};
 use super::servers::{Cluster, Flavor, ServerSpec};
 use super::QaError;
@@ -147,8 +150,8 @@ struct Runner<'a> {
 /// returns (also on error).
 pub fn run(opts: &Options) -> Result<QaResults, QaError> {
     let budgets = Budgets::load(&opts.budgets)?;
-    for s in &opts.scenarios {
-        let bin = opts.bin_dir.join(s.binary());
+    for binary in opts.scenarios.iter().filter_map(|s| s.binary()) {
+        let bin = opts.bin_dir.join(binary);
         if !bin.is_file() {
             return Err(QaError::Setup(format!(
                 "scenario binary {} is missing (build with `cargo build --release -p loadtest`)",
@@ -426,6 +429,32 @@ impl Runner<'_> {
                 ),
             });
         }
+        if self.opts.scenarios.contains(&Scenario::Restart) {
+            let p = &self.opts.params;
+            points.push(OperatingPoint {
+                nodes,
+                scenario: Scenario::Restart,
+                users: restart::connections(p.restart_configs),
+                rate: 0.0,
+                saturation: None,
+                baseline_saturation: None,
+                note: format!(
+                    "{} configs x {} publishes each on node 1 ({} connections, closed loop), \
+                     then {} stopped (SIGTERM) and started on the same data dir{}; RSS 2 s \
+                     after the fill, 2 s{} after all state was served again",
+                    p.restart_configs,
+                    p.restart_versions,
+                    restart::connections(p.restart_configs),
+                    if nodes > 1 { "every node" } else { "the node" },
+                    if nodes > 1 { "s" } else { "" },
+                    if p.restart_settle_seconds > 2 {
+                        format!(" and {} s", p.restart_settle_seconds)
+                    } else {
+                        String::new()
+                    }
+                ),
+            });
+        }
         // 2. A/B: per round and scenario, the server under test then the baseline
         //    (ABAB...), each on a fresh server.
         for round in 1..=self.opts.rounds {
@@ -657,6 +686,37 @@ impl Runner<'_> {
             record.error = Some(format!("creating {}: {e}", dir.display()));
             return record;
         }
+        match scenario.binary() {
+            Some(binary) => self.run_tool(binary, cluster, dir, scenario, &load, &mut record),
+            None => match restart::run(cluster, dir, &self.opts.params) {
+                Ok((outcome, usage)) => {
+                    record.outcome = Some(outcome);
+                    record.usage = Some(usage);
+                }
+                Err(e) => record.error = Some(e.to_string()),
+            },
+        }
+        record.panicked = cluster.panicked();
+        if record.panicked && record.error.is_none() {
+            record.error = Some("the server logged a panic during the run".into());
+        }
+        if cluster.check_alive().is_err() && record.error.is_none() {
+            record.error = Some("a server node exited during the run".into());
+        }
+        record
+    }
+
+    /// Runs the scenario's load tool `binary` against `cluster` and reads what it
+    /// measured into `record`.
+    fn run_tool(
+        &self,
+        binary: &str,
+        cluster: &mut Cluster,
+        dir: &Path,
+        scenario: Scenario,
+        load: &Load,
+        record: &mut RunRecord,
+    ) {
         // The load goes to node 1; listeners of a cluster sit on node 2 while the
         // writer publishes on node 1, so notifications cross the cluster.
         let listen_node = if scenario == Scenario::Listen && cluster.nodes.len() > 1 {
@@ -677,15 +737,9 @@ impl Runner<'_> {
         };
         let report = dir.join("report.json");
         let notify = dir.join("notify.json");
-        let args = scenario::command_args(
-            scenario,
-            &target,
-            &load,
-            &self.opts.params,
-            &report,
-            &notify,
-        );
-        let bin = self.opts.bin_dir.join(scenario.binary());
+        let args =
+            scenario::command_args(scenario, &target, load, &self.opts.params, &report, &notify);
+        let bin = self.opts.bin_dir.join(binary);
         let mut command = Command::new(&bin);
         command.args(&args).current_dir(dir).env("RUST_LOG", "warn");
         for (name, _) in std::env::vars_os() {
@@ -693,11 +747,11 @@ impl Runner<'_> {
                 command.env_remove(name);
             }
         }
-        let mut client = match Proc::spawn(scenario.binary(), command, &dir.join("load.log")) {
+        let mut client = match Proc::spawn(binary, command, &dir.join("load.log")) {
             Ok(p) => p,
             Err(e) => {
                 record.error = Some(e.to_string());
-                return record;
+                return;
             }
         };
         let sampler = Sampler::start(
@@ -722,14 +776,14 @@ impl Runner<'_> {
                 client.stop(Duration::from_secs(2));
                 record.error = Some(format!(
                     "{} did not finish within {limit:?}; see {}",
-                    scenario.binary(),
+                    binary,
                     client.log.display()
                 ));
             }
             Some(s) if !s.success() => {
                 record.error = Some(format!(
                     "{} exited with {s}; see {}",
-                    scenario.binary(),
+                    binary,
                     client.log.display()
                 ));
             }
@@ -753,14 +807,6 @@ impl Runner<'_> {
                 Err(e) => record.error = Some(e.to_string()),
             }
         }
-        record.panicked = cluster.panicked();
-        if record.panicked && record.error.is_none() {
-            record.error = Some("the server logged a panic during the run".into());
-        }
-        if cluster.check_alive().is_err() && record.error.is_none() {
-            record.error = Some("a server node exited during the run".into());
-        }
-        record
     }
 
     fn report_progress(&self, r: &RunRecord) {
@@ -782,6 +828,22 @@ impl Runner<'_> {
                 rate_text(r.load.rate)
             ),
             _ => {}
+        }
+        if let (Some(x), None, Some(u)) = (
+            r.outcome.as_ref().and_then(|o| o.restart),
+            &r.error,
+            r.usage,
+        ) {
+            eprintln!(
+                "    RSS {:.1} MiB after the fill; stopped in {:.1} s{}; restarted: answering \
+                 after {:.2} s, all state served after {:.2} s, RSS {:.1} MiB",
+                u.rss_end_mib,
+                x.stop_s,
+                if x.killed { " (killed)" } else { "" },
+                x.answer_s,
+                x.served_s,
+                x.rss_mib
+            );
         }
     }
 }

@@ -1,5 +1,5 @@
 //! The scenarios the qa tool runs: which binary, with which arguments, and how to read
-//! what it measured.
+//! what it measured (the restart scenario runs in qa itself: [`super::restart`]).
 
 use std::path::Path;
 
@@ -18,10 +18,11 @@ pub enum Scenario {
     GrpcQuery,
     GrpcPublish,
     Fanout,
+    Restart,
 }
 
 impl Scenario {
-    pub const ALL: [Scenario; 7] = [
+    pub const ALL: [Scenario; 8] = [
         Scenario::Set,
         Scenario::Set2,
         Scenario::Query,
@@ -29,6 +30,7 @@ impl Scenario {
         Scenario::GrpcQuery,
         Scenario::GrpcPublish,
         Scenario::Fanout,
+        Scenario::Restart,
     ];
 
     pub fn name(self) -> &'static str {
@@ -40,6 +42,7 @@ impl Scenario {
             Scenario::GrpcQuery => "grpc-query",
             Scenario::GrpcPublish => "grpc-publish",
             Scenario::Fanout => "fanout",
+            Scenario::Restart => "restart",
         }
     }
 
@@ -47,22 +50,24 @@ impl Scenario {
         Scenario::ALL.into_iter().find(|s| s.name() == text.trim())
     }
 
-    /// The binary (next to `qa`) that runs it.
-    pub fn binary(self) -> &'static str {
+    /// The binary (next to `qa`) that runs it; `None`: qa runs it itself (restart:
+    /// its fill client and the restart in between are one measurement).
+    pub fn binary(self) -> Option<&'static str> {
         match self {
-            Scenario::Set => "http_config_set",
-            Scenario::Set2 => "http_config_set2",
-            Scenario::Query => "http_config_query",
-            Scenario::Listen => "http_config_listen",
-            Scenario::GrpcQuery | Scenario::GrpcPublish => "grpc_config",
-            Scenario::Fanout => "fanout",
+            Scenario::Set => Some("http_config_set"),
+            Scenario::Set2 => Some("http_config_set2"),
+            Scenario::Query => Some("http_config_query"),
+            Scenario::Listen => Some("http_config_listen"),
+            Scenario::GrpcQuery | Scenario::GrpcPublish => Some("grpc_config"),
+            Scenario::Fanout => Some("fanout"),
+            Scenario::Restart => None,
         }
     }
 
     /// Whether the saturation matrix applies (the listen and fan-out scenarios are
-    /// sized by their listeners instead).
+    /// sized by their listeners instead, the restart scenario by its configs).
     pub fn saturates(self) -> bool {
-        !self.notifies()
+        !self.notifies() && self != Scenario::Restart
     }
 
     /// Whether it measures notifications (publish answered -> listener told) rather
@@ -85,6 +90,9 @@ impl Scenario {
             Scenario::Fanout => {
                 "one key, half the listeners HTTP long polls and half gRPC streams, spread over every node; one publish at a time; latency = publish answered -> each listener told"
             }
+            Scenario::Restart => {
+                "fill a fresh server with configs (HTTP publishes, closed loop; throughput and latency are the fill's), stop it (SIGTERM), start it on the same data dir and time until the last write before the stop reads back on every node"
+            }
         }
     }
 
@@ -92,6 +100,8 @@ impl Scenario {
     pub fn unit(self) -> &'static str {
         if self.notifies() {
             "notifications/s"
+        } else if self == Scenario::Restart {
+            "publishes/s"
         } else {
             "req/s"
         }
@@ -131,6 +141,11 @@ pub struct Params {
     /// Fan-out: listeners (half long polls, half gRPC) and publishes.
     pub fanout_listeners: usize,
     pub fanout_rounds: usize,
+    /// Restart: configs filled, publishes per config, and when (after all state is
+    /// served again) the last RSS sample is taken (zero: none).
+    pub restart_configs: usize,
+    pub restart_versions: usize,
+    pub restart_settle_seconds: u64,
 }
 
 /// The arguments of the scenario's binary.
@@ -226,6 +241,26 @@ pub struct Outcome {
     pub from_send: Option<(f64, f64)>,
     /// Fan-out only: server RSS grown per listener set up, KiB (all nodes).
     pub rss_per_listener_kib: Option<f64>,
+    /// Restart only: the stop and the start on the same data dirs.
+    pub restart: Option<RestartOutcome>,
+}
+
+/// What the restart scenario measured between the end of its fill and all state being
+/// served again (seconds from the first node's start; RSS summed over all nodes).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RestartOutcome {
+    /// From SIGTERM to every node having exited.
+    pub stop_s: f64,
+    /// A node did not exit within the grace period and was killed.
+    pub killed: bool,
+    /// Until every node answered HTTP (with anything).
+    pub answer_s: f64,
+    /// Until the last write before the stop read back on every node: all state served.
+    pub served_s: f64,
+    /// 2 s after `served_s`.
+    pub rss_mib: f64,
+    /// `--restart-settle` after `served_s` (NaN: not measured).
+    pub rss_settled_mib: f64,
 }
 
 /// Failed share of requests; all failed when there were failures but no
@@ -292,6 +327,7 @@ pub fn read_outcome(
                 publishes: None,
                 from_send: None,
                 rss_per_listener_kib: None,
+                restart: None,
             })
         }
     }
@@ -315,6 +351,7 @@ pub fn outcome_from_notify(v: &Value) -> Option<Outcome> {
             f(&v["notify_latency_from_send"]["p99_ms"]),
         )),
         rss_per_listener_kib: None,
+        restart: None,
     })
 }
 
@@ -344,6 +381,7 @@ pub fn outcome_from_fanout(v: &Value) -> Option<Outcome> {
             f(&v["latency_from_send"]["p99_ms"]),
         )),
         rss_per_listener_kib: v["rss_per_listener_kib"].as_f64(),
+        restart: None,
     })
 }
 
@@ -362,6 +400,7 @@ pub fn outcome_from_grpc(v: &Value) -> Option<Outcome> {
         publishes: None,
         from_send: None,
         rss_per_listener_kib: None,
+        restart: None,
     })
 }
 
@@ -386,6 +425,9 @@ mod tests {
         listen_publish_rate: 20.0,
         fanout_listeners: 1001,
         fanout_rounds: 3,
+        restart_configs: 1000,
+        restart_versions: 2,
+        restart_settle_seconds: 0,
     };
 
     #[test]
@@ -398,6 +440,11 @@ mod tests {
         assert!(!Scenario::Fanout.saturates());
         assert!(Scenario::Set2.saturates());
         assert_eq!(Scenario::Fanout.unit(), "notifications/s");
+        assert!(!Scenario::Restart.saturates());
+        assert!(!Scenario::Restart.notifies());
+        assert_eq!(Scenario::Restart.binary(), None);
+        assert_eq!(Scenario::Restart.unit(), "publishes/s");
+        assert_eq!(Scenario::Set2.binary(), Some("http_config_set2"));
     }
 
     #[test]

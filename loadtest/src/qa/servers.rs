@@ -218,13 +218,7 @@ impl Cluster {
             let node_dir = dir.join(format!("node{}", i + 1));
             std::fs::create_dir_all(&node_dir)
                 .map_err(|e| QaError::io(format!("creating {}", node_dir.display()), e))?;
-            let mut command = match spec.flavor {
-                Flavor::Tacos => tacos_command(spec, i, p, &ports[0], &node_dir),
-                Flavor::RNacos => rnacos_command(spec, i, p, &ports[0], &node_dir),
-            };
-            command.envs(spec.env.iter().map(|(k, v)| (k, v)));
-            let log = node_dir.join("server.log");
-            let proc = Proc::spawn(&format!("{} node {}", spec.label, i + 1), command, &log)?;
+            let proc = spawn_node(spec, i, p, &ports[0], &node_dir)?;
             nodes.push(Node {
                 id: i + 1,
                 ports: *p,
@@ -369,6 +363,38 @@ impl Cluster {
     }
 }
 
+impl Cluster {
+    /// Stops every node for a restart on the same data dirs: SIGTERM to all at once,
+    /// then up to `grace` for them to exit on their own (SIGKILL to any left). Returns
+    /// how long they took and whether one had to be killed.
+    pub fn stop_gracefully(&mut self, grace: Duration) -> (Duration, bool) {
+        let started = Instant::now();
+        for node in self.nodes.iter_mut() {
+            node.proc.terminate();
+        }
+        let mut killed = false;
+        for node in self.nodes.iter_mut() {
+            let left = grace.saturating_sub(started.elapsed());
+            if node.proc.running() && node.proc.wait_timeout(left).is_none() {
+                killed = true;
+                node.proc.stop(Duration::ZERO);
+            }
+        }
+        (started.elapsed(), killed)
+    }
+
+    /// Starts every node again, with the ports, data dir and log (appended to) it had,
+    /// after [`Cluster::stop_gracefully`]; does not wait for anything (the caller
+    /// times what it waits for).
+    pub fn respawn(&mut self) -> Result<(), QaError> {
+        let first = self.nodes[0].ports;
+        for node in self.nodes.iter_mut() {
+            node.proc = spawn_node(&self.spec, node.id - 1, &node.ports, &first, &node.dir)?;
+        }
+        Ok(())
+    }
+}
+
 impl Drop for Cluster {
     fn drop(&mut self) {
         self.stop();
@@ -426,6 +452,27 @@ fn tacos_voters(http_port: u16) -> Option<usize> {
         return None;
     }
     v["members"]["voters"].as_array().map(Vec::len)
+}
+
+/// Starts node `i` (0-based) of `spec` in `dir` (its data in `dir/data`, its output
+/// appended to `dir/server.log`), node 1 having `first`'s ports.
+fn spawn_node(
+    spec: &ServerSpec,
+    i: usize,
+    p: &Ports,
+    first: &Ports,
+    dir: &Path,
+) -> Result<Proc, QaError> {
+    let mut command = match spec.flavor {
+        Flavor::Tacos => tacos_command(spec, i, p, first, dir),
+        Flavor::RNacos => rnacos_command(spec, i, p, first, dir),
+    };
+    command.envs(spec.env.iter().map(|(k, v)| (k, v)));
+    Proc::spawn(
+        &format!("{} node {}", spec.label, i + 1),
+        command,
+        &dir.join("server.log"),
+    )
 }
 
 /// A command with none of the environment that would change a server's setup.
