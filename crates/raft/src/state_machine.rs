@@ -4,7 +4,8 @@
 //! tables are persistent maps), applies the batch and swaps the result in, so
 //! readers on any thread see a consistent state without locks. A snapshot is
 //! the `Arc` of the state at that moment; encoding and writing it happen on a
-//! blocking thread while apply goes on.
+//! thread of their own, at a lower CPU priority, while apply goes on
+//! ([`build_thread`]).
 
 use std::io::Cursor;
 use std::path::Path;
@@ -110,6 +111,56 @@ impl StateMachine {
     }
 }
 
+/// How much lower than the rest of the node a snapshot build runs (nice).
+const BUILD_NICE: i32 = 10;
+
+/// Runs `build` on a new thread at [`BUILD_NICE`] lower priority and hands
+/// back its result.
+///
+/// Building a snapshot encodes the whole state: tens of milliseconds of one
+/// core with a full audit log. On a busy node that time came out of the
+/// requests' share, and publishes answered around each snapshot were the
+/// slowest of a run (`publish_timeline`, docs/benchmarks.md). A lower
+/// priority only weights the scheduler's share, so the build still finishes
+/// under load, just behind the requests. A thread per build (one every few
+/// seconds at most) because an unprivileged process cannot raise a thread's
+/// priority back: a pooled thread would stay low for whatever ran next.
+fn build_thread<T: Send + 'static>(
+    build: impl FnOnce() -> T + Send + 'static,
+) -> std::io::Result<tokio::sync::oneshot::Receiver<T>> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("snapshot-build".into())
+        .spawn(move || {
+            lower_priority(BUILD_NICE);
+            let _ = tx.send(build());
+        })?;
+    Ok(rx)
+}
+
+/// Raises the calling thread's nice value by `by` (at most to 19). Best
+/// effort: where it fails the build runs at the node's priority.
+fn lower_priority(by: i32) {
+    #[cfg(target_os = "linux")]
+    // SAFETY: getpriority/setpriority on this thread's own id read and set
+    // only this thread's nice value (Linux keeps one per thread).
+    unsafe {
+        let tid = libc::gettid() as libc::id_t;
+        *libc::__errno_location() = 0;
+        let now = libc::getpriority(libc::PRIO_PROCESS, tid);
+        if *libc::__errno_location() == 0
+            && libc::setpriority(libc::PRIO_PROCESS, tid, (now + by).min(19)) != 0
+        {
+            tracing::debug!(
+                "snapshot build keeps the node's priority: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = by;
+}
+
 /// Builds a snapshot from the state as it was when the builder was made.
 pub struct SnapshotBuilder {
     state: Arc<State>,
@@ -122,7 +173,7 @@ impl RaftSnapshotBuilder<TypeConfig> for SnapshotBuilder {
         let state = self.state.clone();
         let files = self.files.clone();
         let build = self.builds.fetch_add(1, Ordering::Relaxed) + 1;
-        let task = tokio::task::spawn_blocking(move || {
+        let task = build_thread(move || {
             let meta = SnapshotMeta {
                 last_log_id: state.last_applied,
                 last_membership: state.membership.clone(),
@@ -137,6 +188,7 @@ impl RaftSnapshotBuilder<TypeConfig> for SnapshotBuilder {
             Ok::<_, StoreError>((meta, bytes))
         });
         let (meta, bytes) = task
+            .map_err(|e| StorageIOError::write_snapshot(None, &e))?
             .await
             .map_err(|e| StorageIOError::write_snapshot(None, &e))?
             .map_err(|e| StorageIOError::write_snapshot(None, &e))?;
