@@ -29,7 +29,8 @@
 //!
 //! The gRPC load tools (`grpc_config`, `grpc_fanout`) speak the Nacos 2.x gRPC API
 //! through [`grpc`] instead, take ordinary command-line options (no goose), and
-//! summarize their latencies with [`latency`].
+//! summarize their latencies with [`latency`]. `publish_timeline` plots publish latency
+//! over time at a fixed offered load ([`timeline`]).
 
 pub mod cli;
 pub mod fanout;
@@ -40,6 +41,7 @@ pub mod listen;
 pub mod nacos;
 pub mod qa;
 pub mod rate;
+pub mod timeline;
 
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
