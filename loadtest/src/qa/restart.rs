@@ -367,7 +367,7 @@ pub fn run(
         ));
     }
     let pids = cluster.pids();
-    let rss_idle = procs::rss_mib(&pids);
+    let rss_idle = procs::idle_rss_mib(&pids);
     let nonce = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos())
