@@ -89,6 +89,7 @@ async fn run(args: &Args) -> Result<bool, String> {
     let client = reqwest::Client::builder()
         .timeout(args.timeout)
         .pool_max_idle_per_host(args.connections)
+        .no_proxy()
         .build()
         .map_err(|e| format!("HTTP client: {e}"))?;
     let url = format!("http://{}/nacos/v1/cs/configs", args.host);
