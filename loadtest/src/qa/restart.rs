@@ -231,29 +231,27 @@ async fn fill_async(
     }
     let seconds = started.elapsed().as_secs_f64();
     let mut latencies: Vec<f64> = Vec::with_capacity(total as usize);
-    let mut acked_last = Vec::with_capacity(configs);
-    let mut fill = Fill {
-        attempted: 0,
-        failures: 0,
-        seconds,
-        latency: Summary::of(&mut []),
-        acked_last: Vec::new(),
-        errors: Vec::new(),
-        cut_short: false,
-    };
+    let (mut attempted, mut failures, mut cut_short) = (0, 0, false);
+    let (mut acked_last, mut errors) = (Vec::with_capacity(configs), Vec::new());
     for part in parts {
-        fill.attempted += part.attempted;
-        fill.failures += part.failures;
-        fill.cut_short |= part.cut_short;
+        attempted += part.attempted;
+        failures += part.failures;
+        cut_short |= part.cut_short;
         latencies.extend(part.latencies_ms);
         acked_last.extend(part.acked_last);
-        fill.errors.extend(part.errors);
+        errors.extend(part.errors);
     }
-    fill.errors.truncate(QUOTED_ERRORS);
+    errors.truncate(QUOTED_ERRORS);
     acked_last.sort_unstable();
-    fill.acked_last = acked_last;
-    fill.latency = Summary::of(&mut latencies);
-    Ok(fill)
+    Ok(Fill {
+        attempted,
+        failures,
+        seconds,
+        latency: Summary::of(&mut latencies),
+        acked_last,
+        errors,
+        cut_short,
+    })
 }
 
 /// When every node first answered HTTP and when it read `content` back under `data_id`,
