@@ -1,7 +1,7 @@
-//! CI smoke test of the `qa` tool: `qa --smoke` against the tacos binary of this
-//! workspace (one node, no baseline, a tiny matrix, a few seconds), then checks the
-//! report and its plots were written with the expected sections and that nothing it
-//! started is still running.
+//! CI smoke tests of the `qa` tool against the tacos binary of this workspace: `qa
+//! --smoke` (one node, no baseline, a tiny matrix, a few seconds) and the restart
+//! scenario on a small fill; each checks the report (and plots) were written with the
+//! expected sections and that nothing it started is still running.
 //!
 //! `cargo test --workspace` builds the `tacos` binary before the tests run; with
 //! `cargo test -p loadtest` alone, build it first (`cargo build --bin tacos`).
@@ -53,29 +53,28 @@ fn processes_mentioning(needle: &str) -> Vec<String> {
     found
 }
 
-#[test]
-fn qa_smoke_writes_a_report() {
+/// Runs `qa` with `args` (plus `--out`, `--work-dir` under `dir`), killing it after
+/// `limit`; returns the report's text (`<label>.md`), after checking that qa succeeded,
+/// that the report shows no path of this machine and that nothing it started is left.
+fn run_qa(dir: &Path, label: &str, args: &[&str], limit: Duration) -> String {
     let tacos = tacos_binary();
-    let dir = tempfile::tempdir().expect("a temp dir");
-    let out = dir.path().join("out");
-    let work = dir.path().join("work");
+    let out = dir.join("out");
+    let work = dir.join("work");
     let started = Instant::now();
     let mut child = Command::new(env!("CARGO_BIN_EXE_qa"))
-        .arg("--smoke")
         .arg("--server")
         .arg(&tacos)
         .arg("--out")
         .arg(&out)
         .arg("--work-dir")
         .arg(&work)
-        .args(["--base-port", "36000"])
+        .args(["--label", label])
+        .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("start qa");
-    // Bounded: a smoke run takes well under 30 s; kill it if it hangs.
-    let limit = Duration::from_secs(150);
     let status = loop {
         if let Some(status) = child.try_wait().expect("wait for qa") {
             break status;
@@ -83,7 +82,7 @@ fn qa_smoke_writes_a_report() {
         if started.elapsed() > limit {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("qa --smoke did not finish within {limit:?}");
+            panic!("qa {args:?} did not finish within {limit:?}");
         }
         std::thread::sleep(Duration::from_millis(100));
     };
@@ -92,13 +91,38 @@ fn qa_smoke_writes_a_report() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         status.success(),
-        "qa --smoke failed ({status}):\nstdout:\n{stdout}\nstderr:\n{stderr}"
+        "qa {args:?} failed ({status}):\nstdout:\n{stdout}\nstderr:\n{stderr}"
     );
-    eprintln!("qa --smoke took {:.1?}", started.elapsed());
+    eprintln!("qa {args:?} took {:.1?}", started.elapsed());
 
-    let report = out.join("smoke.md");
+    let report = out.join(format!("{label}.md"));
     let text = std::fs::read_to_string(&report)
         .unwrap_or_else(|e| panic!("no report at {}: {e}\nstderr:\n{stderr}", report.display()));
+    // The report names binaries, never this machine's directories.
+    for path in [tacos.parent().expect("a dir"), dir] {
+        let path = path.display().to_string();
+        assert!(
+            !text.contains(&path),
+            "the report shows the path {path}:\n{text}"
+        );
+    }
+    assert!(text.contains("(binary `tacos`)"), "{text}");
+    // Nothing it started is left: every server ran with a data dir under the work dir.
+    let left = processes_mentioning(&work.display().to_string());
+    assert!(left.is_empty(), "processes left running: {left:?}");
+    text
+}
+
+#[test]
+fn qa_smoke_writes_a_report() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    // Bounded: a smoke run takes well under 30 s; killed if it hangs.
+    let text = run_qa(
+        dir.path(),
+        "smoke",
+        &["--smoke", "--base-port", "36000"],
+        Duration::from_secs(150),
+    );
     for section in [
         "# QA report: tacos smoke",
         "**Verdict: ",
@@ -120,20 +144,12 @@ fn qa_smoke_writes_a_report() {
             "the report lacks {section:?}:\n{text}"
         );
     }
-    // The report names binaries, never this machine's directories.
-    for path in [tacos.parent().expect("a dir"), dir.path()] {
-        let path = path.display().to_string();
-        assert!(
-            !text.contains(&path),
-            "the report shows the path {path}:\n{text}"
-        );
-    }
-    assert!(text.contains("(binary `tacos`)"), "{text}");
     // Every run worked: the servers started and the scenarios measured something.
     assert!(
         text.contains("; 0 of 7 runs failed."),
-        "some runs failed:\n{text}\nstderr:\n{stderr}"
+        "some runs failed:\n{text}"
     );
+    let out = dir.path().join("out");
     for plot in [
         "smoke-1n-set-saturation.svg",
         "smoke-1n-query-saturation.svg",
@@ -144,7 +160,57 @@ fn qa_smoke_writes_a_report() {
         assert!(svg.starts_with("<svg"), "{plot} is not an SVG");
         assert!(text.contains(plot), "the report does not show {plot}");
     }
-    // Nothing it started is left: every server ran with a data dir under the work dir.
-    let left = processes_mentioning(&work.display().to_string());
-    assert!(left.is_empty(), "processes left running: {left:?}");
+}
+
+/// The restart scenario end to end on a small fill, on one node and on a 3-node
+/// cluster: qa fills fresh nodes, stops them, starts them on the same data dirs and
+/// reports how long until the last write read back on every node.
+#[test]
+fn qa_restart_scenario_reports_a_restart() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let text = run_qa(
+        dir.path(),
+        "restart",
+        &[
+            "--scenarios",
+            "restart",
+            "--nodes",
+            "1,3",
+            "--restart-configs",
+            "200",
+            "--restart-versions",
+            "2",
+            "--restart-settle",
+            "0",
+            "--rounds",
+            "1",
+            "--wait-load",
+            "0",
+            "--quiet-cores",
+            "0",
+            "--base-port",
+            "36500",
+            "--deadline",
+            "2m",
+        ],
+        Duration::from_secs(240),
+    );
+    for section in [
+        "#### restart",
+        "Load: 200 configs x 2 publishes each",
+        "| fill rate (publishes/s) |",
+        "| restart: until all state was served (s) |",
+        "| server RSS 2 s after the restart MiB |",
+        "| failures | 0 failed of 400 |",
+    ] {
+        assert!(
+            text.contains(section),
+            "the report lacks {section:?}:\n{text}"
+        );
+    }
+    assert!(text.contains("## 3 nodes"), "{text}");
+    assert!(
+        text.contains("; 0 of 2 runs failed."),
+        "a run failed:\n{text}"
+    );
 }

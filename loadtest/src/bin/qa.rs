@@ -38,8 +38,10 @@ For each topology (--nodes: 1 node, a 3-node cluster, 7 nodes, or a list) it
      budgets file (--budgets), and a note on noise (machine, load average, alternation,
      spread between rounds).
 
-Scenarios (--scenarios): set, set2, query, listen (goose scenarios of this crate, run as
-child processes from --bin-dir) and optionally grpc-query, grpc-publish (grpc_config)
+Scenarios (--scenarios): set, set2, query (http_config, a light HTTP client on one
+thread, so the load tool does not bound a read run's capacity), listen (a goose
+scenario), all run as child processes from --bin-dir, and optionally grpc-query,
+grpc-publish (grpc_config)
 and fanout (the fanout tool: --fanout-listeners, half long polls and half gRPC
 streams, over every node, --fanout-rounds publishes; latency per listener, missed
 listeners and server RSS per listener; qa raises its file-descriptor limit so the

@@ -39,6 +39,10 @@ pub struct Budget {
     pub max_p99_ratio: Option<f64>,
     /// p99 at the operating point, milliseconds, at most.
     pub max_p99_ms: Option<f64>,
+    /// p99.9 / p99 of the server under test at the operating point, at most (the tail
+    /// as good as the median's neighbourhood; not checked where the tool reports no
+    /// p99.9).
+    pub max_p999_over_p99: Option<f64>,
     /// p50 at the operating point, milliseconds, at most.
     pub max_p50_ms: Option<f64>,
     /// Failed requests (or missed notifications) / all, at most.
@@ -74,6 +78,7 @@ impl Budget {
             min_capacity_ratio: self.min_capacity_ratio.or(base.min_capacity_ratio),
             max_p99_ratio: self.max_p99_ratio.or(base.max_p99_ratio),
             max_p99_ms: self.max_p99_ms.or(base.max_p99_ms),
+            max_p999_over_p99: self.max_p999_over_p99.or(base.max_p999_over_p99),
             max_p50_ms: self.max_p50_ms.or(base.max_p50_ms),
             max_error_rate: self.max_error_rate.or(base.max_error_rate),
             max_rss_mib: self.max_rss_mib.or(base.max_rss_mib),
@@ -154,6 +159,8 @@ pub struct Measured {
     pub throughput: f64,
     pub p50_ms: f64,
     pub p99_ms: f64,
+    /// NaN where the tool reports none.
+    pub p999_ms: f64,
     pub error_rate: f64,
     pub rss_mib: f64,
     pub rss_idle_mib: f64,
@@ -287,6 +294,14 @@ pub fn check(b: &Budget, m: &Measured) -> Vec<Verdict> {
         }
     };
     push_abs("p99", b.max_p99_ms, m.p99_ms, " ms");
+    if m.p999_ms.is_finite() && m.p999_ms > 0.0 {
+        let tail = if m.p99_ms > 0.0 {
+            m.p999_ms / m.p99_ms
+        } else {
+            f64::NAN
+        };
+        push_abs("p99.9 / p99", b.max_p999_over_p99, tail, "");
+    }
     push_abs("p50", b.max_p50_ms, m.p50_ms, " ms");
     push_abs("error rate", b.max_error_rate, m.error_rate, "");
     push_abs("RSS", b.max_rss_mib, m.rss_mib, " MiB");
@@ -436,6 +451,30 @@ mod tests {
             .unwrap();
         assert_eq!(r.value, "1.20");
         assert_eq!(r.pass, Some(true));
+        // The tail against the server's own p99; not checked without a p99.9.
+        let tail = Budget {
+            max_p999_over_p99: Some(2.0),
+            ..Default::default()
+        };
+        let spiky = Measured {
+            p99_ms: 10.0,
+            p999_ms: 31.0,
+            ..Default::default()
+        };
+        let v = check(&tail, &spiky);
+        assert_eq!(v[0].budget, "p99.9 / p99");
+        assert_eq!(v[0].value, "3.100");
+        assert_eq!(v[0].pass, Some(false));
+        let even = Measured {
+            p999_ms: 18.0,
+            ..spiky.clone()
+        };
+        assert_eq!(check(&tail, &even)[0].pass, Some(true));
+        let unknown = Measured {
+            p999_ms: f64::NAN,
+            ..spiky
+        };
+        assert!(check(&tail, &unknown).is_empty());
         // RSS against the baseline's.
         let rss = Budget {
             max_rss_ratio: Some(1.0),

@@ -3,8 +3,9 @@
 //!
 //! - [`servers`] starts one node or a 3-node cluster (Tacos or r-nacos) on 127.0.0.1
 //!   with fresh data dirs and waits until it is ready;
-//! - [`scenario`] runs the goose scenarios (and optionally `grpc_config`) as child
-//!   processes and reads what they measured;
+//! - [`scenario`] runs the load tools as child processes (`http_config`, a light HTTP
+//!   client, for the request scenarios; `grpc_config`; the goose listen scenario;
+//!   `fanout`) and reads what they measured;
 //! - [`procs`] tracks every child and samples its CPU and RSS from `/proc`;
 //! - [`restart`] runs the restart scenario itself: a fill, a stop, a start on the same
 //!   data dirs, and the time until all state is served again;
@@ -44,8 +45,6 @@ pub enum QaError {
     Start { server: String, detail: String },
     #[error("scenario: {0}")]
     Scenario(String),
-    #[error(transparent)]
-    Report(#[from] crate::goose_report::ReportError),
     #[error("plot: {0}")]
     Plot(String),
     #[error("interrupted")]

@@ -477,6 +477,7 @@ pub fn run(
         p50: filled.latency.p50,
         p90: filled.latency.p90,
         p99: filled.latency.p99,
+        p999: filled.latency.p999,
         max: filled.latency.max,
         publishes: None,
         from_send: None,

@@ -6,7 +6,6 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::QaError;
-use crate::goose_report;
 
 /// A scenario of the qa run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -54,9 +53,7 @@ impl Scenario {
     /// its fill client and the restart in between are one measurement).
     pub fn binary(self) -> Option<&'static str> {
         match self {
-            Scenario::Set => Some("http_config_set"),
-            Scenario::Set2 => Some("http_config_set2"),
-            Scenario::Query => Some("http_config_query"),
+            Scenario::Set | Scenario::Set2 | Scenario::Query => Some("http_config"),
             Scenario::Listen => Some("http_config_listen"),
             Scenario::GrpcQuery | Scenario::GrpcPublish => Some("grpc_config"),
             Scenario::Fanout => Some("fanout"),
@@ -174,6 +171,19 @@ pub fn command_args(
             push(&["--mode", mode, "--keys", "100", "--rate", &rate]);
             push(&["--label", scenario.name(), "--report-file", &report]);
         }
+        Scenario::Set | Scenario::Set2 | Scenario::Query => {
+            // The light client: a goose user costs about as much CPU as the server's
+            // answer, so on two shared cores goose bounds a read run's capacity.
+            let (mode, keys, prefix) = match scenario {
+                Scenario::Set => ("publish", 100, "loadtest-"),
+                Scenario::Set2 => ("publish", 10_000, "loadtest2-"),
+                _ => ("query", params.query_keys, "loadtest-q-"),
+            };
+            push(&["--host", &target.host, "-c", &users, "-t", &secs]);
+            push(&["--mode", mode, "--keys", &keys.to_string()]);
+            push(&["--key-prefix", prefix, "--rate", &rate]);
+            push(&["--label", scenario.name(), "--report-file", &report]);
+        }
         Scenario::Fanout => {
             let http = params.fanout_listeners / 2;
             let grpc = params.fanout_listeners - http;
@@ -187,8 +197,9 @@ pub fn command_args(
             }
             push(&["--label", scenario.name(), "--report-file", &report]);
         }
-        _ => {
-            // All users start within about a quarter of a second.
+        Scenario::Listen => {
+            // The goose listen scenario; all users start within about a quarter of a
+            // second.
             let hatch = (load.users.max(1) * 4).to_string();
             push(&[
                 "--host",
@@ -204,22 +215,18 @@ pub fn command_args(
             if load.rate > 0.0 {
                 push(&["--rate-per-user", &rate]);
             }
-            match scenario {
-                Scenario::Query => push(&["--keys", &params.query_keys.to_string()]),
-                Scenario::Listen => {
-                    push(&["--keys", &params.listen_keys.to_string()]);
-                    push(&[
-                        "--publish-rate",
-                        &params.listen_publish_rate.to_string(),
-                        "--publish-host",
-                        &target.publish_host,
-                        "--notify-report",
-                        &notify_report.display().to_string(),
-                    ]);
-                }
-                _ => {}
-            }
+            push(&["--keys", &params.listen_keys.to_string()]);
+            push(&[
+                "--publish-rate",
+                &params.listen_publish_rate.to_string(),
+                "--publish-host",
+                &target.publish_host,
+                "--notify-report",
+                &notify_report.display().to_string(),
+            ]);
         }
+        // Run by qa itself (no binary).
+        Scenario::Restart => {}
     }
     a
 }
@@ -234,6 +241,8 @@ pub struct Outcome {
     pub p50: f64,
     pub p90: f64,
     pub p99: f64,
+    /// NaN where the tool reports none (goose listen, fanout).
+    pub p999: f64,
     pub max: f64,
     /// Listen only: publishes the writer made.
     pub publishes: Option<u64>,
@@ -308,27 +317,11 @@ pub fn read_outcome(
             outcome_from_fanout(&v)
                 .ok_or_else(|| QaError::Scenario(format!("{}: unexpected shape", report.display())))
         }
-        Scenario::GrpcQuery | Scenario::GrpcPublish => {
-            let v = read_json(report)?;
-            outcome_from_grpc(&v)
-                .ok_or_else(|| QaError::Scenario(format!("{}: unexpected shape", report.display())))
-        }
+        // grpc_config and http_config write the same report.
         _ => {
-            let path = report.display().to_string();
-            let s = goose_report::read(&path)?;
-            Ok(Outcome {
-                throughput: s.rps,
-                requests: s.requests,
-                failures: s.failures,
-                p50: s.p50.unwrap_or(f64::NAN),
-                p90: s.p90.unwrap_or(f64::NAN),
-                p99: s.p99.unwrap_or(f64::NAN),
-                max: s.max,
-                publishes: None,
-                from_send: None,
-                rss_per_listener_kib: None,
-                restart: None,
-            })
+            let v = read_json(report)?;
+            outcome_from_tool(&v)
+                .ok_or_else(|| QaError::Scenario(format!("{}: unexpected shape", report.display())))
         }
     }
 }
@@ -344,6 +337,7 @@ pub fn outcome_from_notify(v: &Value) -> Option<Outcome> {
         p50: f(&l["p50_ms"]),
         p90: f(&l["p90_ms"]),
         p99: f(&l["p99_ms"]),
+        p999: f(&l["p99_9_ms"]),
         max: f(&l["max_ms"]),
         publishes: v["publishes"].as_u64(),
         from_send: Some((
@@ -374,6 +368,7 @@ pub fn outcome_from_fanout(v: &Value) -> Option<Outcome> {
         p50: f(&l["p50_ms"]),
         p90: f(&l["p90_ms"]),
         p99: f(&l["p99_ms"]),
+        p999: f(&l["p99_9_ms"]),
         max: f(&l["max_ms"]),
         publishes: Some(rounds),
         from_send: Some((
@@ -385,8 +380,8 @@ pub fn outcome_from_fanout(v: &Value) -> Option<Outcome> {
     })
 }
 
-/// The numbers of a `grpc_config --report-file`.
-pub fn outcome_from_grpc(v: &Value) -> Option<Outcome> {
+/// The numbers of a `grpc_config` or `http_config --report-file`.
+pub fn outcome_from_tool(v: &Value) -> Option<Outcome> {
     let l = &v["latency"];
     let f = |x: &Value| x.as_f64().unwrap_or(f64::NAN);
     Some(Outcome {
@@ -396,6 +391,7 @@ pub fn outcome_from_grpc(v: &Value) -> Option<Outcome> {
         p50: f(&l["p50_ms"]),
         p90: f(&l["p90_ms"]),
         p99: f(&l["p99_ms"]),
+        p999: f(&l["p99_9_ms"]),
         max: f(&l["max_ms"]),
         publishes: None,
         from_send: None,
@@ -444,7 +440,8 @@ mod tests {
         assert!(!Scenario::Restart.notifies());
         assert_eq!(Scenario::Restart.binary(), None);
         assert_eq!(Scenario::Restart.unit(), "publishes/s");
-        assert_eq!(Scenario::Set2.binary(), Some("http_config_set2"));
+        assert_eq!(Scenario::Set2.binary(), Some("http_config"));
+        assert_eq!(Scenario::Listen.binary(), Some("http_config_listen"));
     }
 
     #[test]
@@ -481,7 +478,7 @@ mod tests {
     }
 
     #[test]
-    fn goose_arguments() {
+    fn request_and_listen_arguments() {
         let load = Load {
             users: 16,
             rate: 50.0,
@@ -497,9 +494,20 @@ mod tests {
         );
         assert_eq!(
             a.join(" "),
-            "--host http://127.0.0.1:31000 -u 16 -r 64 -t 10s --report-file /w/r.json \
-             --rate-per-user 50 --keys 100"
+            "--host http://127.0.0.1:31000 -c 16 -t 10s --mode query --keys 100 \
+             --key-prefix loadtest-q- --rate 50 --label query --report-file /w/r.json"
         );
+        let a = command_args(
+            Scenario::Set2,
+            &target(),
+            &load,
+            &PARAMS,
+            Path::new("/w/r.json"),
+            Path::new("/w/n.json"),
+        );
+        assert!(a
+            .join(" ")
+            .contains("--mode publish --keys 10000 --key-prefix loadtest2-"));
         let closed = Load { rate: 0.0, ..load };
         let a = command_args(
             Scenario::Listen,
@@ -551,7 +559,7 @@ mod tests {
         assert!((o.error_rate() - 0.003).abs() < 1e-12);
         let g = json!({"throughput": 100.0, "requests": 1000, "errors": 0,
             "latency": {"p50_ms": 1.0, "p90_ms": 2.0, "p99_ms": 3.0, "max_ms": 4.0}});
-        assert_eq!(outcome_from_grpc(&g).unwrap().p90, 2.0);
-        assert!(outcome_from_grpc(&json!({})).is_none());
+        assert_eq!(outcome_from_tool(&g).unwrap().p90, 2.0);
+        assert!(outcome_from_tool(&json!({})).is_none());
     }
 }
