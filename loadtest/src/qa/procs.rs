@@ -383,34 +383,23 @@ pub struct Usage {
     pub rss_end_mib: f64,
     /// Highest summed RSS seen in the window, MiB.
     pub rss_peak_mib: f64,
-    /// Lowest summed RSS in the run's first [`IDLE_WINDOW`] of samples (the fresh
-    /// server as the load tool started, before it seeded anything), MiB. The lowest,
-    /// not the first: a server that just became ready may still be finishing its
-    /// start (Tacos hashes the admin password then: a 19 MiB buffer for a moment).
+    /// The fresh server's RSS before the load tool started ([`idle_rss_mib`], set by
+    /// the caller; NaN until then), MiB.
     pub rss_idle_mib: f64,
     /// Length of the window measured, seconds.
     pub seconds: f64,
 }
 
-/// How much of the start of a run's samples its idle RSS is the lowest of.
+/// How long [`idle_rss_mib`] watches a fresh server: the lowest RSS over it, not the
+/// first, because a server that just became ready may still be finishing its start
+/// (Tacos hashes the admin password then: a 19 MiB buffer for a moment). It watches
+/// before the load tool starts: a tool that connects at once (fan-out: 10,000
+/// listeners) would otherwise be counted as idle memory.
 pub const IDLE_WINDOW: Duration = Duration::from_secs(1);
 
 /// Summed server RSS, KiB.
 fn rss(s: &Sample) -> u64 {
     s.servers.iter().flatten().map(|p| p.rss_kib).sum()
-}
-
-/// The lowest summed server RSS within [`IDLE_WINDOW`] of the first sample, KiB.
-fn idle_rss(samples: &[Sample]) -> u64 {
-    let Some(first) = samples.first() else {
-        return 0;
-    };
-    samples
-        .iter()
-        .take_while(|s| s.at <= first.at + IDLE_WINDOW)
-        .map(rss)
-        .min()
-        .unwrap_or(0)
 }
 
 /// CPU and memory over `[from, to]` from `samples` (the first sample at or after
@@ -462,7 +451,7 @@ pub fn usage(samples: &[Sample], from: Instant, to: Instant, ticks_per_s: f64) -
         other_cores: cores(other),
         rss_end_mib: mib(rss(b)),
         rss_peak_mib: mib(peak),
-        rss_idle_mib: mib(idle_rss(samples)),
+        rss_idle_mib: f64::NAN,
         seconds,
     })
 }
@@ -510,23 +499,6 @@ mod tests {
     }
 
     #[test]
-    fn idle_rss_skips_a_moment_of_start_up_work() {
-        let t0 = Instant::now();
-        let at = |ms: u64| t0 + Duration::from_millis(ms);
-        let samples = vec![
-            // The first sample catches the start's password hash (20 MiB for a moment).
-            s(at(0), &[Some((0, 36 * 1024))], 0, 0),
-            s(at(250), &[Some((1, 16 * 1024))], 0, 1),
-            s(at(500), &[Some((2, 16 * 1024))], 0, 2),
-            // Listeners arrive: not idle any more, and past the idle window anyway.
-            s(at(1500), &[Some((3, 10 * 1024))], 0, 3),
-            s(at(2000), &[Some((4, 90 * 1024))], 0, 4),
-        ];
-        let u = usage(&samples, at(1500), at(2000), 100.0).unwrap();
-        assert_eq!(u.rss_idle_mib, 16.0);
-    }
-
-    #[test]
     fn usage_over_a_window() {
         let t0 = Instant::now();
         let at = |ms: u64| t0 + Duration::from_millis(ms);
@@ -544,8 +516,8 @@ mod tests {
         assert!((u.other_cores - 0.6).abs() < 1e-9);
         assert_eq!(u.rss_end_mib, 6.0);
         assert_eq!(u.rss_peak_mib, 6.0);
-        // Idle: the lowest of the run's first second, whatever the window.
-        assert_eq!(u.rss_idle_mib, 2.0);
+        // Idle is measured before the tool starts, by the caller.
+        assert!(u.rss_idle_mib.is_nan());
         // The second server vanished in the last sample: its last known CPU counts.
         let u = usage(&samples, at(0), at(3000), 100.0).unwrap();
         assert!((u.server_cores - 400.0 / 100.0 / 3.0).abs() < 1e-9);

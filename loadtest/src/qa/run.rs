@@ -747,6 +747,8 @@ impl Runner<'_> {
                 command.env_remove(name);
             }
         }
+        // The fresh server's memory before the tool touches it.
+        let rss_idle = procs::idle_rss_mib(&cluster.pids());
         let mut client = match Proc::spawn(binary, command, &dir.join("load.log")) {
             Ok(p) => p,
             Err(e) => {
@@ -800,7 +802,10 @@ impl Runner<'_> {
             Duration::from_secs(load.seconds).mul_f64(0.6)
         };
         let start = end.checked_sub(length).unwrap_or(end);
-        record.usage = procs::usage(&samples, start, end, procs::clk_tck());
+        record.usage = procs::usage(&samples, start, end, procs::clk_tck()).map(|u| Usage {
+            rss_idle_mib: rss_idle,
+            ..u
+        });
         if record.error.is_none() {
             match scenario::read_outcome(scenario, &report, &notify) {
                 Ok(o) => record.outcome = Some(o),
