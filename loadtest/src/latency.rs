@@ -1,6 +1,7 @@
-//! Latency samples and their percentiles, for the `grpc_*` binaries (goose keeps its
-//! own histograms for the HTTP scenarios).
+//! Latency samples and their percentiles, and the failures beside them, for the load
+//! tools that are not goose (`grpc_*`, `http_config`; goose keeps its own histograms).
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -65,6 +66,62 @@ impl Summary {
     }
 }
 
+impl Summary {
+    /// Prints the one-row Markdown table the tools end with: `| report | requests |
+    /// failures | req/s | avg | p50 | p90 | p99 | p99.9 | max |`.
+    pub fn print_row(&self, label: &str, failed: u64, throughput: f64) {
+        println!(
+            "| report | requests | failures | req/s | avg ms | p50 ms | p90 ms | p99 ms | p99.9 ms | max ms |"
+        );
+        println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+        println!(
+            "| {label} | {} | {failed} | {throughput:.0} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} |",
+            self.count, self.avg, self.p50, self.p90, self.p99, self.p999, self.max
+        );
+    }
+}
+
+/// Failed requests, counted by kind, with the first one's description.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Failures {
+    pub count: u64,
+    pub by_kind: BTreeMap<String, u64>,
+    pub first: Option<String>,
+}
+
+impl Failures {
+    /// Counts one failure of `kind`; `describe` is asked only for the first.
+    pub fn add(&mut self, kind: String, describe: impl FnOnce() -> String) {
+        self.count += 1;
+        *self.by_kind.entry(kind).or_default() += 1;
+        if self.first.is_none() {
+            self.first = Some(describe());
+        }
+    }
+
+    /// Adds `other`'s counts (its first failure counts if there is none yet).
+    pub fn merge(&mut self, other: &Failures) {
+        self.count += other.count;
+        for (kind, n) in &other.by_kind {
+            *self.by_kind.entry(kind.clone()).or_default() += n;
+        }
+        if self.first.is_none() {
+            self.first.clone_from(&other.first);
+        }
+    }
+
+    /// Prints the first failure and the count of each kind to stderr (nothing when
+    /// there were none).
+    pub fn print(&self) {
+        if let Some(first) = &self.first {
+            eprintln!("first failure: {first}");
+            for (kind, n) in &self.by_kind {
+                eprintln!("  {n} × {kind}");
+            }
+        }
+    }
+}
+
 /// Rounds to 3 decimals (µs resolution for milliseconds).
 pub fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
@@ -125,6 +182,25 @@ fn seconds(secs: f64, text: &str) -> Result<Duration, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn failures_count_by_kind_and_keep_the_first() {
+        let mut a = Failures::default();
+        a.add("timeout".into(), || "no answer".into());
+        a.add("timeout".into(), || {
+            unreachable!("only the first is described")
+        });
+        let mut b = Failures::default();
+        b.add("status 503".into(), || "answered 503".into());
+        let mut all = Failures::default();
+        all.merge(&Failures::default());
+        all.merge(&b);
+        all.merge(&a);
+        assert_eq!(all.count, 3);
+        assert_eq!(all.by_kind["timeout"], 2);
+        assert_eq!(all.by_kind["status 503"], 1);
+        assert_eq!(all.first.as_deref(), Some("answered 503"));
+    }
 
     #[test]
     fn percentiles_are_nearest_rank() {

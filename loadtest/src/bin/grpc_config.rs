@@ -26,7 +26,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use clap::{Parser, ValueEnum};
 use loadtest::grpc::{self, Error, Options};
-use loadtest::latency::{ms, parse_duration, round3, Summary};
+use loadtest::latency::{ms, parse_duration, round3, Failures, Summary};
 use loadtest::rate::RateLimiter;
 use serde_json::json;
 
@@ -109,20 +109,14 @@ enum Op {
 struct Tally {
     /// (op, latency ms) of every request.
     samples: Vec<(Op, f64)>,
-    errors: BTreeMap<String, u64>,
-    failed: u64,
-    first_error: Option<String>,
+    failures: Failures,
 }
 
 impl Tally {
     fn record(&mut self, op: Op, latency: f64, result: Result<(), Error>) {
         self.samples.push((op, latency));
         if let Err(e) = result {
-            self.failed += 1;
-            *self.errors.entry(e.label()).or_default() += 1;
-            if self.first_error.is_none() {
-                self.first_error = Some(e.to_string());
-            }
+            self.failures.add(e.label(), || e.to_string());
         }
     }
 }
@@ -352,37 +346,20 @@ async fn main() -> ExitCode {
 
     let mut all = Vec::new();
     let mut by_op: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
-    let mut errors: BTreeMap<String, u64> = BTreeMap::new();
-    let mut failed = 0u64;
+    let mut failures = Failures::default();
     for tally in &tallies {
         for &(op, latency) in &tally.samples {
             all.push(latency);
             let name = if op == Op::Query { "query" } else { "publish" };
             by_op.entry(name).or_default().push(latency);
         }
-        for (label, n) in &tally.errors {
-            *errors.entry(label.clone()).or_default() += n;
-        }
-        failed += tally.failed;
+        failures.merge(&tally.failures);
     }
-    if let Some(first) = tallies.iter().find_map(|t| t.first_error.clone()) {
-        eprintln!("first failure: {first}");
-        for (label, n) in &errors {
-            eprintln!("  {n} × {label}");
-        }
-    }
+    failures.print();
     let requests = all.len() as u64;
     let summary = Summary::of(&mut all);
     let throughput = requests as f64 / elapsed.as_secs_f64();
-
-    println!(
-        "| report | requests | failures | req/s | avg ms | p50 ms | p90 ms | p99 ms | p99.9 ms | max ms |"
-    );
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
-    println!(
-        "| {label} | {requests} | {failed} | {throughput:.0} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} |",
-        summary.avg, summary.p50, summary.p90, summary.p99, summary.p999, summary.max
-    );
+    summary.print_row(&label, failures.count, throughput);
 
     if let Some(path) = &args.report_file {
         let ops: serde_json::Map<String, serde_json::Value> = by_op
@@ -404,8 +381,8 @@ async fn main() -> ExitCode {
             "seed_failures": seed_failures,
             "duration_s": round3(elapsed.as_secs_f64()),
             "requests": requests,
-            "errors": failed,
-            "error_kinds": errors,
+            "errors": failures.count,
+            "error_kinds": failures.by_kind,
             "throughput": round3(throughput),
             "latency": summary.to_json(),
             "ops": ops,
@@ -468,7 +445,7 @@ mod tests {
         t.record(Op::Query, 2.0, Err(Error::Timeout));
         t.record(Op::Publish, 3.0, Err(Error::Timeout));
         assert_eq!(t.samples.len(), 3);
-        assert_eq!(t.failed, 2);
-        assert_eq!(t.errors["timeout"], 2);
+        assert_eq!(t.failures.count, 2);
+        assert_eq!(t.failures.by_kind["timeout"], 2);
     }
 }

@@ -32,7 +32,7 @@ use hyper::client::conn::http1::{self, SendRequest};
 use hyper::header::{CONTENT_TYPE, HOST};
 use hyper::{Method, Request};
 use hyper_util::rt::TokioIo;
-use loadtest::latency::{ms, parse_duration, round3, Summary};
+use loadtest::latency::{ms, parse_duration, round3, Failures, Summary};
 use loadtest::nacos;
 use loadtest::rate::RateLimiter;
 use serde_json::json;
@@ -224,20 +224,14 @@ impl Connection {
 #[derive(Default)]
 struct Tally {
     latencies: Vec<f64>,
-    errors: BTreeMap<String, u64>,
-    failed: u64,
-    first_error: Option<String>,
+    failures: Failures,
 }
 
 impl Tally {
     fn record(&mut self, latency: f64, result: Result<(), Failure>) {
         self.latencies.push(latency);
         if let Err(e) = result {
-            self.failed += 1;
-            *self.errors.entry(e.label()).or_default() += 1;
-            if self.first_error.is_none() {
-                self.first_error = Some(e.describe());
-            }
+            self.failures.add(e.label(), || e.describe());
         }
     }
 }
@@ -519,33 +513,16 @@ async fn run(args: Args, authority: String) -> ExitCode {
 
     // 4. Results.
     let mut all = Vec::new();
-    let mut errors: BTreeMap<String, u64> = BTreeMap::new();
-    let mut failed = 0u64;
+    let mut failures = Failures::default();
     for tally in &tallies {
         all.extend_from_slice(&tally.latencies);
-        for (label, n) in &tally.errors {
-            *errors.entry(label.clone()).or_default() += n;
-        }
-        failed += tally.failed;
+        failures.merge(&tally.failures);
     }
-    if let Some(first) = tallies.iter().find_map(|t| t.first_error.clone()) {
-        eprintln!("first failure: {first}");
-        for (label, n) in &errors {
-            eprintln!("  {n} × {label}");
-        }
-    }
+    failures.print();
     let requests = all.len() as u64;
     let summary = Summary::of(&mut all);
     let throughput = requests as f64 / elapsed.as_secs_f64();
-
-    println!(
-        "| report | requests | failures | req/s | avg ms | p50 ms | p90 ms | p99 ms | p99.9 ms | max ms |"
-    );
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
-    println!(
-        "| {label} | {requests} | {failed} | {throughput:.0} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} |",
-        summary.avg, summary.p50, summary.p90, summary.p99, summary.p999, summary.max
-    );
+    summary.print_row(&label, failures.count, throughput);
 
     if let Some(path) = &args.report_file {
         let report = json!({
@@ -563,8 +540,8 @@ async fn run(args: Args, authority: String) -> ExitCode {
             "seed_failures": seed_failures,
             "duration_s": round3(elapsed.as_secs_f64()),
             "requests": requests,
-            "errors": failed,
-            "error_kinds": errors,
+            "errors": failures.count,
+            "error_kinds": failures.by_kind,
             "throughput": round3(throughput),
             "latency": summary.to_json(),
         });
@@ -674,11 +651,11 @@ mod tests {
         t.record(2.0, Err(Failure::Timeout));
         t.record(3.0, Err(Failure::Status(503)));
         assert_eq!(t.latencies.len(), 3);
-        assert_eq!(t.failed, 2);
-        assert_eq!(t.errors["timeout"], 1);
-        assert_eq!(t.errors["status 503"], 1);
+        assert_eq!(t.failures.count, 2);
+        assert_eq!(t.failures.by_kind["timeout"], 1);
+        assert_eq!(t.failures.by_kind["status 503"], 1);
         assert_eq!(
-            t.first_error.as_deref(),
+            t.failures.first.as_deref(),
             Some("no answer within the timeout")
         );
     }
