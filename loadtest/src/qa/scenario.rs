@@ -241,7 +241,7 @@ pub struct Outcome {
     pub p50: f64,
     pub p90: f64,
     pub p99: f64,
-    /// NaN where the tool reports none (goose listen, fanout).
+    /// NaN where the tool's report has none.
     pub p999: f64,
     pub max: f64,
     /// Listen only: publishes the writer made.
