@@ -2,6 +2,7 @@
 //! tools that are not goose (`grpc_*`, `http_config`; goose keeps its own histograms).
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -64,9 +65,7 @@ impl Summary {
             "max_ms": round3(self.max),
         })
     }
-}
 
-impl Summary {
     /// Prints the one-row Markdown table the tools end with: `| report | requests |
     /// failures | req/s | avg | p50 | p90 | p99 | p99.9 | max |`.
     pub fn print_row(&self, label: &str, failed: u64, throughput: f64) {
@@ -120,6 +119,13 @@ impl Failures {
             }
         }
     }
+}
+
+/// Writes a tool's JSON report (pretty, one trailing newline) to `path`; the error says
+/// which file.
+pub fn write_report(path: &Path, report: &Value) -> Result<(), String> {
+    let text = serde_json::to_string_pretty(report).unwrap_or_default();
+    std::fs::write(path, text + "\n").map_err(|e| format!("writing {}: {e}", path.display()))
 }
 
 /// Rounds to 3 decimals (µs resolution for milliseconds).

@@ -630,9 +630,8 @@ pub async fn finish_listen_test(_user: &mut GooseUser) -> TransactionResult {
             "notify_latency": stats.notify_latency.to_json(),
             "notify_latency_from_send": stats.notify_latency_from_send.to_json(),
         });
-        let text = serde_json::to_string_pretty(&report).unwrap_or_default();
-        if let Err(e) = std::fs::write(path, text + "\n") {
-            eprintln!("writing {}: {e}", path.display());
+        if let Err(e) = crate::latency::write_report(path, &report) {
+            eprintln!("{e}");
         }
     }
     Ok(())

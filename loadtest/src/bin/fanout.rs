@@ -667,9 +667,7 @@ async fn run(args: Args) -> Result<ExitCode, String> {
         if let (Some(r), Value::Object(m)) = (report.as_object_mut(), measured) {
             r.extend(m);
         }
-        let text = serde_json::to_string_pretty(&report).unwrap_or_default();
-        std::fs::write(path, text + "\n")
-            .map_err(|e| format!("writing {}: {e}", path.display()))?;
+        loadtest::latency::write_report(path, &report)?;
     }
     for l in listeners {
         if let Listener::Http(h) = l {

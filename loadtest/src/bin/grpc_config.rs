@@ -390,9 +390,8 @@ async fn main() -> ExitCode {
             "client_detections": detections,
             "connect_resets": resets,
         });
-        let text = serde_json::to_string_pretty(&report).unwrap_or_default();
-        if let Err(e) = std::fs::write(path, text + "\n") {
-            eprintln!("writing {}: {e}", path.display());
+        if let Err(e) = loadtest::latency::write_report(path, &report) {
+            eprintln!("{e}");
             return ExitCode::FAILURE;
         }
     }

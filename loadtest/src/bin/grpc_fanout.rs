@@ -448,9 +448,8 @@ async fn main() -> ExitCode {
                 "last_from_t0_ms": opt(r.last_from_t0_ms),
             })).collect::<Vec<_>>(),
         });
-        let text = serde_json::to_string_pretty(&report).unwrap_or_default();
-        if let Err(e) = std::fs::write(path, text + "\n") {
-            eprintln!("writing {}: {e}", path.display());
+        if let Err(e) = loadtest::latency::write_report(path, &report) {
+            eprintln!("{e}");
             return ExitCode::FAILURE;
         }
     }

@@ -545,9 +545,8 @@ async fn run(args: Args, authority: String) -> ExitCode {
             "throughput": round3(throughput),
             "latency": summary.to_json(),
         });
-        let text = serde_json::to_string_pretty(&report).unwrap_or_default();
-        if let Err(e) = std::fs::write(path, text + "\n") {
-            eprintln!("writing {}: {e}", path.display());
+        if let Err(e) = loadtest::latency::write_report(path, &report) {
+            eprintln!("{e}");
             return ExitCode::FAILURE;
         }
     }

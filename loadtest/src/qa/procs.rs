@@ -383,8 +383,7 @@ pub struct Usage {
     pub rss_end_mib: f64,
     /// Highest summed RSS seen in the window, MiB.
     pub rss_peak_mib: f64,
-    /// The fresh server's RSS before the load tool started ([`idle_rss_mib`], set by
-    /// the caller; NaN until then), MiB.
+    /// The fresh server's RSS before the load tool started ([`idle_rss_mib`]), MiB.
     pub rss_idle_mib: f64,
     /// Length of the window measured, seconds.
     pub seconds: f64,
@@ -403,9 +402,15 @@ fn rss(s: &Sample) -> u64 {
 }
 
 /// CPU and memory over `[from, to]` from `samples` (the first sample at or after
-/// `from`, the last at or before `to`). A process missing from a sample counts with
-/// its last known CPU time.
-pub fn usage(samples: &[Sample], from: Instant, to: Instant, ticks_per_s: f64) -> Option<Usage> {
+/// `from`, the last at or before `to`), with `rss_idle_mib` read before the load
+/// started. A process missing from a sample counts with its last known CPU time.
+pub fn usage(
+    samples: &[Sample],
+    from: Instant,
+    to: Instant,
+    ticks_per_s: f64,
+    rss_idle_mib: f64,
+) -> Option<Usage> {
     let first = samples.iter().position(|s| s.at >= from)?;
     let last = samples.iter().rposition(|s| s.at <= to)?;
     if last <= first {
@@ -451,7 +456,7 @@ pub fn usage(samples: &[Sample], from: Instant, to: Instant, ticks_per_s: f64) -
         other_cores: cores(other),
         rss_end_mib: mib(rss(b)),
         rss_peak_mib: mib(peak),
-        rss_idle_mib: f64::NAN,
+        rss_idle_mib,
         seconds,
     })
 }
@@ -509,22 +514,22 @@ mod tests {
             s(at(3000), &[Some((300, 1024)), None], 120, 700),
         ];
         // Window 1..2 s: servers 150 ticks in 1 s at 100 ticks/s = 1.5 cores.
-        let u = usage(&samples, at(1000), at(2000), 100.0).unwrap();
+        let u = usage(&samples, at(1000), at(2000), 100.0, 1.5).unwrap();
         assert!((u.server_cores - 1.5).abs() < 1e-9);
         assert!((u.client_cores - 0.4).abs() < 1e-9);
         // Machine busy 250 ticks: 250 - 150 - 40 = 60 others.
         assert!((u.other_cores - 0.6).abs() < 1e-9);
         assert_eq!(u.rss_end_mib, 6.0);
         assert_eq!(u.rss_peak_mib, 6.0);
-        // Idle is measured before the tool starts, by the caller.
-        assert!(u.rss_idle_mib.is_nan());
+        // Idle is what the caller read before the tool started.
+        assert_eq!(u.rss_idle_mib, 1.5);
         // The second server vanished in the last sample: its last known CPU counts.
-        let u = usage(&samples, at(0), at(3000), 100.0).unwrap();
+        let u = usage(&samples, at(0), at(3000), 100.0, 1.5).unwrap();
         assert!((u.server_cores - 400.0 / 100.0 / 3.0).abs() < 1e-9);
         assert_eq!(u.rss_end_mib, 1.0);
         assert_eq!(u.rss_peak_mib, 6.0);
         // No two samples in the window: nothing to say.
-        assert!(usage(&samples, at(2500), at(2600), 100.0).is_none());
+        assert!(usage(&samples, at(2500), at(2600), 100.0, 1.5).is_none());
     }
 
     #[test]

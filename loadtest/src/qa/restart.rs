@@ -407,13 +407,14 @@ pub fn run(
     }
     let window = samples.first().zip(samples.last());
     let mut usage = window
-        .and_then(|(a, b)| procs::usage(&samples, a.at, b.at, procs::clk_tck()))
+        .and_then(|(a, b)| procs::usage(&samples, a.at, b.at, procs::clk_tck(), rss_idle))
         .unwrap_or(Usage {
             server_cores: f64::NAN,
             client_cores: f64::NAN,
             other_cores: f64::NAN,
             rss_peak_mib: f64::NAN,
             seconds: filled.seconds,
+            rss_idle_mib: rss_idle,
             ..Usage::default()
         });
 
@@ -439,7 +440,6 @@ pub fn run(
     let written = Instant::now();
     wait_served(cluster, &marker, written, written + REPLICATED_LIMIT)?;
     std::thread::sleep(SETTLE);
-    usage.rss_idle_mib = rss_idle;
     // The run is the fill: its end is the RSS of the filled server.
     usage.rss_end_mib = procs::rss_mib(&pids);
 

@@ -802,10 +802,7 @@ impl Runner<'_> {
             Duration::from_secs(load.seconds).mul_f64(0.6)
         };
         let start = end.checked_sub(length).unwrap_or(end);
-        record.usage = procs::usage(&samples, start, end, procs::clk_tck()).map(|u| Usage {
-            rss_idle_mib: rss_idle,
-            ..u
-        });
+        record.usage = procs::usage(&samples, start, end, procs::clk_tck(), rss_idle);
         if record.error.is_none() {
             match scenario::read_outcome(scenario, &report, &notify) {
                 Ok(o) => record.outcome = Some(o),
