@@ -46,6 +46,13 @@ const BODY_HEADROOM: usize = 1024 * 1024;
 /// Starts the node, serves HTTP until SIGINT/SIGTERM, then stops cleanly.
 pub fn run(settings: Settings) -> anyhow::Result<()> {
     settings.validate()?;
+    // A request filter, decided once for the process (as Nacos' own).
+    tacos_core::validate::set_param_filter(settings.param_check);
+    if settings.param_check {
+        tracing::info!(
+            "Nacos 2.3+'s parameter filter is on: dataIds and groups a-zA-Z0-9-_:. only"
+        );
+    }
     crate::metrics::install().context("installing the metrics recorder")?;
     let raft_runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -170,6 +170,16 @@ pub struct Settings {
     #[arg(long, global = true, env = "TACOS_STRICT_NAMESPACES")]
     pub strict_namespaces: bool,
 
+    /// Run Nacos 2.3+'s parameter filter on client requests
+    /// (`nacos.core.param.check.enabled`): dataIds and groups only
+    /// `a-zA-Z0-9-_:.`, namespace ids only `[a-zA-Z0-9_-]` and at most 64,
+    /// answered with the filter's "Param '...' is illegal" messages. Off by
+    /// default: keys follow Java Nacos' own check (`ParamUtils.isValid`:
+    /// letters and digits of any script plus `- _ : .`), as Nacos up to
+    /// 2.2 and r-nacos do, so Chinese dataIds and groups move in.
+    #[arg(long, global = true, env = "TACOS_PARAM_CHECK")]
+    pub param_check: bool,
+
     /// Name of the first admin, created when the cluster is initialized.
     #[arg(
         long,

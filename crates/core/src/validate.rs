@@ -1,13 +1,32 @@
 //! Nacos input rules for config keys and contents, with Nacos' messages.
 //!
-//! dataId and group: characters `a-zA-Z0-9-_:.`, not blank, at most 256 and
-//! 128 characters. Namespace id (tenant) of a config: the same characters,
-//! at most 128 ("" is public), as Nacos' `ParamUtils.checkTenant` (Nacos
-//! 2.3+ also runs a stricter default parameter filter that refuses `.` and
-//! `:` in a tenant; Tacos follows `ParamUtils`, as Nacos up to 2.2 and
-//! r-nacos do, so their data moves in). A namespace id someone *creates*
-//! (the namespace API) follows Nacos' stricter `[\w-]+`. Content: not
-//! blank, at most the configured size in bytes.
+//! dataId, group, namespace id (tenant) and gray tag: what Java Nacos' own
+//! check accepts (`ParamUtils.isValid`, the same in its client and its
+//! config server): every character for which Java's
+//! `Character.isLetterOrDigit(char)` is true, in any script, plus `_ - . :`.
+//! Java checks UTF-16 units one by one, and a unit of a surrogate pair is
+//! no letter, so a character outside the Basic Multilingual Plane (an
+//! emoji, a CJK Extension B ideograph) is refused, here as there. Lengths
+//! count characters (for what passes, as many as Java's UTF-16 units):
+//! dataId at most 256, group 128, tenant 128, tag 16. Not blank. This is
+//! the rule of Java Nacos up to 2.2, of every Java Nacos whose parameter
+//! filter is off, and of r-nacos, so their data moves in unchanged
+//! (Chinese dataIds and groups among it).
+//!
+//! Java Nacos 2.3+ also runs a stricter parameter filter by default
+//! (`nacos.core.param.check.enabled`, `DefaultParamChecker`): dataId and
+//! group only `a-zA-Z0-9-_:.`, namespace id only `[\w-]` (ASCII) and at
+//! most 64. [`set_param_filter`] turns it on for the process (the server's
+//! `--param-check`); it is a request filter, like Nacos' own, so it is
+//! decided once at start and never reaches the state machine.
+//!
+//! A namespace id someone *creates* (the namespace API) follows Nacos'
+//! stricter `[\w-]+` in either mode. Content: not blank, at most the
+//! configured size in bytes.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use unicode_general_category::{get_general_category, GeneralCategory};
 
 /// Longest dataId.
 pub const MAX_DATA_ID_LEN: usize = 256;
@@ -15,6 +34,9 @@ pub const MAX_DATA_ID_LEN: usize = 256;
 pub const MAX_GROUP_LEN: usize = 128;
 /// Longest namespace id.
 pub const MAX_NAMESPACE_LEN: usize = 128;
+/// Longest namespace id under Nacos 2.3+'s parameter filter
+/// (`ParamCheckRule.maxNamespaceIdLength`).
+pub const FILTER_MAX_NAMESPACE_LEN: usize = 64;
 /// Longest gray tag (Nacos' `ParamUtils.TAG_MAX_LEN`).
 pub const MAX_TAG_LEN: usize = 16;
 /// Most keys one listener request may watch (also a setting's ceiling).
@@ -47,29 +69,162 @@ pub enum InvalidInput {
     TagTooLong,
     #[error("invalid {0}: {1}")]
     Other(&'static str, String),
+    /// Refused by Nacos 2.3+'s parameter filter (its message).
+    #[error("Param '{0}' is illegal, illegal characters should not appear in the param.")]
+    FilterChars(&'static str),
+    /// Too long for Nacos 2.3+'s parameter filter (its message).
+    #[error("Param '{0}' is illegal, the param length should not exceed {1}.")]
+    FilterLength(&'static str, usize),
+}
+
+/// Whether Nacos 2.3+'s parameter filter is on (see the module docs).
+static PARAM_FILTER: AtomicBool = AtomicBool::new(false);
+
+/// Turns Nacos 2.3+'s parameter filter on or off for this process; the
+/// server sets it once at start from `--param-check`.
+pub fn set_param_filter(on: bool) {
+    PARAM_FILTER.store(on, Ordering::Relaxed);
+}
+
+/// Java's `Character.isLetterOrDigit(char)`: the general categories Lu, Ll,
+/// Lt, Lm, Lo and Nd, for one UTF-16 unit. A character outside the BMP is
+/// two units in Java, each a surrogate (category Cs): never a letter.
+pub fn java_letter_or_digit(c: char) -> bool {
+    if u32::from(c) > 0xFFFF {
+        return false;
+    }
+    matches!(
+        get_general_category(c),
+        GeneralCategory::UppercaseLetter
+            | GeneralCategory::LowercaseLetter
+            | GeneralCategory::TitlecaseLetter
+            | GeneralCategory::ModifierLetter
+            | GeneralCategory::OtherLetter
+            | GeneralCategory::DecimalNumber
+    )
+}
+
+/// A character Java Nacos' `ParamUtils.isValid` accepts in a key.
+pub fn key_char(c: char) -> bool {
+    java_letter_or_digit(c) || matches!(c, '-' | '_' | ':' | '.')
+}
+
+/// A character Nacos 2.3+'s parameter filter accepts in a dataId or group
+/// (`^[a-zA-Z0-9-_:\.]*$`).
+fn filter_key_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | ':' | '.')
+}
+
+/// Nacos' `[\w-]` (Java's `\w` is ASCII): a created namespace id, and any
+/// namespace id under the parameter filter.
+fn new_namespace_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_' || c == '-'
 }
 
 fn key_chars_ok(s: &str) -> bool {
-    s.chars()
-        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | ':' | '.'))
+    s.chars().all(key_char)
 }
 
 fn is_blank(s: &str) -> bool {
     s.trim().is_empty()
 }
 
+/// The key rules in force: `ParamUtils.isValid`, and Nacos 2.3+'s
+/// parameter filter before it when that is on. The free functions below
+/// use the process' rules ([`KeyRules::current`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct KeyRules {
+    pub param_filter: bool,
+}
+
+impl KeyRules {
+    /// The rules this process runs with ([`set_param_filter`]).
+    pub fn current() -> Self {
+        KeyRules {
+            param_filter: PARAM_FILTER.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The parameter filter on a dataId or group (a blank one passes it, as
+    /// in Nacos, and is refused by the check after it).
+    fn filter(self, param: &'static str, s: &str, max: usize) -> Result<(), InvalidInput> {
+        if !self.param_filter || is_blank(s) {
+            return Ok(());
+        }
+        if s.chars().count() > max {
+            return Err(InvalidInput::FilterLength(param, max));
+        }
+        if !s.chars().all(filter_key_char) {
+            return Err(InvalidInput::FilterChars(param));
+        }
+        Ok(())
+    }
+
+    pub fn data_id(self, s: &str) -> Result<(), InvalidInput> {
+        self.filter("dataId", s, MAX_DATA_ID_LEN)?;
+        if is_blank(s) || !key_chars_ok(s) {
+            return Err(InvalidInput::DataId(s.to_string()));
+        }
+        if s.chars().count() > MAX_DATA_ID_LEN {
+            return Err(InvalidInput::DataIdTooLong);
+        }
+        Ok(())
+    }
+
+    pub fn group(self, s: &str) -> Result<(), InvalidInput> {
+        self.filter("group", s, MAX_GROUP_LEN)?;
+        if is_blank(s) || !key_chars_ok(s) {
+            return Err(InvalidInput::Group(s.to_string()));
+        }
+        if s.chars().count() > MAX_GROUP_LEN {
+            return Err(InvalidInput::GroupTooLong);
+        }
+        Ok(())
+    }
+
+    /// A namespace id (tenant) as a client sends it with a config ("" is
+    /// the public namespace).
+    pub fn namespace(self, s: &str) -> Result<(), InvalidInput> {
+        if s.is_empty() {
+            return Ok(());
+        }
+        if self.param_filter && !is_blank(s) {
+            const PARAM: &str = "namespaceId/tenant";
+            if s.chars().count() > FILTER_MAX_NAMESPACE_LEN {
+                return Err(InvalidInput::FilterLength(PARAM, FILTER_MAX_NAMESPACE_LEN));
+            }
+            if !s.chars().all(new_namespace_char) {
+                return Err(InvalidInput::FilterChars(PARAM));
+            }
+        }
+        if !key_chars_ok(s) {
+            return Err(InvalidInput::Namespace);
+        }
+        if s.chars().count() > MAX_NAMESPACE_LEN {
+            return Err(InvalidInput::NamespaceTooLong);
+        }
+        Ok(())
+    }
+}
+
+/// A dataId, by the process' [`KeyRules`].
 pub fn data_id(s: &str) -> Result<(), InvalidInput> {
-    if is_blank(s) || !key_chars_ok(s) {
-        return Err(InvalidInput::DataId(s.to_string()));
-    }
-    if s.chars().count() > MAX_DATA_ID_LEN {
-        return Err(InvalidInput::DataIdTooLong);
-    }
-    Ok(())
+    KeyRules::current().data_id(s)
+}
+
+/// A group, by the process' [`KeyRules`].
+pub fn group(s: &str) -> Result<(), InvalidInput> {
+    KeyRules::current().group(s)
+}
+
+/// A namespace id (tenant) sent with a config, by the process' [`KeyRules`].
+pub fn namespace(s: &str) -> Result<(), InvalidInput> {
+    KeyRules::current().namespace(s)
 }
 
 /// A gray tag (`tag=` of a publish or delete, Nacos' `ParamUtils.checkParam(tag)`):
-/// the key characters, at most 16. The caller trims it; blank means none.
+/// the key characters, at most 16 (the parameter filter has no rule for
+/// tags). The caller trims it; blank means none.
 pub fn tag(s: &str) -> Result<(), InvalidInput> {
     if !key_chars_ok(s) {
         return Err(InvalidInput::Tag(s.to_string()));
@@ -80,39 +235,11 @@ pub fn tag(s: &str) -> Result<(), InvalidInput> {
     Ok(())
 }
 
-pub fn group(s: &str) -> Result<(), InvalidInput> {
-    if is_blank(s) || !key_chars_ok(s) {
-        return Err(InvalidInput::Group(s.to_string()));
-    }
-    if s.chars().count() > MAX_GROUP_LEN {
-        return Err(InvalidInput::GroupTooLong);
-    }
-    Ok(())
-}
-
-/// A namespace id (tenant) as a client sends it with a config ("" is the
-/// public namespace).
-pub fn namespace(s: &str) -> Result<(), InvalidInput> {
-    if s.is_empty() {
-        return Ok(());
-    }
-    if !key_chars_ok(s) {
-        return Err(InvalidInput::Namespace);
-    }
-    if s.chars().count() > MAX_NAMESPACE_LEN {
-        return Err(InvalidInput::NamespaceTooLong);
-    }
-    Ok(())
-}
-
 /// A namespace id someone asks to create through the namespace API:
 /// letters, digits, `_` and `-` only (Nacos' `^[\w-]+`).
 pub fn new_namespace_id(s: &str) -> Result<(), InvalidInput> {
     namespace(s)?;
-    if !s
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-    {
+    if !s.chars().all(new_namespace_char) {
         return Err(InvalidInput::Other(
             "namespaceId",
             format!("{s:?}: a new namespace id holds letters, digits, '_' and '-' only"),
@@ -154,7 +281,7 @@ mod tests {
         assert!(data_id("a-b_c:d.e").is_ok());
         assert_eq!(data_id("a b"), Err(InvalidInput::DataId("a b".into())));
         assert_eq!(data_id("  "), Err(InvalidInput::DataId("  ".into())));
-        assert_eq!(data_id("配置"), Err(InvalidInput::DataId("配置".into())));
+        assert!(data_id("配置").is_ok());
         assert_eq!(data_id(&"d".repeat(257)), Err(InvalidInput::DataIdTooLong));
         assert!(data_id(&"d".repeat(256)).is_ok());
         assert_eq!(group(&"g".repeat(129)), Err(InvalidInput::GroupTooLong));
@@ -177,5 +304,98 @@ mod tests {
         );
         assert_eq!(config_type("JSON"), "json");
         assert_eq!(config_type("weird"), "text");
+    }
+
+    /// Java's `ParamUtils.isValid`: letters and digits of any script by
+    /// general category, one UTF-16 unit at a time.
+    #[test]
+    fn keys_in_any_script_as_java_checks_them() {
+        let rules = KeyRules::default();
+        for ok in [
+            "订单服务配置.yaml",
+            "é.yaml",
+            "ünïcödé-Ключ_κλειδί:キー.ｙａｍｌ",
+            "한국어",
+            "١٢٣",    // Arabic-Indic digits (Nd)
+            "ǅ",      // titlecase letter (Lt)
+            "ʰ",      // modifier letter (Lm)
+            "ＡＢ１", // full-width letters and digit
+        ] {
+            assert!(rules.data_id(ok).is_ok(), "{ok}");
+            assert!(rules.group(ok).is_ok(), "{ok}");
+            assert!(rules.namespace(ok).is_ok(), "{ok}");
+        }
+        assert!(rules.group("支付组").is_ok());
+        for bad in [
+            "emoji🚀",  // outside the BMP: surrogates in Java
+            "𠀀",       // CJK Extension B: also outside the BMP
+            "e\u{301}", // a combining accent (Mn) is no letter
+            "Ⅻ",        // letter number (Nl)
+            "x²",       // other number (No)
+            "a b",      // space
+            "a/b",
+            "a\u{3000}b", // ideographic space
+            "全角，",     // full-width comma (Po)
+        ] {
+            assert_eq!(
+                rules.data_id(bad),
+                Err(InvalidInput::DataId(bad.into())),
+                "{bad:?}"
+            );
+        }
+        // Lengths count characters (as many as Java's UTF-16 units for
+        // what passes).
+        assert!(rules.data_id(&"配".repeat(256)).is_ok());
+        assert_eq!(
+            rules.data_id(&"配".repeat(257)),
+            Err(InvalidInput::DataIdTooLong)
+        );
+        assert_eq!(
+            rules.group(&"组".repeat(129)),
+            Err(InvalidInput::GroupTooLong)
+        );
+        assert!(tag("灰度").is_ok());
+        assert_eq!(tag("灰度🚀"), Err(InvalidInput::Tag("灰度🚀".into())));
+        // A created namespace id stays Nacos' ASCII `[\w-]+`.
+        assert!(new_namespace_id("命名空间").is_err());
+    }
+
+    /// Nacos 2.3+'s parameter filter: dataId and group `a-zA-Z0-9-_:.`,
+    /// namespace id `[\w-]` and at most 64, with the filter's messages.
+    #[test]
+    fn the_parameter_filter_is_nacos_2_3s() {
+        let rules = KeyRules { param_filter: true };
+        assert!(rules.data_id("app-1_v2:x.yaml").is_ok());
+        assert!(rules.group("DEFAULT_GROUP").is_ok());
+        assert!(rules.namespace("dev_1-a").is_ok());
+        assert!(rules.namespace("").is_ok());
+        assert_eq!(
+            rules.data_id("订单.yaml"),
+            Err(InvalidInput::FilterChars("dataId"))
+        );
+        assert_eq!(
+            rules.data_id("订单.yaml").unwrap_err().to_string(),
+            "Param 'dataId' is illegal, illegal characters should not appear in the param."
+        );
+        assert_eq!(
+            rules.group("支付组"),
+            Err(InvalidInput::FilterChars("group"))
+        );
+        assert_eq!(rules.group("é"), Err(InvalidInput::FilterChars("group")));
+        assert_eq!(
+            rules.data_id(&"d".repeat(257)).unwrap_err().to_string(),
+            "Param 'dataId' is illegal, the param length should not exceed 256."
+        );
+        assert_eq!(
+            rules.namespace("ops.core"),
+            Err(InvalidInput::FilterChars("namespaceId/tenant"))
+        );
+        assert_eq!(
+            rules.namespace(&"n".repeat(65)),
+            Err(InvalidInput::FilterLength("namespaceId/tenant", 64))
+        );
+        // A blank key passes the filter and is refused by the check after it.
+        assert_eq!(rules.data_id(" "), Err(InvalidInput::DataId(" ".into())));
+        assert_eq!(rules.data_id(""), Err(InvalidInput::DataId("".into())));
     }
 }

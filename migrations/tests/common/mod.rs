@@ -34,20 +34,31 @@ pub fn fixture_root() -> PathBuf {
 /// The shared r-nacos 0.8.8 fixture (`fixtures/rnacos-0.8.8`), found like
 /// [`fixture_root`]. Tests only ever open copies of its `data` dir.
 pub fn fixture08_root() -> PathBuf {
-    const FIXTURE: &str = "fixtures/rnacos-0.8.8";
+    data_dir_fixture("rnacos-0.8.8")
+}
+
+/// A shared fixture holding an r-nacos 0.5+ `data` dir (`fixtures/NAME`), found like
+/// [`fixture_root`].
+pub fn data_dir_fixture(name: &str) -> PathBuf {
+    let fixture = format!("fixtures/{name}");
     if let Some(shared) = std::env::var_os("TACOS_SHARED") {
-        return PathBuf::from(shared).join(FIXTURE);
+        return PathBuf::from(shared).join(fixture);
     }
     let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     manifest
         .ancestors()
-        .map(|dir| dir.join("shared").join(FIXTURE))
+        .map(|dir| dir.join("shared").join(&fixture))
         .find(|candidate| candidate.join("data").join("index").is_file())
-        .unwrap_or_else(|| PathBuf::from("/work/shared").join(FIXTURE))
+        .unwrap_or_else(|| PathBuf::from("/work/shared").join(&fixture))
 }
 
 pub fn expected08() -> Value {
-    let path = fixture08_root().join("expected.json");
+    expected_of(&fixture08_root())
+}
+
+/// A fixture's `expected.json`.
+pub fn expected_of(root: &Path) -> Value {
+    let path = root.join("expected.json");
     let text = fs::read_to_string(&path).expect("read expected.json");
     serde_json::from_str(&text).expect("parse expected.json")
 }
@@ -55,9 +66,15 @@ pub fn expected08() -> Value {
 /// Copies the 0.8.8 fixture's `data` dir into a new writable temp dir; returns (guard,
 /// path of the copy).
 pub fn copy_fixture08() -> (tempfile::TempDir, PathBuf) {
+    copy_data_dir_fixture(&fixture08_root())
+}
+
+/// Copies a fixture's `data` dir into a new writable temp dir; returns (guard, path of
+/// the copy).
+pub fn copy_data_dir_fixture(root: &Path) -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::tempdir().expect("tempdir");
     let dst = tmp.path().join("rnacos_data");
-    copy_dir(&fixture08_root().join("data"), &dst);
+    copy_dir(&root.join("data"), &dst);
     (tmp, dst)
 }
 

@@ -31,7 +31,8 @@
 //! Admin routes need a login (Nacos 3 always authenticates its admin API);
 //! the namespace right (read to look, write to change) is checked per
 //! request as on the other routes. Errors are Nacos 3's: the parameter
-//! filter's plain-text 400 for illegal or too long keys, then the envelope
+//! filter's plain-text 400 for illegal or too long keys (with
+//! `--param-check`, as Nacos 3 by default), then the envelope
 //! with its codes (10000 missing, 20002 invalid, 20004 not found, 20005 CAS
 //! conflict, 22000-22002 namespaces, 30000 server error). docs/http-api.md
 //! lists where Tacos answers differently and why.
@@ -55,7 +56,7 @@ use super::render::{http_date, status_of, v2_error};
 use tacos_app::auth::Principal;
 use tacos_app::query::Paging;
 use tacos_app::service::{checked_key, ServiceError};
-use tacos_core::validate::{self, InvalidInput, MAX_DATA_ID_LEN, MAX_GROUP_LEN, MAX_NAMESPACE_LEN};
+use tacos_core::validate::{self, InvalidInput};
 use tacos_state::{Access, ApplyError, ConfigKey};
 
 pub fn routes(r: &mut Routes) {
@@ -274,47 +275,38 @@ fn allow_some(principal: &Principal, namespace: &str, access: Access) -> Refused
     super::allow_some(principal, namespace, access).map_err(Refusal)
 }
 
-/// The answer of Nacos' parameter filter (on by default) to an illegal or
-/// too long namespace, dataId or group: 400 in plain text, before any
-/// controller runs. `None` for other input errors.
+/// The answer of Nacos' parameter filter (`--param-check`, on by default
+/// in Nacos 3) to an illegal or too long namespace, dataId or group: 400 in
+/// plain text, before any controller runs. `None` for other input errors
+/// (with the filter off, Nacos' own `ParamUtils` check answers 20002).
 fn filter_refusal(error: &InvalidInput) -> Option<HttpResponse> {
-    let (param, limit) = match error {
-        InvalidInput::DataId(id) if !id.trim().is_empty() => ("dataId", None),
-        InvalidInput::DataIdTooLong => ("dataId", Some(MAX_DATA_ID_LEN)),
-        InvalidInput::Group(group) if !group.trim().is_empty() => ("group", None),
-        InvalidInput::GroupTooLong => ("group", Some(MAX_GROUP_LEN)),
-        InvalidInput::Namespace => ("namespaceId/tenant", None),
-        InvalidInput::NamespaceTooLong => ("namespaceId/tenant", Some(MAX_NAMESPACE_LEN)),
-        _ => return None,
-    };
-    let message = match limit {
-        None => format!(
-            "Param '{param}' is illegal, illegal characters should not appear in the param."
-        ),
-        Some(max) => {
-            format!("Param '{param}' is illegal, the param length should not exceed {max}.")
-        }
-    };
+    if !matches!(
+        error,
+        InvalidInput::FilterChars(_) | InvalidInput::FilterLength(..)
+    ) {
+        return None;
+    }
     Some(
         HttpResponse::BadRequest()
             .insert_header(("Pragma", "no-cache"))
             .insert_header(("Expires", http_date(0)))
             .insert_header(("Cache-Control", "no-cache,no-store"))
-            .body(format!("{message}\r\n")),
+            .body(format!("{error}\r\n")),
     )
 }
 
-/// Bad input as Nacos 3 answers it: the parameter filter's text for keys,
-/// 10000 for what is missing (a blank key or content is missing to
-/// Nacos), 20002 for the rest.
+/// Bad input as Nacos 3 answers it: the parameter filter's text for keys
+/// it refuses (`--param-check`), 10000 for what is missing (a blank key or
+/// content is missing to Nacos), 20002 for the rest (`ParamUtils`' own
+/// `invalid dataId : ...` among it).
 fn invalid(error: &InvalidInput) -> HttpResponse {
     if let Some(refused) = filter_refusal(error) {
         return refused;
     }
     match error {
         InvalidInput::Missing(name) => missing_field(name),
-        InvalidInput::DataId(_) => missing_field("dataId"),
-        InvalidInput::Group(_) => missing_field("groupName"),
+        InvalidInput::DataId(id) if id.trim().is_empty() => missing_field("dataId"),
+        InvalidInput::Group(group) if group.trim().is_empty() => missing_field("groupName"),
         InvalidInput::BlankContent => missing_field("content"),
         other => fail(StatusCode::BAD_REQUEST, PARAMETER_VALIDATE_ERROR, other),
     }

@@ -15,16 +15,21 @@ import { configLink } from './configs.js';
 import { t } from '../i18n.js';
 
 const TYPES = ['text', 'json', 'yaml', 'properties', 'xml', 'toml', 'html'];
-const KEY_RULE = /^[A-Za-z0-9_:.-]+$/;
+// Java Nacos' ParamUtils.isValid: letters and digits of any script (by
+// general category, as Java's Character.isLetterOrDigit) and - _ . :, one
+// UTF-16 unit at a time, so nothing outside the BMP (an emoji) passes.
+const KEY_CHARS = /^[\p{Lu}\p{Ll}\p{Lt}\p{Lm}\p{Lo}\p{Nd}_:.-]+$/u;
+const OUTSIDE_BMP = /[\u{10000}-\u{10FFFF}]/u;
+const keyOk = (s) => KEY_CHARS.test(s) && !OUTSIDE_BMP.test(s);
 
 /** Client-side key and content rules (the server checks them again). */
 function fieldProblems(dataId, group, content) {
   const problems = {};
   if (!dataId.trim()) problems.dataId = t('editor.problem.dataIdEmpty');
-  else if (!KEY_RULE.test(dataId)) problems.dataId = t('editor.problem.dataIdChars');
+  else if (!keyOk(dataId)) problems.dataId = t('editor.problem.dataIdChars');
   else if (dataId.length > 256) problems.dataId = t('editor.problem.dataIdLong');
   if (!group.trim()) problems.group = t('editor.problem.groupEmpty');
-  else if (!KEY_RULE.test(group)) problems.group = t('editor.problem.groupChars');
+  else if (!keyOk(group)) problems.group = t('editor.problem.groupChars');
   else if (group.length > 128) problems.group = t('editor.problem.groupLong');
   if (!content.trim()) problems.content = t('editor.problem.contentBlank');
   return problems;

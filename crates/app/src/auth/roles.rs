@@ -52,18 +52,19 @@ pub fn parse_resource(resource: &str) -> Result<Resource, InvalidInput> {
     Ok(Resource::new(namespace, group, data_id))
 }
 
-/// A group or dataId pattern: the key characters and `*`, not empty.
+/// A group or dataId pattern: the key characters (letters and digits of
+/// any script, `- _ : .`, as a key may hold) and `*`, not empty.
 pub fn pattern(s: &str, max: usize) -> Result<(), InvalidInput> {
     let ok = !s.is_empty()
         && s.chars().count() <= max
         && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | ':' | '.' | '*'));
+            .all(|c| c == '*' || tacos_core::validate::key_char(c));
     if ok {
         Ok(())
     } else {
         Err(InvalidInput::Other(
             "pattern",
-            format!("{s:?} (a-z A-Z 0-9 - _ : . and *, 1 to {max})"),
+            format!("{s:?} (letters, digits, - _ : . and *, 1 to {max})"),
         ))
     }
 }
