@@ -49,24 +49,12 @@ const EXT_V1: &str = "orders:\n  currency: 人民币\n  limit: 42\n  channels:\n
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn spring_cloud_alibaba_app_reads_configs_and_refreshes_without_restart() {
-    assert!(
-        Path::new(JAR).is_file(),
-        "{JAR} is missing: run tests/spring/prepare.sh (Maven and JDK 17 build the Spring app)"
-    );
     let started = Instant::now();
     let tmp = common::temp_dir();
-    let grpc = free_port();
-    let grpc_arg = grpc.to_string();
-    let server =
-        Server::start_with_args(&tmp, &["--open-api-auth", "--grpc-port", &grpc_arg]).await;
+    let (server, grpc) = start_server_with_configs(&tmp).await;
     let api = server.api();
 
-    create_namespace(&api).await;
-    publish(&api, MAIN_ID, MAIN_GROUP, MAIN_V1, "yaml").await;
-    publish(&api, SHARED_ID, SHARED_GROUP, SHARED_V1, "properties").await;
-    publish(&api, EXT_ID, EXT_GROUP, EXT_V1, "yaml").await;
-
-    let app = App::start(tmp.path(), server.port(), grpc).await;
+    let app = App::start(tmp.path(), server.port(), grpc, common::ADMIN_PASSWORD).await;
     let values = app.values().await.expect("the app answered before");
     println!("app values at start: {values}");
 
@@ -93,6 +81,7 @@ async fn spring_cloud_alibaba_app_reads_configs_and_refreshes_without_restart() 
     // All three set app.layer; the import declared last (the main config)
     // wins, as Spring Boot documents for spring.config.import.
     assert_eq!(values["layer"], "main", "import precedence: {values}");
+    assert_eq!(values["environmentChanges"], 0, "{values}");
 
     // The app listens to all three keys (over gRPC) with the md5 of what it
     // read: Tacos' listener view of each config lists it.
@@ -104,49 +93,116 @@ async fn spring_cloud_alibaba_app_reads_configs_and_refreshes_without_restart() 
         wait_listened(&api, data_id, group, &md5_hex(content)).await;
     }
 
-    // A change to the main config: the @RefreshScope bean is rebuilt with the
-    // new @Value, without a restart.
+    // A change to the main config: Spring Cloud refreshes the environment
+    // (naming the key that changed) and builds the @RefreshScope bean anew
+    // with the new @Value, without a restart.
+    let built_before = values["greetingBuiltAtMillis"].as_u64().expect("a number");
     let main_v2 = MAIN_V1.replace("hello from tacos", "hello again, refreshed");
-    let elapsed = publish_and_wait(&api, &app, MAIN_ID, MAIN_GROUP, &main_v2, "yaml", |v| {
-        v["greeting"] == "hello again, refreshed"
+    publish_and_wait(&api, &app, (MAIN_ID, MAIN_GROUP, "yaml"), &main_v2, |v| {
+        v["greeting"] == "hello again, refreshed" && changed(v, "app.greeting")
     })
     .await;
-    println!("main config: publish -> new @Value in the app: {elapsed:?}");
+    let values = app.values().await.expect("the app answers");
+    assert!(
+        values["greetingBuiltAtMillis"].as_u64().expect("a number") > built_before
+            && values["environmentChanges"] == 1,
+        "one refresh, a new bean: {values}"
+    );
 
     // A change to the Chinese-named extension config: the
     // @ConfigurationProperties bean is rebound.
     let ext_v2 = EXT_V1
         .replace("limit: 42", "limit: 7")
         .replace("人民币", "港币");
-    let elapsed = publish_and_wait(&api, &app, EXT_ID, EXT_GROUP, &ext_v2, "yaml", |v| {
-        v["ordersLimit"] == 7 && v["ordersCurrency"] == "港币"
+    publish_and_wait(&api, &app, (EXT_ID, EXT_GROUP, "yaml"), &ext_v2, |v| {
+        v["ordersLimit"] == 7
+            && v["ordersCurrency"] == "港币"
+            && changed(v, "orders.limit")
+            && changed(v, "orders.currency")
     })
     .await;
-    println!("extension config {EXT_GROUP}/{EXT_ID}: publish -> rebound properties: {elapsed:?}");
 
     // A change to the shared config.
     let shared_v2 = SHARED_V1.replace("eu-west-1", "ap-east-1");
-    let elapsed = publish_and_wait(
-        &api,
-        &app,
-        SHARED_ID,
-        SHARED_GROUP,
-        &shared_v2,
-        "properties",
-        |v| v["region"] == "ap-east-1",
-    )
+    let shared = (SHARED_ID, SHARED_GROUP, "properties");
+    publish_and_wait(&api, &app, shared, &shared_v2, |v| {
+        v["region"] == "ap-east-1" && changed(v, "shared.region")
+    })
     .await;
-    println!("shared config: publish -> new @Value in the app: {elapsed:?}");
 
-    // Each change kept the others' values.
+    // Each change kept the others' values; three refreshes in all.
     let values = app.values().await.expect("the app answers");
     assert_eq!(values["greeting"], "hello again, refreshed", "{values}");
     assert_eq!(values["ordersLimit"], 7, "{values}");
     assert_eq!(values["ordersCurrency"], "港币", "{values}");
+    assert_eq!(
+        values["ordersChannels"],
+        json!(["支付宝", "wechat"]),
+        "{values}"
+    );
     assert_eq!(values["region"], "ap-east-1", "{values}");
     assert_eq!(values["sharedTimeoutMs"], "1500", "{values}");
     assert_eq!(values["layer"], "main", "{values}");
-    println!("total run time: {:?}", started.elapsed());
+    assert_eq!(values["environmentChanges"], 3, "{values}");
+    println!("test run time: {:?}", started.elapsed());
+}
+
+/// The imports are not `optional:`, so with a wrong password (Tacos refuses
+/// the login and, with --open-api-auth, the config queries) the app does
+/// not start: Spring Boot names the import it could not load.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spring_cloud_alibaba_app_does_not_start_with_a_wrong_password() {
+    let tmp = common::temp_dir();
+    let (server, grpc) = start_server_with_configs(&tmp).await;
+    let mut app = App::spawn(tmp.path(), server.port(), grpc, "not-the-password");
+    let began = Instant::now();
+    let status = loop {
+        if let Some(status) = app.child.try_wait().expect("waiting on the app") {
+            break status;
+        }
+        assert!(
+            app.values().await.is_none(),
+            "the app answered without a login; log:\n{}",
+            app.log()
+        );
+        assert!(
+            began.elapsed() < START_TIMEOUT,
+            "the app still runs after {START_TIMEOUT:?} with a wrong password; log:\n{}",
+            app.log()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let log = app.log();
+    assert!(
+        !status.success() && log.contains("APPLICATION FAILED TO START") && log.contains("nacos:"),
+        "expected a failed start naming a nacos: import, got {status}; log:\n{log}"
+    );
+    // The Java client logged its refused login in its own log.
+    let client_log = common::read_lossy(&tmp.path().join("app-home/logs/nacos/config.log"));
+    assert!(
+        client_log.contains("login failed") && client_log.contains("403"),
+        "nacos-client's config.log shows no refused login:\n{client_log}"
+    );
+    println!("the app exited ({status}) after {:?}", began.elapsed());
+}
+
+/// Starts Tacos with --open-api-auth on a gRPC port of its own, creates the
+/// namespace and publishes the three configs; returns the server and its
+/// gRPC port.
+async fn start_server_with_configs(tmp: &tempfile::TempDir) -> (Server, u16) {
+    assert!(
+        Path::new(JAR).is_file(),
+        "{JAR} is missing: run tests/spring/prepare.sh (Maven and JDK 17 build the Spring app)"
+    );
+    let grpc = free_port();
+    let grpc_arg = grpc.to_string();
+    let server = Server::start_with_args(tmp, &["--open-api-auth", "--grpc-port", &grpc_arg]).await;
+    let api = server.api();
+    create_namespace(&api).await;
+    publish(&api, MAIN_ID, MAIN_GROUP, MAIN_V1, "yaml").await;
+    publish(&api, SHARED_ID, SHARED_GROUP, SHARED_V1, "properties").await;
+    publish(&api, EXT_ID, EXT_GROUP, EXT_V1, "yaml").await;
+    (server, grpc)
 }
 
 /// `POST /nacos/v1/console/namespaces` as the admin.
@@ -183,23 +239,28 @@ async fn publish(api: &NacosApi, data_id: &str, group: &str, content: &str, kind
 }
 
 /// Publishes `content` and polls the app until `shows_it` holds; returns the
-/// time from the publish's answer to the first view that shows it.
+/// time from sending the publish to the first view that shows it (and
+/// prints when the publish was answered).
 async fn publish_and_wait(
     api: &NacosApi,
     app: &App,
-    data_id: &str,
-    group: &str,
+    (data_id, group, kind): (&str, &str, &str),
     content: &str,
-    kind: &str,
     shows_it: impl Fn(&Value) -> bool,
 ) -> Duration {
+    let sent = Instant::now();
     publish(api, data_id, group, content, kind).await;
-    let published = Instant::now();
+    let answered = sent.elapsed();
     let mut last = Value::Null;
-    while published.elapsed() < REFRESH_TIMEOUT {
+    while sent.elapsed() < answered + REFRESH_TIMEOUT {
         if let Some(values) = app.values().await {
             if shows_it(&values) {
-                return published.elapsed();
+                let shown = sent.elapsed();
+                println!(
+                    "{group}/{data_id}: publish answered after {answered:?}, \
+                     the app showed the change {shown:?} after the publish was sent"
+                );
+                return shown;
             }
             last = values;
         }
@@ -210,6 +271,13 @@ async fn publish_and_wait(
          last values {last}; app log:\n{}",
         app.log()
     );
+}
+
+/// Whether Spring Cloud's last `EnvironmentChangeEvent` named `key`.
+fn changed(values: &Value, key: &str) -> bool {
+    values["lastChangedKeys"]
+        .as_array()
+        .is_some_and(|keys| keys.iter().any(|k| k == key))
 }
 
 /// Polls Tacos' listener view of a config until a client listens to it with
@@ -250,9 +318,9 @@ struct App {
 }
 
 impl App {
-    /// Starts the jar against Tacos on `http_port` (gRPC on `grpc_port`) and
-    /// waits until `GET /values` answers 200.
-    async fn start(dir: &Path, http_port: u16, grpc_port: u16) -> App {
+    /// Starts the jar against Tacos on `http_port` (gRPC on `grpc_port`),
+    /// logged in as the admin with `password`, without waiting.
+    fn spawn(dir: &Path, http_port: u16, grpc_port: u16, password: &str) -> App {
         let port = free_port();
         let home = dir.join("app-home");
         std::fs::create_dir_all(&home).expect("creating the app's home dir");
@@ -281,10 +349,7 @@ impl App {
                 "--spring.cloud.nacos.config.username={}",
                 common::ADMIN_USER
             ))
-            .arg(format!(
-                "--spring.cloud.nacos.config.password={}",
-                common::ADMIN_PASSWORD
-            ))
+            .arg(format!("--spring.cloud.nacos.config.password={password}"))
             .stdin(Stdio::null())
             .stdout(log)
             .stderr(log_err)
@@ -295,12 +360,17 @@ impl App {
             .timeout(Duration::from_secs(5))
             .build()
             .expect("building the HTTP client");
-        let mut app = App {
+        App {
             child,
             port,
             log_path,
             client,
-        };
+        }
+    }
+
+    /// [`App::spawn`], then waits until `GET /values` answers 200.
+    async fn start(dir: &Path, http_port: u16, grpc_port: u16, password: &str) -> App {
+        let mut app = App::spawn(dir, http_port, grpc_port, password);
         let began = Instant::now();
         loop {
             if let Some(status) = app.child.try_wait().expect("waiting on the app") {
@@ -315,7 +385,8 @@ impl App {
             }
             assert!(
                 began.elapsed() < START_TIMEOUT,
-                "the Spring app did not answer on port {port} within {START_TIMEOUT:?}; log:\n{}",
+                "the Spring app did not answer on port {} within {START_TIMEOUT:?}; log:\n{}",
+                app.port,
                 app.log()
             );
             tokio::time::sleep(Duration::from_millis(200)).await;
