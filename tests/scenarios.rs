@@ -192,6 +192,8 @@ scenarios! {
     console_publish_conditions,
     core_server_cluster,
     health,
+    keys_any_script,
+    keys_param_check,
     listener_at_once,
     listener_beta,
     listener_delete,

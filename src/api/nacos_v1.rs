@@ -16,7 +16,7 @@ use super::params::{
     all_values, client_ip, header, multipart, paging, read_labels, url_decode, url_encode, Params,
 };
 use super::render::{
-    content_type_for, http_date, v1_error, v1_service_error, BetaInfo, ConfigDetail,
+    content_type_for, filter_refusal, http_date, v1_error, v1_service_error, BetaInfo, ConfigDetail,
 };
 use super::{allow_key, allow_params, allow_some, listeners, transfer, AppState};
 use crate::api::guard::Authed;
@@ -26,7 +26,7 @@ use tacos_app::query::{configs_with_ids, visible_namespaces, HistoryLookup};
 use tacos_app::service::{Caller, ServiceError};
 use tacos_app::transfer::Layout;
 use tacos_app::watch::{changed_keys, Cancel, Hold, HoldOutcome, ListenKey, Polled, WatchHub};
-use tacos_core::validate::{self, InvalidInput};
+use tacos_core::validate::{self, InvalidInput, KeyRules};
 use tacos_state::{canonical_namespace, Access, ConfigKey, State};
 use tacos_state::{ClientLabels, GrayRule, BETA_GRAY};
 
@@ -71,7 +71,7 @@ pub fn routes(r: &mut Routes) {
 }
 
 fn bad_request(error: InvalidInput) -> HttpResponse {
-    v1_error(StatusCode::BAD_REQUEST, error)
+    filter_refusal(&error).unwrap_or_else(|| v1_error(StatusCode::BAD_REQUEST, error))
 }
 
 fn ok_true() -> HttpResponse {
@@ -431,6 +431,8 @@ pub fn parse_listening_configs(raw: &str, max_keys: usize) -> Result<Vec<ListenK
         if data_id.is_empty() || group.is_empty() {
             return Err(invalid());
         }
+        // Nacos checks listened keys only with its parameter filter on.
+        KeyRules::current().filter_only(tenant, group, data_id)?;
         keys.push(ListenKey {
             key: ConfigKey::new(tenant, group, data_id),
             data_id: data_id.to_string(),

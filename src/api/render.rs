@@ -13,6 +13,25 @@ use tacos_core::validate::InvalidInput;
 use tacos_raft::rpc::RouteError;
 use tacos_state::{data_key_text, ApplyError, Config, ConfigKey, Gray, HistoryRow};
 
+/// The answer of Nacos' parameter filter (`--param-check`; Nacos 2.3+
+/// runs it by default) to a key it refuses: 400 in plain text, before any
+/// route, the same on every HTTP generation. `None` for other input errors.
+pub fn filter_refusal(error: &InvalidInput) -> Option<HttpResponse> {
+    if !matches!(
+        error,
+        InvalidInput::FilterChars(_) | InvalidInput::FilterLength(..)
+    ) {
+        return None;
+    }
+    Some(
+        HttpResponse::BadRequest()
+            .insert_header(("Pragma", "no-cache"))
+            .insert_header(("Expires", http_date(0)))
+            .insert_header(("Cache-Control", "no-cache,no-store"))
+            .body(format!("{error}\r\n")),
+    )
+}
+
 /// A Nacos v1 error: plain text `caused: <message>;`.
 pub fn v1_error(status: StatusCode, message: impl Display) -> HttpResponse {
     HttpResponse::build(status)
@@ -50,6 +69,11 @@ pub fn status_of(error: &ServiceError) -> StatusCode {
 
 /// A service error as Nacos v1 reports it.
 pub fn v1_service_error(error: &ServiceError) -> HttpResponse {
+    if let ServiceError::Invalid(invalid) = error {
+        if let Some(refused) = filter_refusal(invalid) {
+            return refused;
+        }
+    }
     v1_error(status_of(error), error)
 }
 
@@ -71,6 +95,11 @@ pub fn v2_error(
 
 /// A service error as Nacos v2 reports it.
 pub fn v2_service_error(error: &ServiceError) -> HttpResponse {
+    if let ServiceError::Invalid(invalid) = error {
+        if let Some(refused) = filter_refusal(invalid) {
+            return refused;
+        }
+    }
     let (code, message) = match error {
         ServiceError::Invalid(InvalidInput::Missing(_)) => (10000, "parameter missing"),
         ServiceError::Invalid(InvalidInput::Namespace | InvalidInput::NamespaceTooLong) => {

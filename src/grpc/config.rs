@@ -18,6 +18,7 @@ use tacos_app::watch::fuzzy::{
 };
 use tacos_app::watch::{changed_keys, ListenKey, Subscribe, Unsubscribe};
 use tacos_core::command::Expect;
+use tacos_core::validate::InvalidInput;
 use tacos_state::{Access, ApplyError, GrayRule};
 
 /// `ConfigQueryRequest{dataId, group, tenant, tag}` → `ConfigQueryResponse`:
@@ -53,7 +54,7 @@ pub fn query(
     };
     let key = match checked_key(req.str("tenant"), req.str("group"), req.str("dataId")) {
         Ok(key) => key,
-        Err(e) => return failed(code::INVALID_PARAM, &e.to_string()),
+        Err(e) => return failed(code::INVALID_PARAM, &invalid_message(&e)),
     };
     // A learner too far behind: a failure (code 500), never "not found".
     if let Err(behind) = app.service.readable() {
@@ -108,8 +109,22 @@ struct QueryBody<'a> {
     tag: Option<String>,
 }
 
+/// The message of bad input: the parameter filter's refusals (`--param-check`)
+/// as Nacos' `RemoteParamCheckFilter` words them, the rest as they are.
+fn invalid_message(error: &InvalidInput) -> String {
+    match error {
+        InvalidInput::FilterChars(_) | InvalidInput::FilterLength(..) => {
+            format!("Param check invalid:{error}")
+        }
+        _ => error.to_string(),
+    }
+}
+
 /// The Nacos error code and message for a failed write.
 fn write_failure(error: &ServiceError) -> (i32, String) {
+    if let ServiceError::Invalid(invalid) = error {
+        return (code::INVALID_PARAM, invalid_message(invalid));
+    }
     let code = match error {
         ServiceError::Invalid(_) => code::INVALID_PARAM,
         ServiceError::Rejected(ApplyError::CasMismatch) => code::SERVER_ERROR,
@@ -253,7 +268,7 @@ pub async fn batch_listen(
     for c in contexts {
         let key = match checked_key(&c.tenant, &c.group, &c.data_id) {
             Ok(key) => key,
-            Err(e) => return payload::fail(KIND, &rid, code::INVALID_PARAM, &e.to_string()),
+            Err(e) => return payload::fail(KIND, &rid, code::INVALID_PARAM, &invalid_message(&e)),
         };
         // Every key, where Nacos checks the first one's namespace only.
         if let Err(e) = principal.require_key(&key, Access::Read) {

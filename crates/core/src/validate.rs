@@ -182,21 +182,40 @@ impl KeyRules {
         Ok(())
     }
 
+    /// The parameter filter alone on a key's parts, where Nacos runs
+    /// nothing else (the v1 listener's `Listening-Configs`); Ok when off.
+    pub fn filter_only(
+        self,
+        namespace: &str,
+        group: &str,
+        data_id: &str,
+    ) -> Result<(), InvalidInput> {
+        self.filter_namespace(namespace)?;
+        self.filter("dataId", data_id, MAX_DATA_ID_LEN)?;
+        self.filter("group", group, MAX_GROUP_LEN)
+    }
+
+    fn filter_namespace(self, s: &str) -> Result<(), InvalidInput> {
+        if !self.param_filter || is_blank(s) {
+            return Ok(());
+        }
+        const PARAM: &str = "namespaceId/tenant";
+        if s.chars().count() > FILTER_MAX_NAMESPACE_LEN {
+            return Err(InvalidInput::FilterLength(PARAM, FILTER_MAX_NAMESPACE_LEN));
+        }
+        if !s.chars().all(new_namespace_char) {
+            return Err(InvalidInput::FilterChars(PARAM));
+        }
+        Ok(())
+    }
+
     /// A namespace id (tenant) as a client sends it with a config ("" is
     /// the public namespace).
     pub fn namespace(self, s: &str) -> Result<(), InvalidInput> {
         if s.is_empty() {
             return Ok(());
         }
-        if self.param_filter && !is_blank(s) {
-            const PARAM: &str = "namespaceId/tenant";
-            if s.chars().count() > FILTER_MAX_NAMESPACE_LEN {
-                return Err(InvalidInput::FilterLength(PARAM, FILTER_MAX_NAMESPACE_LEN));
-            }
-            if !s.chars().all(new_namespace_char) {
-                return Err(InvalidInput::FilterChars(PARAM));
-            }
-        }
+        self.filter_namespace(s)?;
         if !key_chars_ok(s) {
             return Err(InvalidInput::Namespace);
         }

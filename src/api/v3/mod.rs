@@ -52,7 +52,7 @@ use actix_web::HttpResponse;
 
 use super::guard::{Need, Routes};
 use super::params::Params;
-use super::render::{http_date, status_of, v2_error};
+use super::render::{filter_refusal, status_of, v2_error};
 use tacos_app::auth::Principal;
 use tacos_app::query::Paging;
 use tacos_app::service::{checked_key, ServiceError};
@@ -273,26 +273,6 @@ fn allow(principal: &Principal, key: &tacos_core::ConfigKey, access: Access) -> 
 /// (lists, which then show only what it may read).
 fn allow_some(principal: &Principal, namespace: &str, access: Access) -> Refused<()> {
     super::allow_some(principal, namespace, access).map_err(Refusal)
-}
-
-/// The answer of Nacos' parameter filter (`--param-check`, on by default
-/// in Nacos 3) to an illegal or too long namespace, dataId or group: 400 in
-/// plain text, before any controller runs. `None` for other input errors
-/// (with the filter off, Nacos' own `ParamUtils` check answers 20002).
-fn filter_refusal(error: &InvalidInput) -> Option<HttpResponse> {
-    if !matches!(
-        error,
-        InvalidInput::FilterChars(_) | InvalidInput::FilterLength(..)
-    ) {
-        return None;
-    }
-    Some(
-        HttpResponse::BadRequest()
-            .insert_header(("Pragma", "no-cache"))
-            .insert_header(("Expires", http_date(0)))
-            .insert_header(("Cache-Control", "no-cache,no-store"))
-            .body(format!("{error}\r\n")),
-    )
 }
 
 /// Bad input as Nacos 3 answers it: the parameter filter's text for keys
