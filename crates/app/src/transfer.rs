@@ -294,11 +294,21 @@ pub fn read_zip(
     if let Some(yaml) = &metadata_v2 {
         let parsed: Metadata =
             serde_yaml_ng::from_str(yaml).map_err(|e| metadata_error(METADATA, e.to_string()))?;
+        // Nacos' `parseImportDataV2`: no items, or an item without a
+        // dataId, a group or a type, refuses the whole import
+        // (`METADATA_ILLEGAL`).
+        if parsed.metadata.is_empty() {
+            return Err(metadata_error(METADATA, "it lists no config".into()));
+        }
         for item in parsed.metadata {
-            if item.data_id.trim().is_empty() || item.group.trim().is_empty() {
+            let blank = |v: Option<&str>| v.is_none_or(|v| v.trim().is_empty());
+            if item.data_id.trim().is_empty()
+                || item.group.trim().is_empty()
+                || blank(item.config_type.as_deref())
+            {
                 return Err(metadata_error(
                     METADATA,
-                    "every item needs a dataId and a group".into(),
+                    "every item needs a dataId, a group and a type".into(),
                 ));
             }
             let key = (item.group.clone(), item.data_id.clone());
@@ -608,6 +618,30 @@ mod tests {
             read_zip(&broken, 1024, &any_content),
             Err(TransferError::Metadata { .. })
         ));
+    }
+
+    /// As Nacos' `parseImportDataV2`: an item without a dataId, a group or
+    /// a type, or no item at all, refuses the whole zip.
+    #[test]
+    fn v2_metadata_items_need_data_id_group_and_type() {
+        for metadata in [
+            &b"metadata:\n- dataId: a\n  group: G\n"[..],
+            b"metadata:\n- dataId: a\n  group: G\n  type: ''\n",
+            b"metadata:\n- dataId: a\n  type: text\n",
+            b"metadata:\n- group: G\n  type: text\n",
+            b"metadata:\n- dataId: a\n  group: G\n  type: text\n- dataId: b\n  group: G\n",
+            b"metadata: []\n",
+        ] {
+            let bytes = zip_of(&[("G/a", b"a"), ("G/b", b"b"), (METADATA, metadata)]);
+            assert!(
+                matches!(
+                    read_zip(&bytes, 1024, &any_content),
+                    Err(TransferError::Metadata { .. })
+                ),
+                "{}",
+                String::from_utf8_lossy(metadata)
+            );
+        }
     }
 
     #[test]

@@ -219,16 +219,24 @@ impl Principal {
     }
 
     /// The caller to stamp into writes: the user when logged in, else the
-    /// `src_user` the client claims.
+    /// `src_user` the client claims; history records the claimed
+    /// `src_user` when one is given, as Nacos does (see [`Caller`]).
     pub fn caller(&self, claimed_user: &str, ip: String) -> Caller {
+        let claimed = claimed_user.trim();
         match self {
             Principal::Open => Caller {
                 user: claimed_user.to_string(),
+                src_user: claimed_user.to_string(),
                 ip,
                 authenticated: false,
             },
             Principal::User(user) => Caller {
                 user: user.username.clone(),
+                src_user: if claimed.is_empty() {
+                    user.username.clone()
+                } else {
+                    claimed.to_string()
+                },
                 ip,
                 authenticated: true,
             },
@@ -520,6 +528,7 @@ impl Auth {
         });
         let caller = Caller {
             user: user.username.clone(),
+            src_user: user.username.clone(),
             ip: ip.to_string(),
             authenticated: true,
         };

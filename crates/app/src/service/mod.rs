@@ -56,8 +56,13 @@ pub enum ServiceError {
 #[derive(Debug, Clone, Default)]
 pub struct Caller {
     /// The logged-in user, or (open API without auth) the `src_user` the
-    /// client claims.
+    /// client claims: the audit log's actor.
     pub user: String,
+    /// The author a config's history records (Nacos' `srcUser`): the
+    /// `src_user` the client gives, else `user`, as Nacos takes it
+    /// (`RequestUtil.getSrcUserName` only when none is given). The audit
+    /// log keeps who really wrote.
+    pub src_user: String,
     pub ip: String,
     /// Whether `user` was authenticated.
     pub authenticated: bool,
@@ -68,6 +73,7 @@ impl Caller {
     pub fn system() -> Self {
         Caller {
             user: "system".into(),
+            src_user: "system".into(),
             ip: String::new(),
             authenticated: true,
         }
@@ -164,7 +170,7 @@ impl Writer {
 
 pub(crate) fn origin(caller: &Caller) -> pb::Origin {
     pb::Origin {
-        src_user: caller.user.clone(),
+        src_user: caller.src_user.clone(),
         src_ip: caller.ip.clone(),
         time_ms: now_ms(),
     }
