@@ -323,21 +323,33 @@ pub async fn read_stream(
                     labels.get(CONNECTION_TAG_LABEL).map(String::as_str),
                 )
                 .tag;
-                hub.do_send(SetUp {
-                    conn: conn.num,
-                    tenant: incoming.str("tenant").to_string(),
-                    labels,
-                    queue: conn.queue.clone(),
-                });
                 // A client that negotiates abilities waits for ours
                 // (Nacos' GrpcBiStreamRequestAcceptor: only when the setup
                 // carries a table, even an empty one).
-                if incoming
+                let negotiates = incoming
                     .body
                     .get("abilityTable")
-                    .is_some_and(|t| !t.is_null())
-                {
+                    .is_some_and(|t| !t.is_null());
+                // Such a client (Java 2.3+, Python 3.x) must not be pushed
+                // anything before it has taken the connection into use, and
+                // the server cannot tell when that is: the Java client
+                // answers a push that arrives before (its `currentConnection`
+                // is still unset) with an exception that aborts the
+                // connection attempt (GrpcClient.bindRequestStream ->
+                // recAbilityContext.release(null)). These clients listen
+                // again on their own soon after a connect (Java at once, on
+                // its connected event; Python within its 5 s listen round),
+                // so only the others (the Rust SDK 0.8) are made
+                // provisional (`tacos_app::watch::unlistened`).
+                if negotiates {
                     conn.send_setup_ack();
+                } else {
+                    hub.do_send(SetUp {
+                        conn: conn.num,
+                        tenant: incoming.str("tenant").to_string(),
+                        labels,
+                        queue: conn.queue.clone(),
+                    });
                 }
                 // Set up on a connection accepted before the port closed,
                 // after the drain asked the others: ask it too.
