@@ -69,6 +69,27 @@ if ! [ -d tests/console/node_modules/playwright-core ]; then
   (cd tests/console && npm install --no-audit --no-fund --silent)
 fi
 
+# The Java and Go SDK drivers: Maven nacos-client 2.x and 3.x (tests/java,
+# tests/sdk_java.rs), Spring Cloud Alibaba (tests/spring, tests/sdk_spring.rs)
+# and Go nacos-sdk-go (tests/go, tests/sdk_go.rs, tests/failover.rs). Their
+# downloads are cached per machine (~/.m2, Go's module cache); each prepare
+# script does nothing when its build is newer than its sources.
+if ! command -v mvn >/dev/null 2>&1 || ! command -v javac >/dev/null 2>&1; then
+  echo "== installing Debian openjdk-17-jdk-headless and maven for the Java SDK tests"
+  SUDO=""
+  if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq openjdk-17-jdk-headless maven
+fi
+if ! command -v go >/dev/null 2>&1; then
+  echo "go (1.26 or newer, tests/go/go.mod) is required for the Go SDK tests" >&2
+  exit 1
+fi
+echo "== building the Java, Spring and Go SDK drivers (cached when unchanged)"
+tests/java/prepare.sh
+tests/spring/prepare.sh
+tests/go/prepare.sh
+
 echo "== the console's committed bundle matches its source (console-bundle/)"
 scripts/build-console.sh --check
 
