@@ -102,7 +102,7 @@ func getPatiently(c config_client.IConfigClient, dataID, grp, want string) error
 
 // listen adds a recorder as the listener of a key.
 func listen(c config_client.IConfigClient, name, dataID, grp string) (*recorder, error) {
-	rec := newRecorder(name)
+	rec := newRecorder(name, dataID)
 	err := c.ListenConfig(vo.ConfigParam{DataId: dataID, Group: grp, OnChange: rec.listener})
 	if err != nil {
 		return nil, fmt.Errorf("ListenConfig %s/%s: %v", grp, dataID, err)
