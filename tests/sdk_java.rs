@@ -503,6 +503,7 @@ async fn moves_on_sigterm(generation: Generation) {
     );
     // READY, and the server it is on.
     let mut connected: Option<String> = None;
+    let mut ready = false;
     let deadline = Instant::now() + LISTENER_START;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
@@ -515,7 +516,8 @@ async fn moves_on_sigterm(generation: Generation) {
         if let Some(at) = line.strip_prefix("CONNECTED ") {
             connected = Some(at.to_string());
         }
-        if line == "READY" && connected.is_some() {
+        ready |= line == "READY";
+        if ready && connected.is_some() {
             break;
         }
     }

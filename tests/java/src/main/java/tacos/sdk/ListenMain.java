@@ -36,7 +36,8 @@ import java.util.Set;
  *                         (HTTP address as listed; also printed once for the
  *                         server it is on when READY is printed)
  * DISCONNECTED host:port  that connection is gone
- * READY                   the listener is added
+ * READY                   the listener is added and the client connected
+ *                         (or 30 s passed without a connection)
  * FIRED content           the listener fired with this content (a null
  *                         content, a delete, as FIRED with nothing after it)
  * </pre>
@@ -86,6 +87,10 @@ public final class ListenMain {
         // its first listen.
         long deadline = System.currentTimeMillis() + 30_000;
         while (watchClients() == 0 && System.currentTimeMillis() < deadline) {
+            Thread.sleep(20);
+        }
+        // READY once connected (or after the bound: the servers may be down).
+        while (!anyRunning() && System.currentTimeMillis() < deadline) {
             Thread.sleep(20);
         }
         say("READY");
@@ -142,6 +147,12 @@ public final class ListenMain {
         }
         synchronized (WATCHED) {
             return WATCHED.size();
+        }
+    }
+
+    static boolean anyRunning() {
+        synchronized (WATCHED) {
+            return WATCHED.stream().anyMatch(RpcClient::isRunning);
         }
     }
 
