@@ -6,7 +6,7 @@
 //! * the config cases on one node: publish, get, listen (each change heard
 //!   once), remove, CAS, a namespace, config types, search, two server
 //!   addresses one of them dead, the address server (`endpoint`), a tag
-//!   gray, the encrypted data key; non-ASCII keys; the same with
+//!   gray and a beta, the encrypted data key; non-ASCII keys; the same with
 //!   `--open-api-auth` (username and password, and a wrong password
 //!   refused);
 //! * the SDK's cache dir answering reads while every server is down;

@@ -15,6 +15,7 @@ import (
 
 	"github.com/nacos-group/nacos-sdk-go/v2/clients/config_client"
 	"github.com/nacos-group/nacos-sdk-go/v2/common/constant"
+	"github.com/nacos-group/nacos-sdk-go/v2/util"
 	"github.com/nacos-group/nacos-sdk-go/v2/vo"
 )
 
@@ -147,6 +148,7 @@ var allCases = []struct {
 	{"several-servers", caseSeveralServers},
 	{"endpoint", caseEndpoint},
 	{"gray-tag", caseGrayTag},
+	{"gray-beta", caseGrayBeta},
 	{"encrypted-data-key", caseEncryptedDataKey},
 	{"auth-refused", caseAuthRefused},
 	{"non-ascii-keys", caseNonASCII},
@@ -705,6 +707,63 @@ func caseGrayTag(e *env, name string) error {
 	} else {
 		e.exactly(name, taggedRec, f2)
 	}
+	return nil
+}
+
+// gray-beta: a beta published through the SDK (ConfigParam.BetaIps goes
+// into additionMap.betaIps) naming the IP the SDK reports
+// (metadata.clientIp: its first non-loopback IPv4, util.LocalIP; none:
+// the server takes the peer, 127.0.0.1): the SDK reads and hears the beta,
+// another IP reads the formal version, and stopping the beta moves the
+// SDK back.
+func caseGrayBeta(e *env, name string) error {
+	ip := util.LocalIP()
+	if ip == "" {
+		ip = "127.0.0.1"
+	}
+	const otherIP = "203.0.113.7" // TEST-NET-3: no client of this test
+	c := e.client(name, nil)
+	id := e.key("beta.properties")
+	f1, b1 := "version=formal-1", "version=beta-1"
+	if err := publish(c, vo.ConfigParam{DataId: id, Group: group, Content: f1}); err != nil {
+		return err
+	}
+	if err := get(c, id, group, f1); err != nil {
+		return err
+	}
+	rec, err := listen(c, name, id, group)
+	if err != nil {
+		return err
+	}
+	if err := publish(c, vo.ConfigParam{DataId: id, Group: group, Content: b1, BetaIps: ip}); err != nil {
+		return fmt.Errorf("publishing the beta for %s: %v", ip, err)
+	}
+	if _, err := rec.next(b1, NotifyWait); err != nil {
+		return fmt.Errorf("the SDK at %s: %v", ip, err)
+	}
+	if err := get(c, id, group, b1); err != nil {
+		return fmt.Errorf("the SDK at %s reads: %v", ip, err)
+	}
+	for _, probe := range []struct{ ip, want string }{{ip, b1}, {otherIP, f1}} {
+		status, body, err := e.admin.getConfigAs(id, group, "", probe.ip)
+		if err != nil {
+			return err
+		}
+		if status != 200 || body != probe.want {
+			return fmt.Errorf("HTTP GET as %s: %d %q, expected 200 %q", probe.ip, status, body, probe.want)
+		}
+	}
+	if err := e.admin.deleteBeta(id, group, ""); err != nil {
+		return err
+	}
+	if _, err := rec.next(f1, NotifyWait); err != nil {
+		return fmt.Errorf("after the beta stopped: %v", err)
+	}
+	if err := get(c, id, group, f1); err != nil {
+		return err
+	}
+	say("info gray-beta: the SDK reports client IP %s", ip)
+	e.exactly(name, rec, b1, f1)
 	return nil
 }
 

@@ -56,6 +56,12 @@ func (a *api) login() error {
 
 // do sends a request (query in the URL, form as the body) with the token.
 func (a *api) do(method, path string, query, form url.Values) (int, string, http.Header, error) {
+	return a.doAs(method, path, query, form, "")
+}
+
+// doAs is do as a client at `ip` (X-Forwarded-For, which the server takes
+// as the client's IP, as Nacos does), unless ip is "".
+func (a *api) doAs(method, path string, query, form url.Values, ip string) (int, string, http.Header, error) {
 	if query == nil {
 		query = url.Values{}
 	}
@@ -76,6 +82,9 @@ func (a *api) do(method, path string, query, form url.Values) (int, string, http
 	}
 	if form != nil {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	if ip != "" {
+		req.Header.Set("X-Forwarded-For", ip)
 	}
 	resp, err := httpClient.Do(req)
 	if err != nil {
@@ -99,6 +108,32 @@ func (a *api) getConfig(dataID, group, tenant string, extra url.Values) (int, st
 		query[k] = v
 	}
 	return a.do(http.MethodGet, "/nacos/v1/cs/configs", query, nil)
+}
+
+// getConfigAs is getConfig as a client at `ip`.
+func (a *api) getConfigAs(dataID, group, tenant, ip string) (int, string, error) {
+	if err := a.login(); err != nil {
+		return 0, "", err
+	}
+	query := url.Values{"dataId": {dataID}, "group": {group}, "tenant": {tenant}}
+	status, body, _, err := a.doAs(http.MethodGet, "/nacos/v1/cs/configs", query, nil, ip)
+	return status, body, err
+}
+
+// deleteBeta stops a config's beta (`DELETE /nacos/v1/cs/configs?beta=true`).
+func (a *api) deleteBeta(dataID, group, tenant string) error {
+	if err := a.login(); err != nil {
+		return err
+	}
+	query := url.Values{"dataId": {dataID}, "group": {group}, "tenant": {tenant}, "beta": {"true"}}
+	status, body, _, err := a.do(http.MethodDelete, "/nacos/v1/cs/configs", query, nil)
+	if err != nil {
+		return err
+	}
+	if status != 200 || !strings.Contains(body, "true") {
+		return fmt.Errorf("DELETE beta of %s: %d %s", dataID, status, body)
+	}
+	return nil
 }
 
 // deleteTag removes a config's tag gray (`DELETE /nacos/v1/cs/configs?tag=`).
