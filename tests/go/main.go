@@ -98,7 +98,8 @@ func parseServers(list string) ([]constant.ServerConfig, error) {
 	return out, nil
 }
 
-// clientOptions are the ClientConfig every client of the driver starts from.
+// baseClientConfig is the ClientConfig every client of the driver starts
+// from: its own cache dir (`name`), one log dir, a 5 s request timeout.
 func baseClientConfig(workdir, name string) constant.ClientConfig {
 	sdkLog = workdir + "/logs/nacos-sdk.log"
 	return *constant.NewClientConfig(
