@@ -86,9 +86,9 @@ async fn java_3x_client_moves_on_sigterm() {
 
 // ---- the driver ------------------------------------------------------------
 
-/// `java -cp <classes>:<dependencies>` with the client's files (snapshot,
-/// logs) in `work` and timestamps on its log lines.
-fn java_command(generation: Generation, work: &Path) -> std::process::Command {
+/// The driver's class path (its classes, then its dependencies); panics
+/// naming tests/java/prepare.sh when it is not built.
+fn driver_classpath(generation: Generation) -> String {
     let module = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/java")
         .join(generation.module());
@@ -102,6 +102,13 @@ fn java_command(generation: Generation, work: &Path) -> std::process::Command {
         classes.display(),
         classpath_file.display()
     );
+    format!("{}:{}", classes.display(), dependencies.trim())
+}
+
+/// `java -cp <classes>:<dependencies>` with the client's files (snapshot,
+/// logs) in `work` and timestamps on its log lines.
+fn java_command(generation: Generation, work: &Path) -> std::process::Command {
+    let classpath = driver_classpath(generation);
     let java = std::env::var("JAVA").unwrap_or_else(|_| "java".to_string());
     let mut command = std::process::Command::new(java);
     command
@@ -113,7 +120,7 @@ fn java_command(generation: Generation, work: &Path) -> std::process::Command {
         .arg("-Dorg.slf4j.simpleLogger.showDateTime=true")
         .arg("-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS")
         .arg("-cp")
-        .arg(format!("{}:{}", classes.display(), dependencies.trim()))
+        .arg(classpath)
         .arg("tacos.sdk.Driver");
     command
 }
@@ -272,6 +279,7 @@ async fn start_on_pair(tmp: &TempDir, extra: &[String]) -> Server {
 // ---- the cases run ---------------------------------------------------------
 
 async fn run_cases(generation: Generation) {
+    driver_classpath(generation);
     let tmp = common::temp_dir();
     let mut server = start_on_pair(&tmp, &["--open-api-auth".to_string()]).await;
     let addr = format!("127.0.0.1:{}", server.port());
@@ -486,6 +494,7 @@ fn drain_counts(log: &str) -> Option<(u64, u64)> {
 }
 
 async fn moves_on_sigterm(generation: Generation) {
+    driver_classpath(generation);
     let _serial = CLUSTER.lock().await;
     let mut nodes = start_cluster().await;
     let work = common::temp_dir();
@@ -542,11 +551,18 @@ async fn moves_on_sigterm(generation: Generation) {
     let published = sent.elapsed();
     let mut moved_at: Option<Duration> = None;
     let mut fired_at: Option<Duration> = None;
+    let mut exited_at: Option<Duration> = None;
+    // Until the client moved, heard the change and the node exited (or the
+    // bound): lines as they come, the node's exit polled in between.
     let deadline = Instant::now() + EVENT_WAIT;
-    while moved_at.is_none() || fired_at.is_none() {
-        let left = deadline.saturating_duration_since(Instant::now());
-        let Some((at, line)) = driver.next_line(left).await else {
-            break;
+    while (moved_at.is_none() || fired_at.is_none() || exited_at.is_none())
+        && Instant::now() < deadline
+    {
+        if exited_at.is_none() && !nodes[victim].server.is_running() {
+            exited_at = Some(sent.elapsed());
+        }
+        let Some((at, line)) = driver.next_line(Duration::from_millis(10)).await else {
+            continue;
         };
         match line.strip_prefix("CONNECTED ") {
             Some(to) if to != on && moved_at.is_none() => {
@@ -559,22 +575,24 @@ async fn moves_on_sigterm(generation: Generation) {
             fired_at = Some(at.duration_since(sent));
         }
     }
-    // The node exits after its drain.
+    // The node exits after its drain (bounded by its --drain-seconds).
     let exit_deadline = Instant::now() + common::STOP_TIMEOUT;
-    while nodes[victim].server.is_running() {
+    while exited_at.is_none() {
+        if !nodes[victim].server.is_running() {
+            exited_at = Some(sent.elapsed());
+        }
         assert!(
             Instant::now() < exit_deadline,
             "node {} did not exit after SIGTERM",
             victim + 1
         );
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    let exited = sent.elapsed();
     let node_log = nodes[victim].server.log();
     let client_log = driver.stderr();
     println!(
         "java {}: SIGTERM -> connected to {} after {moved_at:?}; change published {published:?} \
-         after the SIGTERM, heard after {fired_at:?}; the node exited after {exited:?}",
+         after the SIGTERM, heard after {fired_at:?}; the node exited after {exited_at:?}",
         generation.module(),
         connected.as_deref().unwrap_or("?"),
     );
