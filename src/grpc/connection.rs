@@ -58,7 +58,7 @@ use tonic::Status;
 use super::payload::{self, Incoming};
 use super::pb::Payload;
 use tacos_app::watch::fuzzy::{FuzzyPush, FuzzyQueue, FINISH_FUZZY_WATCH_INIT_NOTIFY};
-use tacos_app::watch::{Disconnect, ListenKey, PushQueue, SetUp, WatchHub};
+use tacos_app::watch::{Delivery, Disconnect, Push, PushQueue, SetUp, WatchHub};
 
 /// How long a pushed notification waits for its ack before it is re-sent.
 const ACK_TIMEOUT: Duration = Duration::from_secs(3);
@@ -375,15 +375,17 @@ pub async fn push_changes(conn: Arc<Connection>) {
             keys = conn.queue.take() => keys,
             _ = closed.wait_for(|c| *c) => return,
         };
-        for key in keys {
-            tokio::spawn(push_one(conn.clone(), key));
+        for push in keys {
+            tokio::spawn(push_one(conn.clone(), push));
         }
     }
 }
 
-/// Sends one change notification until it is acknowledged, at most
-/// [`PUSH_ATTEMPTS`] times, each with a new request id.
-async fn push_one(conn: Arc<Connection>, key: ListenKey) {
+/// Sends one change notification: a listened key until it is
+/// acknowledged, at most [`PUSH_ATTEMPTS`] times, each with a new request
+/// id; a key the client does not listen to once ([`Delivery::Once`]).
+async fn push_one(conn: Arc<Connection>, push: Push) {
+    let Push { key, delivery } = push;
     let body = serde_json::json!({
         "headers": {},
         "dataId": key.data_id,
@@ -395,6 +397,15 @@ async fn push_one(conn: Arc<Connection>, key: ListenKey) {
     let Some(first) = send_tracked(&conn, KIND, &body).await else {
         return;
     };
+    if delivery == Delivery::Once {
+        // No re-send: drop the ack's slot once an answer could have come.
+        tokio::time::sleep(ACK_TIMEOUT).await;
+        conn.pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&first.request_id);
+        return;
+    }
     if !until_acked(conn.clone(), KIND, body, first).await {
         tracing::warn!(
             conn = %conn.id,

@@ -6,6 +6,12 @@
 //! push task drains the queue, sends notifications and waits for acks. A slow
 //! or dead client therefore delays only itself, and its queue never holds
 //! more than the keys it listens to.
+//!
+//! A key the connection does not listen to (a change pushed to a client
+//! that has not listened yet, `super::unlistened`) is sent once
+//! ([`Delivery::Once`]): SDKs that do not hold the key do not answer it
+//! (the Go SDK 2.3.2 sends no response at all), so waiting for an ack would
+//! only re-send it and report a client that did nothing wrong.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -18,30 +24,63 @@ use super::ListenKey;
 #[derive(Clone, Default)]
 pub struct PushQueue(Arc<Inner>);
 
+/// How a queued key is delivered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delivery {
+    /// A key the connection listens to: re-sent until acknowledged.
+    UntilAcked,
+    /// A key it does not listen to (yet): sent once, no ack awaited.
+    Once,
+}
+
+/// One key waiting to be pushed, and how.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Push {
+    pub key: ListenKey,
+    pub delivery: Delivery,
+}
+
 #[derive(Default)]
 struct Inner {
-    dirty: Mutex<Vec<ListenKey>>,
+    dirty: Mutex<Vec<Push>>,
     notify: Notify,
     /// The connection is gone: the hub must not (re)register it.
     closed: AtomicBool,
 }
 
 impl PushQueue {
-    /// Queues `key` (once) and wakes the push task.
+    /// Queues `key` (once), to be re-sent until acknowledged, and wakes the
+    /// push task.
     pub fn mark(&self, key: &ListenKey) {
+        self.queue(key, Delivery::UntilAcked);
+    }
+
+    /// Queues `key` to be sent once (a key the connection does not listen
+    /// to); a key already queued keeps its delivery.
+    pub fn mark_once(&self, key: &ListenKey) {
+        self.queue(key, Delivery::Once);
+    }
+
+    fn queue(&self, key: &ListenKey, delivery: Delivery) {
         let mut dirty = self.0.dirty.lock().unwrap_or_else(|e| e.into_inner());
-        if !dirty
-            .iter()
-            .any(|k| k.key == key.key && k.tenant == key.tenant)
+        match dirty
+            .iter_mut()
+            .find(|p| p.key.key == key.key && p.key.tenant == key.tenant)
         {
-            dirty.push(key.clone());
+            // A listened key's delivery wins over a once-only one.
+            Some(queued) if delivery == Delivery::UntilAcked => queued.delivery = delivery,
+            Some(_) => {}
+            None => dirty.push(Push {
+                key: key.clone(),
+                delivery,
+            }),
         }
         drop(dirty);
         self.0.notify.notify_one();
     }
 
     /// Waits until keys are queued and takes them all.
-    pub async fn take(&self) -> Vec<ListenKey> {
+    pub async fn take(&self) -> Vec<Push> {
         loop {
             let keys = std::mem::take(&mut *self.0.dirty.lock().unwrap_or_else(|e| e.into_inner()));
             if !keys.is_empty() {
@@ -69,7 +108,7 @@ impl PushQueue {
         self.0
             .dirty
             .lock()
-            .map(|d| d.iter().any(|k| &k.key == key))
+            .map(|d| d.iter().any(|p| &p.key.key == key))
             .unwrap_or(false)
     }
 
@@ -98,6 +137,15 @@ mod tests {
         }
     }
 
+    fn pushed(keys: &[(&str, Delivery)]) -> Vec<Push> {
+        keys.iter()
+            .map(|&(data_id, delivery)| Push {
+                key: key(data_id),
+                delivery,
+            })
+            .collect()
+    }
+
     #[tokio::test]
     async fn marks_are_deduplicated_and_wake_the_taker() {
         let queue = PushQueue::default();
@@ -108,12 +156,34 @@ mod tests {
         tokio::task::yield_now().await;
         queue.mark(&key("a"));
         let taken = taker.await.unwrap();
-        assert_eq!(taken, vec![key("a")]);
+        assert_eq!(taken, pushed(&[("a", Delivery::UntilAcked)]));
         queue.mark(&key("b"));
         queue.mark(&key("b"));
         queue.mark(&key("c"));
         assert_eq!(queue.len(), 2);
-        assert_eq!(queue.take().await, vec![key("b"), key("c")]);
+        assert_eq!(
+            queue.take().await,
+            pushed(&[("b", Delivery::UntilAcked), ("c", Delivery::UntilAcked)])
+        );
         assert!(queue.is_empty());
+    }
+
+    /// A key marked both ways is pushed once, until acknowledged.
+    #[tokio::test]
+    async fn a_listened_mark_wins_over_a_once_only_one() {
+        let queue = PushQueue::default();
+        queue.mark_once(&key("a"));
+        queue.mark(&key("a"));
+        queue.mark(&key("b"));
+        queue.mark_once(&key("b"));
+        queue.mark_once(&key("c"));
+        assert_eq!(
+            queue.take().await,
+            pushed(&[
+                ("a", Delivery::UntilAcked),
+                ("b", Delivery::UntilAcked),
+                ("c", Delivery::Once)
+            ])
+        );
     }
 }

@@ -117,7 +117,7 @@ impl Unlistened {
                 if now >= p.until {
                     expired.push(conn);
                 } else {
-                    p.queue.mark(&notified(key, &p.tenant));
+                    p.queue.mark_once(&notified(key, &p.tenant));
                     pushed += 1;
                 }
             }
@@ -145,7 +145,7 @@ impl Unlistened {
                 break;
             }
             if key.namespace == namespace && seen.insert(key.clone()) {
-                msg.queue.mark(&notified(key, &msg.tenant));
+                msg.queue.mark_once(&notified(key, &msg.tenant));
             }
         }
         metrics::counter!("tacos_grpc_unlistened_pushes_total").increment(seen.len() as u64);
@@ -244,6 +244,19 @@ mod tests {
 
     /// (dataId, tenant) of the queued notifications, sorted.
     async fn taken(queue: &PushQueue) -> Vec<(String, String)> {
+        taken_as(queue, None).await
+    }
+
+    /// [`taken`], checking each is sent once (a key the connection does
+    /// not listen to).
+    async fn taken_once(queue: &PushQueue) -> Vec<(String, String)> {
+        taken_as(queue, Some(crate::watch::Delivery::Once)).await
+    }
+
+    async fn taken_as(
+        queue: &PushQueue,
+        delivery: Option<crate::watch::Delivery>,
+    ) -> Vec<(String, String)> {
         if queue.is_empty() {
             return Vec::new();
         }
@@ -251,7 +264,12 @@ mod tests {
             .take()
             .await
             .into_iter()
-            .map(|k| (k.data_id, k.tenant))
+            .map(|p| {
+                if let Some(want) = delivery {
+                    assert_eq!(p.delivery, want, "{:?}", p.key.key);
+                }
+                (p.key.data_id, p.key.tenant)
+            })
             .collect();
         keys.sort();
         keys
@@ -271,12 +289,13 @@ mod tests {
         change(&hub, "ns2", "elsewhere").await;
         let queue = PushQueue::default();
         assert_eq!(set_up(&hub, 1, "ns1", &queue).await, 1);
-        assert_eq!(taken(&queue).await, vec![pair("before", "ns1")]);
+        assert_eq!(taken_once(&queue).await, vec![pair("before", "ns1")]);
 
-        // After the setup: every change in its namespace, no other.
+        // After the setup: every change in its namespace, no other, each
+        // sent once (it listens to none of them).
         change(&hub, "ns1", "after").await;
         change(&hub, "ns2", "elsewhere").await;
-        assert_eq!(taken(&queue).await, vec![pair("after", "ns1")]);
+        assert_eq!(taken_once(&queue).await, vec![pair("after", "ns1")]);
 
         // Its first listen ends it: only listened keys from then on.
         let listened = ListenKey {
