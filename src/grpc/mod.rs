@@ -181,6 +181,15 @@ pub async fn handle(
                 json!({ "connectionId": connection_id, "supportAbilityNegotiation": true }),
             )
         }
+        // While the node drains, a health check fails (not with a 3xx,
+        // which clients take as "retry later"): a client asked to move
+        // (`ConnectResetRequest` without an address) checks its current
+        // connection first, and the Go SDK stays where the check passes.
+        "HealthCheckRequest" if app.connections.is_stopping() => payload::error(
+            &rid,
+            code::SERVER_ERROR,
+            "server is stopping, move to another server",
+        ),
         "HealthCheckRequest" => payload::ok("HealthCheckResponse", &rid, json!({})),
         "ClientDetectionRequest" => payload::ok("ClientDetectionResponse", &rid, json!({})),
         "ConfigQueryRequest" => config::query(app, &req, &client_ip, peer, &principal),
