@@ -89,6 +89,12 @@ async fn listen(
 
 /// Waits until some gRPC connection listens to a key on the node at `http`.
 async fn wait_subscribed(http: u16) {
+    wait_subscribed_keys(http, 1).await
+}
+
+/// Waits until gRPC connections listen to at least `want` keys on the node
+/// at `http`.
+async fn wait_subscribed_keys(http: u16, want: u64) {
     let url = format!("http://127.0.0.1:{http}/tacos/v1/admin/listeners");
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     loop {
@@ -101,7 +107,7 @@ async fn wait_subscribed(http: u16) {
         }
         .and_then(|v| v["grpcKeys"].as_u64())
         .unwrap_or(0);
-        if keys > 0 {
+        if keys >= want {
             return;
         }
         assert!(
@@ -126,6 +132,48 @@ async fn expect_notified(rx: &mut mpsc::UnboundedReceiver<ConfigResponse>, conte
             Ok(None) => panic!("the listener channel closed"),
             Err(_) => panic!("no notification with {content:?} within {NOTIFY_TIMEOUT:?}"),
         }
+    }
+}
+
+/// Keys in other scripts (what Java Nacos' `ParamUtils.isValid` accepts):
+/// the SDK publishes, reads and listens on a Chinese dataId in a Chinese
+/// group, and a Latin-1 one, over gRPC; HTTP sees what it wrote and its
+/// listener hears an HTTP write.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sdk_reads_writes_and_listens_on_keys_in_any_script() {
+    let tmp = temp_dir();
+    let grpc = free_port();
+    let grpc_arg = grpc.to_string();
+    let server = Server::start_with_args(&tmp, &["--grpc-port", &grpc_arg]).await;
+    let cache = temp_dir();
+    let sdk = client(server.port(), grpc, cache.path()).await;
+    for (n, (group, data_id)) in [("支付组", "订单服务配置.yaml"), (GROUP, "é.yaml")]
+        .into_iter()
+        .enumerate()
+    {
+        let published = sdk
+            .publish_config(data_id.into(), group.into(), "v: 1".into(), None)
+            .await
+            .expect("publish over gRPC");
+        assert!(published, "{group}/{data_id}");
+        let got = sdk
+            .get_config(data_id.into(), group.into())
+            .await
+            .expect("get");
+        assert_eq!(got.content(), "v: 1");
+        assert_eq!(got.data_id(), data_id);
+        assert_eq!(got.group(), group);
+        let (status, body, _) = server.api().get(data_id, group, "").await;
+        assert_eq!((status.as_u16(), body.as_str()), (200, "v: 1"));
+
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        sdk.add_listener(data_id.into(), group.into(), Arc::new(Forward(tx)))
+            .await
+            .expect("adding a listener");
+        wait_subscribed_keys(server.port(), n as u64 + 1).await;
+        let reply = server.api().publish(data_id, group, "", "v: 2").await;
+        assert_true(reply, "HTTP publish").await;
+        expect_notified(&mut rx, "v: 2").await;
     }
 }
 

@@ -39,6 +39,20 @@ async function main() {
   check('subscriber notified', seen.includes('{"a":2}'), true);
   console.log(`     notify took ${Date.now() - started} ms (SDK polling included)`);
 
+  // Keys in other scripts: the npm client refuses them itself (its
+  // checkParameters allows a-zA-Z0-9 and _ - . : only), before any request;
+  // docs/sdk-compatibility.md says so. Checked here so a version that lets
+  // them through is noticed.
+  for (const [dataId, group] of [['订单服务配置.yaml', '支付组'], ['é.yaml', 'DEFAULT_GROUP']]) {
+    let refused = null;
+    try {
+      await client.publishSingle(dataId, group, 'x');
+    } catch (err) {
+      refused = String(err && err.message);
+    }
+    check(`sdk refuses ${dataId} itself`, refused !== null && refused.includes('only allow'), true);
+  }
+
   check('remove', await client.remove('node.json', 'DEFAULT_GROUP'), true);
   check('get after remove', await client.getConfig('node.json', 'DEFAULT_GROUP'), null);
   client.close();

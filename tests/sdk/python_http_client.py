@@ -53,6 +53,20 @@ check("remove", public.remove_config("py.yaml", "DEFAULT_GROUP"), True)
 check("watcher sees remove", wait_for(events, 2), True)
 check("get after remove", public.get_config("py.yaml", "DEFAULT_GROUP", no_snapshot=True), None)
 
+# Keys in other scripts (Java Nacos' ParamUtils.isValid): a Chinese dataId
+# in a Chinese group, published, read and watched.
+cjk_id, cjk_group = "订单服务配置.yaml", "支付组"
+check("publish cjk key", public.publish_config(cjk_id, cjk_group, "pay: on"), True)
+check("get cjk key", public.get_config(cjk_id, cjk_group, no_snapshot=True), "pay: on")
+cjk_events = []
+public.add_config_watcher(cjk_id, cjk_group, cjk_events.append)
+time.sleep(1.5)
+check("publish cjk change", public.publish_config(cjk_id, cjk_group, "pay: off"), True)
+check("cjk watcher notified", wait_for(cjk_events, 1), True)
+check("cjk watcher content", cjk_events[0]["content"], "pay: off")
+check("publish latin-1 key", public.publish_config("é.yaml", "DEFAULT_GROUP", "accent: 1"), True)
+check("get latin-1 key", public.get_config("é.yaml", "DEFAULT_GROUP", no_snapshot=True), "accent: 1")
+
 # "public" is the same namespace as "".
 named_public = nacos.NacosClient(server, namespace="public", **credentials)
 check("public alias", named_public.get_config("py-u.yaml", "DEFAULT_GROUP", no_snapshot=True), unicode)
