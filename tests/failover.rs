@@ -14,7 +14,11 @@
 //!   makes);
 //! * `rust-grpc`: crates.io `nacos-sdk`, in this process;
 //! * `node-http`: npm `nacos` (HTTP v1 long polling), a process
-//!   (`tests/sdk/node_listener.js`).
+//!   (`tests/sdk/node_listener.js`);
+//! * `java2-grpc`, `java3-grpc`: Maven `nacos-client` 2.x and 3.x, a JVM
+//!   each (`tests/java`, `listen` of its driver);
+//! * `go-grpc`: `nacos-sdk-go` v2, a process (`tests/go`, `listen` of its
+//!   driver).
 //!
 //! Each run: apply a fault to a node, publish a new value through another
 //! node (retrying until one accepts it), and wait for the client's listener
@@ -76,6 +80,9 @@ enum Sdk {
     PythonGrpc,
     RustGrpc,
     NodeHttp,
+    Java2Grpc,
+    Java3Grpc,
+    GoGrpc,
 }
 
 impl Sdk {
@@ -84,6 +91,9 @@ impl Sdk {
             Sdk::PythonGrpc => "python-grpc",
             Sdk::RustGrpc => "rust-grpc",
             Sdk::NodeHttp => "node-http",
+            Sdk::Java2Grpc => "java2-grpc",
+            Sdk::Java3Grpc => "java3-grpc",
+            Sdk::GoGrpc => "go-grpc",
         }
     }
 
@@ -102,6 +112,12 @@ impl Sdk {
             // A long poll into a partition waits out its 40 s request
             // timeout, then the client moves on (after a 2 s pause).
             Sdk::NodeHttp => Duration::from_secs(60),
+            // Java listens again at once on a reconnect; its health check
+            // (every 5 s, 3 s timeout) finds a partition.
+            Sdk::Java2Grpc | Sdk::Java3Grpc => Duration::from_secs(30),
+            // Re-listens at once on a reconnect, else every 5 s for keys
+            // out of step; a health check every 5 s (3 s timeout).
+            Sdk::GoGrpc => Duration::from_secs(30),
         }
     }
 
@@ -238,9 +254,22 @@ impl Client {
                     .expect("adding a listener");
                 client._rust = Some(service);
             }
-            Sdk::PythonGrpc | Sdk::NodeHttp => {
+            _ => {
                 let sdk_dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk");
-                let mut command = if sdk == Sdk::PythonGrpc {
+                let java = |client| {
+                    let mut c = common::drivers::java_driver(client, dir);
+                    c.arg("listen").args([servers, key]).arg(dir);
+                    c
+                };
+                let mut command = if sdk == Sdk::Java2Grpc {
+                    java(common::drivers::JavaClient::Nacos2)
+                } else if sdk == Sdk::Java3Grpc {
+                    java(common::drivers::JavaClient::Nacos3)
+                } else if sdk == Sdk::GoGrpc {
+                    let mut c = std::process::Command::new(common::drivers::go_driver_path());
+                    c.arg("listen").args([servers, key]).arg(dir);
+                    c
+                } else if sdk == Sdk::PythonGrpc {
                     let python = format!("{sdk_dir}/.venv-py3/bin/python");
                     assert!(
                         std::path::Path::new(&python).exists(),
@@ -850,4 +879,19 @@ async fn rust_grpc_listener_hears_every_change_across_failover() {
 #[tokio::test(flavor = "multi_thread")]
 async fn node_long_polling_listener_hears_every_change_across_failover() {
     failover(Sdk::NodeHttp, 0).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn java2_grpc_listener_hears_every_change_across_failover() {
+    failover(Sdk::Java2Grpc, 1).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn java3_grpc_listener_hears_every_change_across_failover() {
+    failover(Sdk::Java3Grpc, 0).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn go_grpc_listener_hears_every_change_across_failover() {
+    failover(Sdk::GoGrpc, 1).await;
 }

@@ -22,15 +22,11 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use common::cluster::{Cluster, GROUP};
 use common::{free_port, NacosApi, Server};
 
-/// The driver `tests/go/prepare.sh` builds.
-const DRIVER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/go/bin/tacos-go-sdk");
-/// The Go module's dir.
-const MODULE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/go");
 /// Bound on one driver run (its cases wait 20 s at most for a listener).
 const RUN_LIMIT: Duration = Duration::from_secs(100);
 /// How long the listener may take to hear a change (its SDK re-listens
@@ -40,30 +36,10 @@ const NOTIFY_WAIT: Duration = Duration::from_secs(30);
 /// stopped.
 const MOVE_WAIT: Duration = Duration::from_secs(60);
 
-/// The driver's path; panics (naming prepare.sh) if it is missing or older
-/// than the module's sources.
-fn driver() -> &'static str {
-    let built = std::fs::metadata(DRIVER)
-        .and_then(|m| m.modified())
-        .unwrap_or_else(|_| {
-            panic!("the Go SDK driver {DRIVER} is not built: run tests/go/prepare.sh (scripts/test.sh does)")
-        });
-    let newest_source = std::fs::read_dir(MODULE)
-        .expect("reading tests/go")
-        .filter_map(Result::ok)
-        .filter(|e| {
-            let name = e.file_name();
-            let name = name.to_string_lossy();
-            name.ends_with(".go") || name == "go.mod" || name == "go.sum"
-        })
-        .filter_map(|e| e.metadata().and_then(|m| m.modified()).ok())
-        .max()
-        .unwrap_or(SystemTime::UNIX_EPOCH);
-    assert!(
-        built >= newest_source,
-        "the Go SDK driver {DRIVER} is older than its sources: run tests/go/prepare.sh"
-    );
-    DRIVER
+/// The driver's path (`common::drivers::go_driver_path`: panics, naming
+/// prepare.sh, if it is missing or older than the module's sources).
+fn driver() -> std::path::PathBuf {
+    common::drivers::go_driver_path()
 }
 
 /// A running driver: its stdout lines as they come, its stdin to answer.

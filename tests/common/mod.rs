@@ -15,6 +15,7 @@
 #![allow(dead_code)]
 
 pub mod cluster;
+pub mod drivers;
 pub mod proxy;
 
 use std::collections::{BTreeMap, BTreeSet};
