@@ -333,8 +333,15 @@ async fn run_cases(generation: Generation) {
         || driver.seen.iter().any(|l| l.starts_with("FAIL "));
     assert!(
         !failed,
-        "the Java driver ({}) failed (exit {status:?}):\n{out}\n---- its stderr (tail) ----\n{}\n---- tacos log (tail) ----\n{}",
+        "the Java driver ({}) failed (exit {status:?}):\n{out}\n---- its client log: errors ----\n{}\n---- its stderr (tail) ----\n{}\n---- tacos log (tail) ----\n{}",
         generation.module(),
+        client_log
+            .lines()
+            .filter(|l| l.contains("ERROR") || l.contains("] fail") || l.contains("WARN"))
+            .filter(|l| !l.contains("Nacos Logging"))
+            .take(60)
+            .collect::<Vec<_>>()
+            .join("\n"),
         driver.stderr_tail(),
         common::cluster::tail(&server.log(), 60)
     );
@@ -364,6 +371,7 @@ async fn run_cases(generation: Generation) {
         "multi_address",
         "endpoint",
         "gray_tag",
+        "gray_beta",
         "encryption",
         "unicode_keys",
         "snapshot",

@@ -181,6 +181,7 @@ public final class Driver {
         cases.put("multi_address", this::multiAddress);
         cases.put("endpoint", this::endpoint);
         cases.put("gray_tag", this::grayTag);
+        cases.put("gray_beta", this::grayBeta);
         cases.put("encryption", this::encryption);
         cases.put("unicode_keys", this::unicodeKeys);
         if (generation() >= 3) {
@@ -405,10 +406,21 @@ public final class Driver {
         // credentials is refused, one with the wrong password too.
         Properties anonymous = new Properties();
         anonymous.setProperty(PropertyKeyConst.SERVER_ADDR, server);
-        expectRefused(client(anonymous), "without credentials");
+        ConfigService nobody = client(anonymous);
+        expectRefused(nobody, "without credentials");
+        nobody.shutDown();
         Properties wrong = props();
         wrong.setProperty(PropertyKeyConst.PASSWORD, password + "-wrong");
-        expectRefused(client(wrong), "with a wrong password");
+        // Shut down at once: the client retries its login every 5 s, and
+        // Tacos locks the account after 5 failed logins within 300 s
+        // (--login-lockout-failures), which would lock out every other
+        // client of this user too.
+        ConfigService badPassword = client(wrong);
+        try {
+            expectRefused(badPassword, "with a wrong password");
+        } finally {
+            badPassword.shutDown();
+        }
         // The logged-in client reads and writes (as every other case does).
         ConfigService s = client();
         String dataId = prefix + "auth.properties";
@@ -532,6 +544,47 @@ public final class Driver {
         rt.expect("formal=2");
         checkGet(tagged, dataId, GROUP, "formal=2");
         rp.quiet();
+    }
+
+    void grayBeta() throws Exception {
+        // The client sends its IP in every request's metadata (clientIp:
+        // NetUtils.localIP(), named localIp() in 3.x); a beta for that IP is
+        // what it sees.
+        String ip = clientIp();
+        String dataId = prefix + "beta.properties";
+        ConfigService s = client();
+        check(s.publishConfig(dataId, GROUP, "formal=1"), "publishConfig formal");
+        Recorder r = new Recorder();
+        checkEq(s.getConfigAndSignListener(dataId, GROUP, CALL_MS, r), "formal=1", "sign listener");
+        // A beta for another IP: not this client's.
+        Http.Answer other = http.publishBeta(dataId, GROUP, "beta=other", "192.0.2.1");
+        check(other.status == 200 && other.body.trim().equals("true"), "beta for another IP: " + other);
+        r.quiet();
+        checkGet(s, dataId, GROUP, "formal=1");
+        // A beta for its IP (replacing the other).
+        Http.Answer mine = http.publishBeta(dataId, GROUP, "beta=1", ip);
+        check(mine.status == 200 && mine.body.trim().equals("true"), "beta for " + ip + ": " + mine);
+        r.expect("beta=1");
+        checkGet(s, dataId, GROUP, "beta=1");
+        // Stopping it moves the client back.
+        Http.Answer stop = http.deleteBeta(dataId, GROUP);
+        check(stop.status == 200 && stop.body.trim().equals("true"), "stopping the beta: " + stop);
+        r.expect("formal=1");
+        checkGet(s, dataId, GROUP, "formal=1");
+        r.quiet();
+    }
+
+    /** The IP the client puts in its requests' metadata. */
+    static String clientIp() throws Exception {
+        Class<?> netUtils = Class.forName("com.alibaba.nacos.api.utils.NetUtils");
+        for (String name : new String[] {"localIP", "localIp"}) {
+            try {
+                return (String) netUtils.getMethod(name).invoke(null);
+            } catch (NoSuchMethodException e) {
+                // the other generation's name
+            }
+        }
+        throw new AssertionError("NetUtils has neither localIP() nor localIp()");
     }
 
     void encryption() throws Exception {

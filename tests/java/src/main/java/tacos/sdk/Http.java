@@ -130,6 +130,22 @@ final class Http {
         return post("/nacos/v1/cs/configs", f);
     }
 
+    /** POST /nacos/v1/cs/configs with the betaIps header: the beta for those IPs. */
+    Answer publishBeta(String dataId, String group, String content, String betaIps) throws Exception {
+        Map<String, String> f = new LinkedHashMap<>();
+        f.put("dataId", dataId);
+        f.put("group", group);
+        f.put("content", content);
+        return send(HttpRequest.newBuilder(URI.create(withToken("/nacos/v1/cs/configs")))
+                .header("Content-Type", "application/x-www-form-urlencoded").header("betaIps", betaIps)
+                .POST(HttpRequest.BodyPublishers.ofString(form(f))));
+    }
+
+    /** DELETE /nacos/v1/cs/configs?beta=true: stops the beta. */
+    Answer deleteBeta(String dataId, String group) throws Exception {
+        return delete("/nacos/v1/cs/configs?" + form(Map.of("dataId", dataId, "group", group, "beta", "true")));
+    }
+
     /** DELETE /nacos/v1/cs/configs?tag=: stops the gray tag_{tag}. */
     Answer deleteGray(String dataId, String group, String tag) throws Exception {
         return delete("/nacos/v1/cs/configs?" + form(Map.of("dataId", dataId, "group", group, "tag", tag)));
