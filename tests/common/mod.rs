@@ -972,6 +972,9 @@ pub fn run_sdk_script(
     // exits. A port of its own per run keeps them apart.
     let mut child = std::process::Command::new(program)
         .args(args)
+        // SDKs write snapshots and logs under their working dir (the
+        // Python client's `nacos-data/`): the run's own, not the checkout.
+        .current_dir(work_dir)
         .env("NODE_CLUSTER_CLIENT_PORT", free_port().to_string())
         .stdout(std::fs::File::create(&out_path).expect("stdout file"))
         .stderr(std::fs::File::create(&err_path).expect("stderr file"))
