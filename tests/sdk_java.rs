@@ -8,9 +8,11 @@
 //!   `--open-api-auth`, the driver's `cases` run: publish, get, listen,
 //!   remove, CAS, a namespace, login, config type, two server addresses (one
 //!   dead), the endpoint (address server), gray by tag through
-//!   `nacos.app.conn.labels`, a config encryption plugin, keys in
+//!   `nacos.app.conn.labels` and by the client's IP (beta), a config
+//!   encryption plugin (the driver's own: none is on Maven Central), keys in
 //!   non-ASCII scripts, (3.x) fuzzy watch, and last the client's snapshot
 //!   while the server is down (the driver asks for the stop on stdout).
+//!   The client's log must show no failed connection attempt.
 //! * `java_*_moves_on_sigterm`: a 3-node cluster, the driver's `listen`
 //!   process on all three; SIGTERM to the node it is connected to: the node
 //!   sends `ConnectResetRequest`, the client moves at once and hears a change
