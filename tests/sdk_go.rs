@@ -63,7 +63,7 @@ impl Driver {
             .stderr(std::fs::File::create(&stderr_path).expect("stderr file"))
             .process_group(0)
             .spawn()
-            .unwrap_or_else(|e| panic!("cannot run {DRIVER}: {e}"));
+            .unwrap_or_else(|e| panic!("cannot run the Go SDK driver: {e}"));
         let stdout = child.stdout.take().expect("stdout");
         let (tx, lines) = mpsc::channel();
         std::thread::spawn(move || {

@@ -32,6 +32,7 @@ use std::time::{Duration, Instant};
 use tempfile::TempDir;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 
+use common::drivers::{java_driver, java_driver_classpath, JavaClient};
 use common::{free_port, Server, ADMIN_PASSWORD, ADMIN_USER};
 
 /// The client's gRPC port offset (`nacos.server.grpc.port.offset`).
@@ -50,82 +51,27 @@ const CONNECT_ERRORS: [&str; 3] = [
     "Error to process server push response",
 ];
 
-/// One client generation: the Maven module of `tests/java`.
-#[derive(Clone, Copy)]
-enum Generation {
-    Two,
-    Three,
-}
-
-impl Generation {
-    fn module(self) -> &'static str {
-        match self {
-            Generation::Two => "nacos2",
-            Generation::Three => "nacos3",
-        }
-    }
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn java_2x_client_publishes_listens_and_falls_back_to_its_snapshot() {
-    run_cases(Generation::Two).await;
+    run_cases(JavaClient::Nacos2).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn java_3x_client_publishes_listens_fuzzy_watches_and_falls_back_to_its_snapshot() {
-    run_cases(Generation::Three).await;
+    run_cases(JavaClient::Nacos3).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn java_2x_client_moves_on_sigterm() {
-    moves_on_sigterm(Generation::Two).await;
+    moves_on_sigterm(JavaClient::Nacos2).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn java_3x_client_moves_on_sigterm() {
-    moves_on_sigterm(Generation::Three).await;
+    moves_on_sigterm(JavaClient::Nacos3).await;
 }
 
 // ---- the driver ------------------------------------------------------------
-
-/// The driver's class path (its classes, then its dependencies); panics
-/// naming tests/java/prepare.sh when it is not built.
-fn driver_classpath(generation: Generation) -> String {
-    let module = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/java")
-        .join(generation.module());
-    let classes = module.join("target/classes");
-    let classpath_file = module.join("target/classpath.txt");
-    let dependencies = std::fs::read_to_string(&classpath_file).unwrap_or_default();
-    assert!(
-        classes.join("tacos/sdk/Driver.class").is_file() && !dependencies.trim().is_empty(),
-        "the Java SDK driver is not built ({} or {} missing): run tests/java/prepare.sh \
-         (scripts/test.sh runs it; it needs a JDK 17 and Maven)",
-        classes.display(),
-        classpath_file.display()
-    );
-    format!("{}:{}", classes.display(), dependencies.trim())
-}
-
-/// `java -cp <classes>:<dependencies>` with the client's files (snapshot,
-/// logs) in `work` and timestamps on its log lines.
-fn java_command(generation: Generation, work: &Path) -> std::process::Command {
-    let classpath = driver_classpath(generation);
-    let java = std::env::var("JAVA").unwrap_or_else(|_| "java".to_string());
-    let mut command = std::process::Command::new(java);
-    command
-        .arg(format!(
-            "-DJM.SNAPSHOT.PATH={}",
-            work.join("snapshot").display()
-        ))
-        .arg(format!("-DJM.LOG.PATH={}", work.join("logs").display()))
-        .arg("-Dorg.slf4j.simpleLogger.showDateTime=true")
-        .arg("-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS")
-        .arg("-cp")
-        .arg(classpath)
-        .arg("tacos.sdk.Driver");
-    command
-}
 
 /// A running driver process: its stdout lines arrive on `lines`; stdin
 /// stays open (closing it ends a `listen` process); stderr goes to a file.
@@ -139,10 +85,10 @@ struct Driver {
 }
 
 impl Driver {
-    fn spawn(generation: Generation, work: &Path, args: &[&str]) -> Driver {
+    fn spawn(generation: JavaClient, work: &Path, args: &[&str]) -> Driver {
         use std::os::unix::process::CommandExt;
         let stderr_path = work.join("driver.err");
-        let mut child = java_command(generation, work)
+        let mut child = java_driver(generation, work)
             .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -280,8 +226,8 @@ async fn start_on_pair(tmp: &TempDir, extra: &[String]) -> Server {
 
 // ---- the cases run ---------------------------------------------------------
 
-async fn run_cases(generation: Generation) {
-    driver_classpath(generation);
+async fn run_cases(generation: JavaClient) {
+    java_driver_classpath(generation);
     let tmp = common::temp_dir();
     let mut server = start_on_pair(&tmp, &["--open-api-auth".to_string()]).await;
     let addr = format!("127.0.0.1:{}", server.port());
@@ -386,7 +332,7 @@ async fn run_cases(generation: Generation) {
             "case {case} did not run:\n{out}"
         );
     }
-    if matches!(generation, Generation::Three) {
+    if matches!(generation, JavaClient::Nacos3) {
         assert!(
             driver.seen.iter().any(|l| l.starts_with("ok fuzzy_watch ")),
             "case fuzzy_watch did not run:\n{out}"
@@ -503,8 +449,8 @@ fn drain_counts(log: &str) -> Option<(u64, u64)> {
     Some((count("asked")?, count("moved")?))
 }
 
-async fn moves_on_sigterm(generation: Generation) {
-    driver_classpath(generation);
+async fn moves_on_sigterm(generation: JavaClient) {
+    java_driver_classpath(generation);
     let _serial = CLUSTER.lock().await;
     let mut nodes = start_cluster().await;
     let work = common::temp_dir();

@@ -23,9 +23,9 @@ impl JavaClient {
     }
 }
 
-/// `java -cp <classes>:<dependencies> tacos.sdk.Driver` of `client`, with
-/// the client's snapshot and logs in `work` and timestamps on its log lines.
-pub fn java_driver(client: JavaClient, work: &Path) -> Command {
+/// The driver's class path (its classes, then its dependencies); panics
+/// naming `tests/java/prepare.sh` when it is not built.
+pub fn java_driver_classpath(client: JavaClient) -> String {
     let module = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/java")
         .join(client.module());
@@ -39,6 +39,13 @@ pub fn java_driver(client: JavaClient, work: &Path) -> Command {
         classes.display(),
         classpath_file.display()
     );
+    format!("{}:{}", classes.display(), dependencies.trim())
+}
+
+/// `java -cp <classes>:<dependencies> tacos.sdk.Driver` of `client`, with
+/// the client's snapshot and logs in `work` and timestamps on its log lines.
+pub fn java_driver(client: JavaClient, work: &Path) -> Command {
+    let classpath = java_driver_classpath(client);
     let java = std::env::var("JAVA").unwrap_or_else(|_| "java".to_string());
     let mut command = Command::new(java);
     command
@@ -50,7 +57,7 @@ pub fn java_driver(client: JavaClient, work: &Path) -> Command {
         .arg("-Dorg.slf4j.simpleLogger.showDateTime=true")
         .arg("-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS")
         .arg("-cp")
-        .arg(format!("{}:{}", classes.display(), dependencies.trim()))
+        .arg(classpath)
         .arg("tacos.sdk.Driver");
     command
 }
