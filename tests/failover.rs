@@ -47,7 +47,7 @@
 mod common;
 
 use std::io::{BufRead, BufReader};
-use std::net::{Ipv4Addr, SocketAddr, TcpListener};
+use std::net::{Ipv4Addr, SocketAddr};
 use std::process::{Child, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -60,11 +60,9 @@ use tokio::sync::mpsc;
 
 use common::cluster::Cluster;
 use common::proxy::Proxy;
-use common::{free_port, temp_dir};
+use common::{free_port, free_port_pair, temp_dir, SDK_GRPC_OFFSET};
 
 const GROUP: &str = "DEFAULT_GROUP";
-/// The SDKs' gRPC port is the HTTP port plus this.
-const GRPC_OFFSET: u16 = 1000;
 /// How long a client may take to start and add its listener.
 const CLIENT_START: Duration = Duration::from_secs(60);
 /// How long the test waits for a client to move to another node (the Rust
@@ -359,19 +357,6 @@ impl Drop for Client {
 
 // ---- the cluster behind proxies -----------------------------------------
 
-/// A port P with P + [`GRPC_OFFSET`] free as well.
-fn free_port_pair() -> u16 {
-    loop {
-        let port = free_port();
-        let Some(grpc) = port.checked_add(GRPC_OFFSET) else {
-            continue;
-        };
-        if TcpListener::bind((Ipv4Addr::LOCALHOST, grpc)).is_ok() {
-            return port;
-        }
-    }
-}
-
 struct NodeProxies {
     port: u16,
     http: Proxy,
@@ -395,7 +380,7 @@ impl Harness {
             proxies.push(NodeProxies {
                 port,
                 http: Proxy::start(at(port), at(cluster.http_port(i))).await,
-                grpc: Proxy::start(at(port + GRPC_OFFSET), at(cluster.grpc_port(i))).await,
+                grpc: Proxy::start(at(port + SDK_GRPC_OFFSET), at(cluster.grpc_port(i))).await,
             });
         }
         let http = reqwest::Client::builder()

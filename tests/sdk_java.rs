@@ -24,7 +24,6 @@
 mod common;
 
 use std::io::{BufRead, BufReader, Write};
-use std::net::{Ipv4Addr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Stdio};
 use std::time::{Duration, Instant};
@@ -33,10 +32,8 @@ use tempfile::TempDir;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 
 use common::drivers::{java_driver, java_driver_classpath, JavaClient};
-use common::{free_port, Server, ADMIN_PASSWORD, ADMIN_USER};
+use common::{free_port, free_port_pair, Server, ADMIN_PASSWORD, ADMIN_USER, SDK_GRPC_OFFSET};
 
-/// The client's gRPC port offset (`nacos.server.grpc.port.offset`).
-const GRPC_OFFSET: u16 = 1000;
 /// Bound on one `cases` run of the driver.
 const CASES_LIMIT: Duration = Duration::from_secs(150);
 /// Bound on the listener process starting and adding its listener.
@@ -178,26 +175,13 @@ impl Drop for Driver {
 
 // ---- servers ---------------------------------------------------------------
 
-/// A free port P with P + [`GRPC_OFFSET`] free as well.
-fn free_port_pair() -> u16 {
-    loop {
-        let port = free_port();
-        let Some(grpc) = port.checked_add(GRPC_OFFSET) else {
-            continue;
-        };
-        if TcpListener::bind((Ipv4Addr::LOCALHOST, grpc)).is_ok() {
-            return port;
-        }
-    }
-}
-
 /// Starts the binary on a port pair (gRPC = HTTP + 1000) with `extra`
 /// arguments and waits until it is healthy; a start that lost its port in
 /// the meantime is tried again on another pair.
 async fn start_on_pair(tmp: &TempDir, extra: &[String]) -> Server {
     for attempt in 1..=3 {
         let port = free_port_pair();
-        let grpc = (port + GRPC_OFFSET).to_string();
+        let grpc = (port + SDK_GRPC_OFFSET).to_string();
         let mut args = vec!["--grpc-port", grpc.as_str()];
         args.extend(extra.iter().map(String::as_str));
         let mut server = Server::spawn(tmp, port, &args);

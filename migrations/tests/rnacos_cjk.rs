@@ -121,65 +121,12 @@ fn chinese_and_latin1_keys_migrate_without_skip_bad_and_are_served() {
         assert_eq!(all["dataId"], data_id);
         assert_eq!(all["group"], group);
         assert_eq!(all["type"], c["type"].as_str().unwrap_or("text"));
-        let reply = server.get(
-            "/nacos/v1/cs/history",
-            &[
-                ("search", "accurate"),
-                ("dataId", data_id),
-                ("group", group),
-                ("tenant", tenant),
-                ("pageNo", "1"),
-                ("pageSize", "100"),
-            ],
-        );
-        assert_eq!(reply.status(), 200);
-        let page: Value = reply.json().expect("history JSON");
-        let rows = page["pageItems"].as_array().expect("pageItems");
-        let md5s: Vec<&str> = rows.iter().map(|r| s(r, "md5")).collect();
-        let want: Vec<&str> = c["history_md5s"]
-            .as_array()
-            .expect("history_md5s")
-            .iter()
-            .map(|v| v.as_str().expect("md5"))
-            .collect();
-        assert_eq!(md5s, want, "history of {tenant}/{group}/{data_id}");
-        let users: Vec<Option<&str>> = rows
-            .iter()
-            .map(|r| r["srcUser"].as_str().filter(|u| !u.is_empty()))
-            .collect();
-        let want_users: Vec<Option<&str>> = c["history_op_users"]
-            .as_array()
-            .expect("history_op_users")
-            .iter()
-            .map(Value::as_str)
-            .collect();
-        assert_eq!(users, want_users, "op users of {tenant}/{group}/{data_id}");
+        assert_rnacos_history(&server, c);
     }
 
-    // The deleted key is absent.
-    for d in expected["deleted"].as_array().expect("deleted") {
-        let query = [
-            ("dataId", s(d, "dataId")),
-            ("group", s(d, "group")),
-            ("tenant", s(d, "tenant")),
-        ];
-        assert_eq!(server.get("/nacos/v1/cs/configs", &query).status(), 404);
-    }
-
-    // The namespace keeps its Chinese name.
-    let listed: Value = server
-        .get("/nacos/v1/console/namespaces", &[])
-        .json()
-        .expect("namespaces JSON");
-    for ns in expected["namespaces"].as_array().expect("namespaces") {
-        let found = listed["data"]
-            .as_array()
-            .expect("data")
-            .iter()
-            .find(|n| n["namespace"] == ns["id"])
-            .unwrap_or_else(|| panic!("namespace {ns} not listed in {listed}"));
-        assert_eq!(found["namespaceShowName"], ns["name"]);
-    }
+    // Deleted keys are absent; namespaces keep their names.
+    assert_deleted_absent(&server, &expected);
+    assert_namespaces_named(&server, &expected);
 
     // The users log in with their r-nacos passwords.
     for u in expected["users"].as_array().expect("users") {

@@ -127,39 +127,7 @@ fn migrated_08_fixture_serves_every_config_history_namespace_and_user() {
         );
 
         // History: md5s and op users newest first, with r-nacos's ids.
-        let reply = server.get(
-            "/nacos/v1/cs/history",
-            &[
-                ("search", "accurate"),
-                ("dataId", data_id),
-                ("group", group),
-                ("tenant", tenant),
-                ("pageNo", "1"),
-                ("pageSize", "100"),
-            ],
-        );
-        assert_eq!(reply.status(), 200);
-        let page: Value = reply.json().expect("history JSON");
-        let rows = page["pageItems"].as_array().expect("pageItems");
-        let md5s: Vec<&str> = rows.iter().map(|r| s(r, "md5")).collect();
-        let want_md5s: Vec<&str> = c["history_md5s"]
-            .as_array()
-            .expect("history_md5s")
-            .iter()
-            .map(|v| v.as_str().expect("md5"))
-            .collect();
-        assert_eq!(md5s, want_md5s, "history of {tenant}/{group}/{data_id}");
-        let users: Vec<Option<&str>> = rows
-            .iter()
-            .map(|r| r["srcUser"].as_str().filter(|u| !u.is_empty()))
-            .collect();
-        let want_users: Vec<Option<&str>> = c["history_op_users"]
-            .as_array()
-            .expect("history_op_users")
-            .iter()
-            .map(Value::as_str)
-            .collect();
-        assert_eq!(users, want_users, "op users of {tenant}/{group}/{data_id}");
+        let rows = assert_rnacos_history(&server, c);
         let ids: Vec<String> = rows.iter().map(|r| s(r, "id").to_string()).collect();
         let want_ids: Vec<String> = c["rnacos_history_ids"]
             .as_array()
@@ -170,29 +138,9 @@ fn migrated_08_fixture_serves_every_config_history_namespace_and_user() {
         assert_eq!(ids, want_ids, "history ids of {tenant}/{group}/{data_id}");
     }
 
-    // Deleted keys are absent, with no history.
-    for d in expected["deleted"].as_array().expect("deleted") {
-        let query = [
-            ("dataId", s(d, "dataId")),
-            ("group", s(d, "group")),
-            ("tenant", s(d, "tenant")),
-        ];
-        assert_eq!(server.get("/nacos/v1/cs/configs", &query).status(), 404);
-    }
-
-    // Namespaces, with their names.
-    let reply = server.get("/nacos/v1/console/namespaces", &[]);
-    assert_eq!(reply.status(), 200);
-    let listed: Value = reply.json().expect("namespaces JSON");
-    for ns in expected["namespaces"].as_array().expect("namespaces") {
-        let found = listed["data"]
-            .as_array()
-            .expect("data")
-            .iter()
-            .find(|n| n["namespace"] == ns["id"])
-            .unwrap_or_else(|| panic!("namespace {ns} not listed in {listed}"));
-        assert_eq!(found["namespaceShowName"], ns["name"]);
-    }
+    // Deleted keys are absent; namespaces keep their names.
+    assert_deleted_absent(&server, &expected);
+    assert_namespaces_named(&server, &expected);
 
     // Users: the BCrypt hashes are carried as r-nacos kept them.
     let users = expected_users(&expected);

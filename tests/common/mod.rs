@@ -104,6 +104,24 @@ pub fn free_port() -> u16 {
     }
 }
 
+/// What the official SDKs add to a server's HTTP port to find its gRPC
+/// port (Nacos' default offset).
+pub const SDK_GRPC_OFFSET: u16 = 1000;
+
+/// A free loopback port P with P + [`SDK_GRPC_OFFSET`] free as well, for a
+/// node (or a proxy) that SDKs given only `host:P` must find.
+pub fn free_port_pair() -> u16 {
+    loop {
+        let port = free_port();
+        let Some(grpc) = port.checked_add(SDK_GRPC_OFFSET) else {
+            continue;
+        };
+        if TcpListener::bind((Ipv4Addr::LOCALHOST, grpc)).is_ok() {
+            return port;
+        }
+    }
+}
+
 /// The first port of the kernel's ephemeral range (Linux; 32768 elsewhere).
 fn ephemeral_low() -> u16 {
     std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")

@@ -249,8 +249,8 @@ pub fn assert_config(server: &Server, tenant: &str, group: &str, data_id: &str, 
     assert_eq!(md5, md5_hex(content), "Content-MD5 of {name}");
 }
 
-/// The history rows' md5s of a config, newest first, as the server lists them.
-pub fn history_md5s(server: &Server, tenant: &str, group: &str, data_id: &str) -> Vec<String> {
+/// A config's history rows, newest first, as the server lists them.
+pub fn history_rows(server: &Server, tenant: &str, group: &str, data_id: &str) -> Vec<Value> {
     let reply = server.get(
         "/nacos/v1/cs/history",
         &[
@@ -264,9 +264,12 @@ pub fn history_md5s(server: &Server, tenant: &str, group: &str, data_id: &str) -
     );
     assert_eq!(reply.status(), 200, "history of {tenant}/{group}/{data_id}");
     let page: Value = reply.json().expect("history JSON");
-    page["pageItems"]
-        .as_array()
-        .expect("pageItems")
+    page["pageItems"].as_array().expect("pageItems").clone()
+}
+
+/// The history rows' md5s of a config, newest first, as the server lists them.
+pub fn history_md5s(server: &Server, tenant: &str, group: &str, data_id: &str) -> Vec<String> {
+    history_rows(server, tenant, group, data_id)
         .iter()
         .map(|row| {
             // Each row's md5 is its content's.
@@ -274,4 +277,75 @@ pub fn history_md5s(server: &Server, tenant: &str, group: &str, data_id: &str) -
             s(row, "md5").to_string()
         })
         .collect()
+}
+
+/// Asserts a migrated config's history is what an r-nacos fixture's
+/// `expected.json` entry `c` says: the md5s and op users, newest first
+/// (no op user: written through the open API). Returns the rows.
+pub fn assert_rnacos_history(server: &Server, c: &Value) -> Vec<Value> {
+    let (tenant, group, data_id) = (s(c, "tenant"), s(c, "group"), s(c, "dataId"));
+    let rows = history_rows(server, tenant, group, data_id);
+    let strings = |field: &str| -> Vec<Option<String>> {
+        c[field]
+            .as_array()
+            .unwrap_or_else(|| panic!("{field} in {c}"))
+            .iter()
+            .map(|v| v.as_str().map(str::to_string))
+            .collect()
+    };
+    let md5s: Vec<Option<String>> = rows.iter().map(|r| Some(s(r, "md5").to_string())).collect();
+    assert_eq!(
+        md5s,
+        strings("history_md5s"),
+        "history of {tenant}/{group}/{data_id}"
+    );
+    let users: Vec<Option<String>> = rows
+        .iter()
+        .map(|r| {
+            r["srcUser"]
+                .as_str()
+                .filter(|u| !u.is_empty())
+                .map(str::to_string)
+        })
+        .collect();
+    assert_eq!(
+        users,
+        strings("history_op_users"),
+        "op users of {tenant}/{group}/{data_id}"
+    );
+    rows
+}
+
+/// Asserts every key an r-nacos fixture's `expected.json` lists as deleted
+/// is absent (404).
+pub fn assert_deleted_absent(server: &Server, expected: &Value) {
+    for d in expected["deleted"].as_array().expect("deleted") {
+        let query = [
+            ("dataId", s(d, "dataId")),
+            ("group", s(d, "group")),
+            ("tenant", s(d, "tenant")),
+        ];
+        assert_eq!(
+            server.get("/nacos/v1/cs/configs", &query).status(),
+            404,
+            "{d}"
+        );
+    }
+}
+
+/// Asserts the server lists every namespace of an r-nacos fixture's
+/// `expected.json` with its name.
+pub fn assert_namespaces_named(server: &Server, expected: &Value) {
+    let reply = server.get("/nacos/v1/console/namespaces", &[]);
+    assert_eq!(reply.status(), 200);
+    let listed: Value = reply.json().expect("namespaces JSON");
+    for ns in expected["namespaces"].as_array().expect("namespaces") {
+        let found = listed["data"]
+            .as_array()
+            .expect("data")
+            .iter()
+            .find(|n| n["namespace"] == ns["id"])
+            .unwrap_or_else(|| panic!("namespace {ns} not listed in {listed}"));
+        assert_eq!(found["namespaceShowName"], ns["name"]);
+    }
 }
