@@ -381,9 +381,11 @@ pub async fn push_changes(conn: Arc<Connection>) {
     }
 }
 
-/// Sends one change notification: a listened key until it is
-/// acknowledged, at most [`PUSH_ATTEMPTS`] times, each with a new request
-/// id; a key the client does not listen to once ([`Delivery::Once`]).
+/// Sends one change notification until it is acknowledged, at most
+/// [`PUSH_ATTEMPTS`] times, each with a new request id. A listened key
+/// never acknowledged is a warning; an unheld one ([`Delivery::Unheld`])
+/// is not: the client may not hold the key, and some SDKs then answer
+/// nothing.
 async fn push_one(conn: Arc<Connection>, push: Push) {
     let Push { key, delivery } = push;
     let body = serde_json::json!({
@@ -397,22 +399,22 @@ async fn push_one(conn: Arc<Connection>, push: Push) {
     let Some(first) = send_tracked(&conn, KIND, &body).await else {
         return;
     };
-    if delivery == Delivery::Once {
-        // No re-send: drop the ack's slot once an answer could have come.
-        tokio::time::sleep(ACK_TIMEOUT).await;
-        conn.pending
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&first.request_id);
+    if until_acked(conn.clone(), KIND, body, first).await {
         return;
     }
-    if !until_acked(conn.clone(), KIND, body, first).await {
-        tracing::warn!(
+    match delivery {
+        Delivery::UntilAcked => tracing::warn!(
             conn = %conn.id,
             data_id = %key.data_id,
             group = %key.group,
             "client did not acknowledge a change notification; giving up on it"
-        );
+        ),
+        Delivery::Unheld => tracing::debug!(
+            conn = %conn.id,
+            data_id = %key.data_id,
+            group = %key.group,
+            "no ack for a change of a key the client does not listen to"
+        ),
     }
 }
 

@@ -8,10 +8,11 @@
 //! more than the keys it listens to.
 //!
 //! A key the connection does not listen to (a change pushed to a client
-//! that has not listened yet, `super::unlistened`) is sent once
-//! ([`Delivery::Once`]): SDKs that do not hold the key do not answer it
-//! (the Go SDK 2.3.2 sends no response at all), so waiting for an ack would
-//! only re-send it and report a client that did nothing wrong.
+//! that has not listened yet, `super::unlistened`) is re-sent the same way,
+//! since the client it is for (the Rust SDK 0.8) may miss the first send
+//! right after a reconnect, but its missing ack is no fault of the client
+//! ([`Delivery::Unheld`]): an SDK that does not hold the key need not
+//! answer (the Go SDK 2.3.2 sends no response at all).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -29,8 +30,9 @@ pub struct PushQueue(Arc<Inner>);
 pub enum Delivery {
     /// A key the connection listens to: re-sent until acknowledged.
     UntilAcked,
-    /// A key it does not listen to (yet): sent once, no ack awaited.
-    Once,
+    /// A key it does not listen to (yet): re-sent the same way, but an
+    /// unanswered one is not reported (the client may not hold the key).
+    Unheld,
 }
 
 /// One key waiting to be pushed, and how.
@@ -55,10 +57,10 @@ impl PushQueue {
         self.queue(key, Delivery::UntilAcked);
     }
 
-    /// Queues `key` to be sent once (a key the connection does not listen
-    /// to); a key already queued keeps its delivery.
-    pub fn mark_once(&self, key: &ListenKey) {
-        self.queue(key, Delivery::Once);
+    /// Queues `key`, a key the connection does not listen to
+    /// ([`Delivery::Unheld`]); a key already queued keeps its delivery.
+    pub fn mark_unheld(&self, key: &ListenKey) {
+        self.queue(key, Delivery::Unheld);
     }
 
     fn queue(&self, key: &ListenKey, delivery: Delivery) {
@@ -67,7 +69,7 @@ impl PushQueue {
             .iter_mut()
             .find(|p| p.key.key == key.key && p.key.tenant == key.tenant)
         {
-            // A listened key's delivery wins over a once-only one.
+            // A listened key's delivery wins over an unheld one.
             Some(queued) if delivery == Delivery::UntilAcked => queued.delivery = delivery,
             Some(_) => {}
             None => dirty.push(Push {
@@ -168,21 +170,21 @@ mod tests {
         assert!(queue.is_empty());
     }
 
-    /// A key marked both ways is pushed once, until acknowledged.
+    /// A key marked both ways is pushed once, as a listened key.
     #[tokio::test]
-    async fn a_listened_mark_wins_over_a_once_only_one() {
+    async fn a_listened_mark_wins_over_an_unheld_one() {
         let queue = PushQueue::default();
-        queue.mark_once(&key("a"));
+        queue.mark_unheld(&key("a"));
         queue.mark(&key("a"));
         queue.mark(&key("b"));
-        queue.mark_once(&key("b"));
-        queue.mark_once(&key("c"));
+        queue.mark_unheld(&key("b"));
+        queue.mark_unheld(&key("c"));
         assert_eq!(
             queue.take().await,
             pushed(&[
                 ("a", Delivery::UntilAcked),
                 ("b", Delivery::UntilAcked),
-                ("c", Delivery::Once)
+                ("c", Delivery::Unheld)
             ])
         );
     }

@@ -117,7 +117,7 @@ impl Unlistened {
                 if now >= p.until {
                     expired.push(conn);
                 } else {
-                    p.queue.mark_once(&notified(key, &p.tenant));
+                    p.queue.mark_unheld(&notified(key, &p.tenant));
                     pushed += 1;
                 }
             }
@@ -145,7 +145,7 @@ impl Unlistened {
                 break;
             }
             if key.namespace == namespace && seen.insert(key.clone()) {
-                msg.queue.mark_once(&notified(key, &msg.tenant));
+                msg.queue.mark_unheld(&notified(key, &msg.tenant));
             }
         }
         metrics::counter!("tacos_grpc_unlistened_pushes_total").increment(seen.len() as u64);
@@ -247,10 +247,10 @@ mod tests {
         taken_as(queue, None).await
     }
 
-    /// [`taken`], checking each is sent once (a key the connection does
-    /// not listen to).
-    async fn taken_once(queue: &PushQueue) -> Vec<(String, String)> {
-        taken_as(queue, Some(crate::watch::Delivery::Once)).await
+    /// [`taken`], checking each is pushed as a key the connection does not
+    /// listen to.
+    async fn taken_unheld(queue: &PushQueue) -> Vec<(String, String)> {
+        taken_as(queue, Some(crate::watch::Delivery::Unheld)).await
     }
 
     async fn taken_as(
@@ -289,13 +289,13 @@ mod tests {
         change(&hub, "ns2", "elsewhere").await;
         let queue = PushQueue::default();
         assert_eq!(set_up(&hub, 1, "ns1", &queue).await, 1);
-        assert_eq!(taken_once(&queue).await, vec![pair("before", "ns1")]);
+        assert_eq!(taken_unheld(&queue).await, vec![pair("before", "ns1")]);
 
-        // After the setup: every change in its namespace, no other, each
-        // sent once (it listens to none of them).
+        // After the setup: every change in its namespace, no other (it
+        // listens to none of them).
         change(&hub, "ns1", "after").await;
         change(&hub, "ns2", "elsewhere").await;
-        assert_eq!(taken_once(&queue).await, vec![pair("after", "ns1")]);
+        assert_eq!(taken_unheld(&queue).await, vec![pair("after", "ns1")]);
 
         // Its first listen ends it: only listened keys from then on.
         let listened = ListenKey {
