@@ -18,7 +18,8 @@ pub const READER_USER: &str = "nacos_reader";
 pub const READER_PASSWORD: &str = "reader-Pass-9";
 
 /// The shared Java Nacos MySQL fixture: `$TACOS_SHARED/fixtures/nacos-mysql` if set, else
-/// the first `shared/fixtures/nacos-mysql` beside the repository or one of its parents.
+/// the first `shared/fixtures/nacos-mysql` beside the repository or one of its parents,
+/// else `/work/shared/...` (as the r-nacos fixtures).
 pub fn nacos_fixture() -> PathBuf {
     const FIXTURE: &str = "fixtures/nacos-mysql";
     if let Some(shared) = std::env::var_os("TACOS_SHARED") {
@@ -30,10 +31,14 @@ pub fn nacos_fixture() -> PathBuf {
         .map(|dir| dir.join("shared").join(FIXTURE))
         .find(|candidate| candidate.join("dump.sql").is_file())
         .unwrap_or_else(|| {
-            panic!(
-                "no shared/fixtures/nacos-mysql beside {}",
-                manifest.display()
-            )
+            let fallback = PathBuf::from("/work/shared").join(FIXTURE);
+            assert!(
+                fallback.join("dump.sql").is_file(),
+                "no shared/fixtures/nacos-mysql beside {} (nor {}); set TACOS_SHARED",
+                manifest.display(),
+                fallback.display()
+            );
+            fallback
         })
 }
 
