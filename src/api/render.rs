@@ -17,10 +17,7 @@ use tacos_state::{data_key_text, ApplyError, Config, ConfigKey, Gray, HistoryRow
 /// runs it by default) to a key it refuses: 400 in plain text, before any
 /// route, the same on every HTTP generation. `None` for other input errors.
 pub fn filter_refusal(error: &InvalidInput) -> Option<HttpResponse> {
-    if !matches!(
-        error,
-        InvalidInput::FilterChars(_) | InvalidInput::FilterLength(..)
-    ) {
+    if !error.is_filter_refusal() {
         return None;
     }
     Some(
@@ -30,6 +27,14 @@ pub fn filter_refusal(error: &InvalidInput) -> Option<HttpResponse> {
             .insert_header(("Cache-Control", "no-cache,no-store"))
             .body(format!("{error}\r\n")),
     )
+}
+
+/// [`filter_refusal`] of a refused write's input, if that is what it was.
+fn service_filter_refusal(error: &ServiceError) -> Option<HttpResponse> {
+    match error {
+        ServiceError::Invalid(invalid) => filter_refusal(invalid),
+        _ => None,
+    }
 }
 
 /// A Nacos v1 error: plain text `caused: <message>;`.
@@ -69,12 +74,7 @@ pub fn status_of(error: &ServiceError) -> StatusCode {
 
 /// A service error as Nacos v1 reports it.
 pub fn v1_service_error(error: &ServiceError) -> HttpResponse {
-    if let ServiceError::Invalid(invalid) = error {
-        if let Some(refused) = filter_refusal(invalid) {
-            return refused;
-        }
-    }
-    v1_error(status_of(error), error)
+    service_filter_refusal(error).unwrap_or_else(|| v1_error(status_of(error), error))
 }
 
 /// The v2 envelope around a success.
@@ -95,10 +95,8 @@ pub fn v2_error(
 
 /// A service error as Nacos v2 reports it.
 pub fn v2_service_error(error: &ServiceError) -> HttpResponse {
-    if let ServiceError::Invalid(invalid) = error {
-        if let Some(refused) = filter_refusal(invalid) {
-            return refused;
-        }
+    if let Some(refused) = service_filter_refusal(error) {
+        return refused;
     }
     let (code, message) = match error {
         ServiceError::Invalid(InvalidInput::Missing(_)) => (10000, "parameter missing"),

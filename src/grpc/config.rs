@@ -112,21 +112,17 @@ struct QueryBody<'a> {
 /// The message of bad input: the parameter filter's refusals (`--param-check`)
 /// as Nacos' `RemoteParamCheckFilter` words them, the rest as they are.
 fn invalid_message(error: &InvalidInput) -> String {
-    match error {
-        InvalidInput::FilterChars(_) | InvalidInput::FilterLength(..) => {
-            format!("Param check invalid:{error}")
-        }
-        _ => error.to_string(),
+    if error.is_filter_refusal() {
+        format!("Param check invalid:{error}")
+    } else {
+        error.to_string()
     }
 }
 
 /// The Nacos error code and message for a failed write.
 fn write_failure(error: &ServiceError) -> (i32, String) {
-    if let ServiceError::Invalid(invalid) = error {
-        return (code::INVALID_PARAM, invalid_message(invalid));
-    }
     let code = match error {
-        ServiceError::Invalid(_) => code::INVALID_PARAM,
+        ServiceError::Invalid(invalid) => return (code::INVALID_PARAM, invalid_message(invalid)),
         ServiceError::Rejected(ApplyError::CasMismatch) => code::SERVER_ERROR,
         ServiceError::Rejected(_) => code::INVALID_PARAM,
         ServiceError::Write(_) | ServiceError::Internal(_) => code::SERVER_ERROR,

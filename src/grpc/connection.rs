@@ -58,7 +58,7 @@ use tonic::Status;
 use super::payload::{self, Incoming};
 use super::pb::Payload;
 use tacos_app::watch::fuzzy::{FuzzyPush, FuzzyQueue, FINISH_FUZZY_WATCH_INIT_NOTIFY};
-use tacos_app::watch::{Delivery, Disconnect, Push, PushQueue, SetUp, WatchHub};
+use tacos_app::watch::{Disconnect, Push, PushQueue, SetUp, WatchHub};
 
 /// How long a pushed notification waits for its ack before it is re-sent.
 const ACK_TIMEOUT: Duration = Duration::from_secs(3);
@@ -383,11 +383,11 @@ pub async fn push_changes(conn: Arc<Connection>) {
 
 /// Sends one change notification until it is acknowledged, at most
 /// [`PUSH_ATTEMPTS`] times, each with a new request id. A listened key
-/// never acknowledged is a warning; an unheld one ([`Delivery::Unheld`])
+/// never acknowledged is a warning; one the connection does not listen to
 /// is not: the client may not hold the key, and some SDKs then answer
 /// nothing.
 async fn push_one(conn: Arc<Connection>, push: Push) {
-    let Push { key, delivery } = push;
+    let Push { key, listened } = push;
     let body = serde_json::json!({
         "headers": {},
         "dataId": key.data_id,
@@ -402,19 +402,20 @@ async fn push_one(conn: Arc<Connection>, push: Push) {
     if until_acked(conn.clone(), KIND, body, first).await {
         return;
     }
-    match delivery {
-        Delivery::UntilAcked => tracing::warn!(
+    if listened {
+        tracing::warn!(
             conn = %conn.id,
             data_id = %key.data_id,
             group = %key.group,
             "client did not acknowledge a change notification; giving up on it"
-        ),
-        Delivery::Unheld => tracing::debug!(
+        );
+    } else {
+        tracing::debug!(
             conn = %conn.id,
             data_id = %key.data_id,
             group = %key.group,
             "no ack for a change of a key the client does not listen to"
-        ),
+        );
     }
 }
 

@@ -77,6 +77,17 @@ pub enum InvalidInput {
     FilterLength(&'static str, usize),
 }
 
+impl InvalidInput {
+    /// Whether this is a refusal of Nacos 2.3+'s parameter filter, which
+    /// Nacos answers before any route, in a shape of its own.
+    pub fn is_filter_refusal(&self) -> bool {
+        matches!(
+            self,
+            InvalidInput::FilterChars(_) | InvalidInput::FilterLength(..)
+        )
+    }
+}
+
 /// Whether Nacos 2.3+'s parameter filter is on (see the module docs).
 static PARAM_FILTER: AtomicBool = AtomicBool::new(false);
 
@@ -89,7 +100,7 @@ pub fn set_param_filter(on: bool) {
 /// Java's `Character.isLetterOrDigit(char)`: the general categories Lu, Ll,
 /// Lt, Lm, Lo and Nd, for one UTF-16 unit. A character outside the BMP is
 /// two units in Java, each a surrogate (category Cs): never a letter.
-pub fn java_letter_or_digit(c: char) -> bool {
+fn java_letter_or_digit(c: char) -> bool {
     if u32::from(c) > 0xFFFF {
         return false;
     }
@@ -160,26 +171,34 @@ impl KeyRules {
         Ok(())
     }
 
-    pub fn data_id(self, s: &str) -> Result<(), InvalidInput> {
-        self.filter("dataId", s, MAX_DATA_ID_LEN)?;
+    /// A dataId or group (`param`): the filter, then `ParamUtils`' rule and
+    /// the length.
+    fn key(
+        self,
+        param: &'static str,
+        s: &str,
+        max: usize,
+        invalid: fn(String) -> InvalidInput,
+        too_long: InvalidInput,
+    ) -> Result<(), InvalidInput> {
+        self.filter(param, s, max)?;
         if is_blank(s) || !key_chars_ok(s) {
-            return Err(InvalidInput::DataId(s.to_string()));
+            return Err(invalid(s.to_string()));
         }
-        if s.chars().count() > MAX_DATA_ID_LEN {
-            return Err(InvalidInput::DataIdTooLong);
+        if s.chars().count() > max {
+            return Err(too_long);
         }
         Ok(())
     }
 
+    pub fn data_id(self, s: &str) -> Result<(), InvalidInput> {
+        let too_long = InvalidInput::DataIdTooLong;
+        self.key("dataId", s, MAX_DATA_ID_LEN, InvalidInput::DataId, too_long)
+    }
+
     pub fn group(self, s: &str) -> Result<(), InvalidInput> {
-        self.filter("group", s, MAX_GROUP_LEN)?;
-        if is_blank(s) || !key_chars_ok(s) {
-            return Err(InvalidInput::Group(s.to_string()));
-        }
-        if s.chars().count() > MAX_GROUP_LEN {
-            return Err(InvalidInput::GroupTooLong);
-        }
-        Ok(())
+        let too_long = InvalidInput::GroupTooLong;
+        self.key("group", s, MAX_GROUP_LEN, InvalidInput::Group, too_long)
     }
 
     /// The parameter filter alone on a key's parts, where Nacos runs

@@ -45,7 +45,7 @@ use crate::gray::md5_for;
 pub use changes::Changed;
 pub use fuzzy::{FuzzyCancel, FuzzyPush, FuzzyQueue, FuzzyWatch, GroupKeyPattern};
 pub use long_poll::{Cancel, Hold, HoldOutcome, Polled, ReleaseAll};
-pub use push::{Delivery, Push, PushQueue};
+pub use push::{Push, PushQueue};
 pub use subscribe::{Disconnect, Subscribe, Unsubscribe};
 pub use unlistened::SetUp;
 pub use view::{

@@ -11,7 +11,7 @@
 //! that has not listened yet, `super::unlistened`) is re-sent the same way,
 //! since the client it is for (the Rust SDK 0.8) may miss the first send
 //! right after a reconnect, but its missing ack is no fault of the client
-//! ([`Delivery::Unheld`]): an SDK that does not hold the key need not
+//! ([`Push::listened`] false): an SDK that does not hold the key need not
 //! answer (the Go SDK 2.3.2 sends no response at all).
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,21 +25,13 @@ use super::ListenKey;
 #[derive(Clone, Default)]
 pub struct PushQueue(Arc<Inner>);
 
-/// How a queued key is delivered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Delivery {
-    /// A key the connection listens to: re-sent until acknowledged.
-    UntilAcked,
-    /// A key it does not listen to (yet): re-sent the same way, but an
-    /// unanswered one is not reported (the client may not hold the key).
-    Unheld,
-}
-
-/// One key waiting to be pushed, and how.
+/// One key waiting to be pushed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Push {
     pub key: ListenKey,
-    pub delivery: Delivery,
+    /// Whether the connection listens to the key: an unacknowledged push
+    /// of a key it does not listen to is no fault of the client.
+    pub listened: bool,
 }
 
 #[derive(Default)]
@@ -51,30 +43,28 @@ struct Inner {
 }
 
 impl PushQueue {
-    /// Queues `key` (once), to be re-sent until acknowledged, and wakes the
+    /// Queues `key` (once), a key the connection listens to, and wakes the
     /// push task.
     pub fn mark(&self, key: &ListenKey) {
-        self.queue(key, Delivery::UntilAcked);
+        self.queue(key, true);
     }
 
-    /// Queues `key`, a key the connection does not listen to
-    /// ([`Delivery::Unheld`]); a key already queued keeps its delivery.
-    pub fn mark_unheld(&self, key: &ListenKey) {
-        self.queue(key, Delivery::Unheld);
+    /// Queues `key`, a key the connection does not listen to; a key
+    /// already queued as listened stays so.
+    pub fn mark_unlistened(&self, key: &ListenKey) {
+        self.queue(key, false);
     }
 
-    fn queue(&self, key: &ListenKey, delivery: Delivery) {
+    fn queue(&self, key: &ListenKey, listened: bool) {
         let mut dirty = self.0.dirty.lock().unwrap_or_else(|e| e.into_inner());
         match dirty
             .iter_mut()
             .find(|p| p.key.key == key.key && p.key.tenant == key.tenant)
         {
-            // A listened key's delivery wins over an unheld one.
-            Some(queued) if delivery == Delivery::UntilAcked => queued.delivery = delivery,
-            Some(_) => {}
+            Some(queued) => queued.listened |= listened,
             None => dirty.push(Push {
                 key: key.clone(),
-                delivery,
+                listened,
             }),
         }
         drop(dirty);
@@ -139,11 +129,11 @@ mod tests {
         }
     }
 
-    fn pushed(keys: &[(&str, Delivery)]) -> Vec<Push> {
+    fn pushed(keys: &[(&str, bool)]) -> Vec<Push> {
         keys.iter()
-            .map(|&(data_id, delivery)| Push {
+            .map(|&(data_id, listened)| Push {
                 key: key(data_id),
-                delivery,
+                listened,
             })
             .collect()
     }
@@ -158,34 +148,27 @@ mod tests {
         tokio::task::yield_now().await;
         queue.mark(&key("a"));
         let taken = taker.await.unwrap();
-        assert_eq!(taken, pushed(&[("a", Delivery::UntilAcked)]));
+        assert_eq!(taken, pushed(&[("a", true)]));
         queue.mark(&key("b"));
         queue.mark(&key("b"));
         queue.mark(&key("c"));
         assert_eq!(queue.len(), 2);
-        assert_eq!(
-            queue.take().await,
-            pushed(&[("b", Delivery::UntilAcked), ("c", Delivery::UntilAcked)])
-        );
+        assert_eq!(queue.take().await, pushed(&[("b", true), ("c", true)]));
         assert!(queue.is_empty());
     }
 
     /// A key marked both ways is pushed once, as a listened key.
     #[tokio::test]
-    async fn a_listened_mark_wins_over_an_unheld_one() {
+    async fn a_listened_mark_wins_over_an_unlistened_one() {
         let queue = PushQueue::default();
-        queue.mark_unheld(&key("a"));
+        queue.mark_unlistened(&key("a"));
         queue.mark(&key("a"));
         queue.mark(&key("b"));
-        queue.mark_unheld(&key("b"));
-        queue.mark_unheld(&key("c"));
+        queue.mark_unlistened(&key("b"));
+        queue.mark_unlistened(&key("c"));
         assert_eq!(
             queue.take().await,
-            pushed(&[
-                ("a", Delivery::UntilAcked),
-                ("b", Delivery::UntilAcked),
-                ("c", Delivery::Unheld)
-            ])
+            pushed(&[("a", true), ("b", true), ("c", false)])
         );
     }
 }

@@ -117,7 +117,7 @@ impl Unlistened {
                 if now >= p.until {
                     expired.push(conn);
                 } else {
-                    p.queue.mark_unheld(&notified(key, &p.tenant));
+                    p.queue.mark_unlistened(&notified(key, &p.tenant));
                     pushed += 1;
                 }
             }
@@ -145,7 +145,7 @@ impl Unlistened {
                 break;
             }
             if key.namespace == namespace && seen.insert(key.clone()) {
-                msg.queue.mark_unheld(&notified(key, &msg.tenant));
+                msg.queue.mark_unlistened(&notified(key, &msg.tenant));
             }
         }
         metrics::counter!("tacos_grpc_unlistened_pushes_total").increment(seen.len() as u64);
@@ -249,14 +249,12 @@ mod tests {
 
     /// [`taken`], checking each is pushed as a key the connection does not
     /// listen to.
-    async fn taken_unheld(queue: &PushQueue) -> Vec<(String, String)> {
-        taken_as(queue, Some(crate::watch::Delivery::Unheld)).await
+    async fn taken_unlistened(queue: &PushQueue) -> Vec<(String, String)> {
+        taken_as(queue, Some(false)).await
     }
 
-    async fn taken_as(
-        queue: &PushQueue,
-        delivery: Option<crate::watch::Delivery>,
-    ) -> Vec<(String, String)> {
+    /// `listened`: what every push must say of the key, if given.
+    async fn taken_as(queue: &PushQueue, listened: Option<bool>) -> Vec<(String, String)> {
         if queue.is_empty() {
             return Vec::new();
         }
@@ -265,8 +263,8 @@ mod tests {
             .await
             .into_iter()
             .map(|p| {
-                if let Some(want) = delivery {
-                    assert_eq!(p.delivery, want, "{:?}", p.key.key);
+                if let Some(want) = listened {
+                    assert_eq!(p.listened, want, "{:?}", p.key.key);
                 }
                 (p.key.data_id, p.key.tenant)
             })
@@ -289,13 +287,13 @@ mod tests {
         change(&hub, "ns2", "elsewhere").await;
         let queue = PushQueue::default();
         assert_eq!(set_up(&hub, 1, "ns1", &queue).await, 1);
-        assert_eq!(taken_unheld(&queue).await, vec![pair("before", "ns1")]);
+        assert_eq!(taken_unlistened(&queue).await, vec![pair("before", "ns1")]);
 
         // After the setup: every change in its namespace, no other (it
         // listens to none of them).
         change(&hub, "ns1", "after").await;
         change(&hub, "ns2", "elsewhere").await;
-        assert_eq!(taken_unheld(&queue).await, vec![pair("after", "ns1")]);
+        assert_eq!(taken_unlistened(&queue).await, vec![pair("after", "ns1")]);
 
         // Its first listen ends it: only listened keys from then on.
         let listened = ListenKey {
