@@ -330,7 +330,7 @@ impl App {
         // The Java client finds gRPC at the HTTP port + this offset (1000
         // unless told).
         let offset = i32::from(grpc_port) - i32::from(http_port);
-        let child = Command::new(java())
+        let child = Command::new(common::drivers::java_bin())
             .arg(format!("-Dnacos.server.grpc.port.offset={offset}"))
             // nacos-client keeps its config snapshots and logs under the
             // home dir: one of the test's own.
@@ -354,7 +354,12 @@ impl App {
             .stdout(log)
             .stderr(log_err)
             .spawn()
-            .unwrap_or_else(|e| panic!("starting `{} -jar {JAR}`: {e}", java().display()));
+            .unwrap_or_else(|e| {
+                panic!(
+                    "starting `{} -jar {JAR}`: {e}",
+                    common::drivers::java_bin().display()
+                )
+            });
         let client = reqwest::Client::builder()
             .no_proxy()
             .timeout(Duration::from_secs(5))
@@ -413,19 +418,4 @@ impl Drop for App {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-/// `$JAVA_HOME/bin/java` when set, else Debian's JDK 17, else `java`.
-fn java() -> PathBuf {
-    if let Some(home) = std::env::var_os("JAVA_HOME") {
-        let java = Path::new(&home).join("bin/java");
-        if java.is_file() {
-            return java;
-        }
-    }
-    let debian = Path::new("/usr/lib/jvm/java-17-openjdk-amd64/bin/java");
-    if debian.is_file() {
-        return debian.to_path_buf();
-    }
-    PathBuf::from("java")
 }

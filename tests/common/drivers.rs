@@ -23,6 +23,21 @@ impl JavaClient {
     }
 }
 
+/// The `java` the Java tests run: `$JAVA`, else `$JAVA_HOME/bin/java`,
+/// else `java` on the PATH (a JDK 17 or newer).
+pub fn java_bin() -> PathBuf {
+    if let Some(java) = std::env::var_os("JAVA") {
+        return PathBuf::from(java);
+    }
+    if let Some(home) = std::env::var_os("JAVA_HOME") {
+        let java = Path::new(&home).join("bin/java");
+        if java.is_file() {
+            return java;
+        }
+    }
+    PathBuf::from("java")
+}
+
 /// The driver's class path (its classes, then its dependencies); panics
 /// naming `tests/java/prepare.sh` when it is not built.
 pub fn java_driver_classpath(client: JavaClient) -> String {
@@ -46,8 +61,7 @@ pub fn java_driver_classpath(client: JavaClient) -> String {
 /// the client's snapshot and logs in `work` and timestamps on its log lines.
 pub fn java_driver(client: JavaClient, work: &Path) -> Command {
     let classpath = java_driver_classpath(client);
-    let java = std::env::var("JAVA").unwrap_or_else(|_| "java".to_string());
-    let mut command = Command::new(java);
+    let mut command = Command::new(java_bin());
     command
         .arg(format!(
             "-DJM.SNAPSHOT.PATH={}",

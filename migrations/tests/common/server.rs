@@ -126,6 +126,20 @@ pub fn migrate_ok(from: &Path, to: &Path, ports: Ports, extra: &[&str]) -> Strin
     stdout
 }
 
+/// Migrates the fixture copy at `source` into `target` (new ports),
+/// asserting the source is left as it was and the report holds each of
+/// `wants`; returns the ports and the report.
+pub fn migrate_fixture_copy(source: &Path, target: &Path, wants: &[&str]) -> (Ports, String) {
+    let ports = Ports::new();
+    let before = super::snapshot(source);
+    let report = migrate_ok(source, target, ports, &[]);
+    assert_eq!(before, super::snapshot(source), "the source was modified");
+    for want in wants {
+        assert!(report.contains(want), "missing {want:?} in:\n{report}");
+    }
+    (ports, report)
+}
+
 /// A running `tacos` server; killed (and reaped) when dropped.
 pub struct Server {
     pub child: Child,
