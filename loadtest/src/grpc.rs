@@ -68,13 +68,18 @@ pub fn server_check(request_id: &str) -> Payload {
     )
 }
 
-/// `ConnectionSetupRequest`: the first message on the stream.
+/// `ConnectionSetupRequest`: the first message on the stream. It carries an (empty)
+/// `abilityTable`, as the Java and Python clients' do: Java Nacos answers such a setup
+/// with `SetupAckRequest` on the stream, and without it sends nothing there, so a
+/// grpc-java server would not even send the stream's response headers, which the
+/// stream call waits for.
 pub fn connection_setup(client_version: &str, tenant: &str) -> Payload {
     payload(
         "ConnectionSetupRequest",
         &json!({
             "clientVersion": client_version,
             "abilities": {},
+            "abilityTable": {},
             "tenant": tenant,
             "labels": {},
             "requestId": "",
@@ -718,8 +723,8 @@ mod tests {
         assert_eq!(kind(&p), "ConnectionSetupRequest");
         assert_eq!(
             body(&p),
-            json!({"clientVersion": "tacos-loadtest", "abilities": {}, "tenant": "",
-                   "labels": {}, "requestId": "", "headers": {}})
+            json!({"clientVersion": "tacos-loadtest", "abilities": {}, "abilityTable": {},
+                   "tenant": "", "labels": {}, "requestId": "", "headers": {}})
         );
 
         let p = config_query("7", "d", "g", "");

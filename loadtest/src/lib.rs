@@ -553,6 +553,9 @@ pub async fn query_random_key(user: &mut GooseUser) -> TransactionResult {
 
 /// How many seed publishes are in flight at once.
 const SEED_CONCURRENCY: usize = 16;
+/// How long a seeded key may take to read back its content: Java Nacos answers a
+/// publish before its read cache has the new content (an asynchronous dump).
+pub const SEED_READ_BACK_LIMIT: Duration = Duration::from_secs(30);
 
 /// `test_start` transaction: publishes the seed content of every key once, before any
 /// user starts (16 at a time, outside goose's metrics). Goose ignores what a
@@ -596,7 +599,8 @@ pub async fn seed_keys(user: &mut GooseUser) -> TransactionResult {
 }
 
 /// Publishes each `(dataId, content)` of `items` to the server at `base`,
-/// [`SEED_CONCURRENCY`] at a time; returns what failed.
+/// [`SEED_CONCURRENCY`] at a time, then waits (at most [`SEED_READ_BACK_LIMIT`]) until
+/// each published key reads back its content; returns what failed.
 pub async fn seed(
     base: &reqwest::Url,
     items: &[(String, String)],
@@ -615,9 +619,10 @@ pub async fn seed(
         Err(e) => return vec![format!("{base}: {e}")],
     };
     let mut failed = Vec::new();
+    let mut published = Vec::with_capacity(items.len());
     for chunk in items.chunks(SEED_CONCURRENCY) {
         let mut tasks = tokio::task::JoinSet::new();
-        for (data_id, content) in chunk {
+        for (i, (data_id, content)) in chunk.iter().enumerate() {
             let body = nacos::publish_form(data_id, GROUP, content, tenant, token);
             let request = client
                 .post(url.clone())
@@ -630,7 +635,7 @@ pub async fn seed(
                         let status = response.status();
                         let body = response.text().await.unwrap_or_default();
                         if status.is_success() && body.trim() == "true" {
-                            Ok(())
+                            Ok(i)
                         } else {
                             Err(format!("{data_id}: {status} {}", body.trim()))
                         }
@@ -641,13 +646,80 @@ pub async fn seed(
         }
         while let Some(result) = tasks.join_next().await {
             match result {
-                Ok(Ok(())) => {}
+                Ok(Ok(i)) => published.push(&chunk[i]),
                 Ok(Err(e)) => failed.push(e),
                 Err(e) => failed.push(format!("seed task: {e}")),
             }
         }
     }
+    failed.extend(read_back(&client, base, &published, tenant, token).await);
     failed
+}
+
+/// Reads each `(dataId, content)` of `items` from the server at `base` until it
+/// answers 200 with that content, again and again for at most
+/// [`SEED_READ_BACK_LIMIT`]; returns the keys that never did.
+async fn read_back(
+    client: &reqwest::Client,
+    base: &reqwest::Url,
+    items: &[&(String, String)],
+    tenant: &str,
+    token: Option<&str>,
+) -> Vec<String> {
+    let deadline = Instant::now() + SEED_READ_BACK_LIMIT;
+    let mut pending: Vec<(&(String, String), String)> =
+        items.iter().map(|&item| (item, String::new())).collect();
+    loop {
+        let mut left = Vec::new();
+        for chunk in pending.chunks(SEED_CONCURRENCY) {
+            let mut tasks = tokio::task::JoinSet::new();
+            for (i, ((data_id, content), _)) in chunk.iter().enumerate() {
+                let path = nacos::query_path(data_id, GROUP, tenant, token);
+                let url = match base.join(&path) {
+                    Ok(url) => url,
+                    Err(e) => return vec![format!("{base}{path}: {e}")],
+                };
+                let (request, content) = (client.get(url), content.clone());
+                tasks.spawn(async move {
+                    let last = match request.send().await {
+                        Ok(response) => {
+                            let status = response.status();
+                            let body = response.text().await.unwrap_or_default();
+                            if status.is_success() && body == content {
+                                return (i, None);
+                            }
+                            format!("{status} {:?}", body.chars().take(60).collect::<String>())
+                        }
+                        Err(e) => e.to_string(),
+                    };
+                    (i, Some(last))
+                });
+            }
+            while let Some(result) = tasks.join_next().await {
+                match result {
+                    Ok((_, None)) => {}
+                    Ok((i, Some(last))) => left.push((chunk[i].0, last)),
+                    Err(e) => left.push((chunk[0].0, format!("read-back task: {e}"))),
+                }
+            }
+        }
+        if left.is_empty() {
+            return Vec::new();
+        }
+        if Instant::now() >= deadline {
+            return left
+                .into_iter()
+                .map(|((data_id, _), last)| {
+                    format!(
+                        "{data_id}: published, but did not read back its content within \
+                         {SEED_READ_BACK_LIMIT:?} (last answer: {last})"
+                    )
+                })
+                .collect();
+        }
+        pending = left;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 /// Publishes `content` of one key over the Nacos HTTP API (`url`: the configs

@@ -7,8 +7,10 @@
 //! answered (optionally paced to `--rate` requests/s per connection).
 //!
 //! - `--mode query`: `ConfigQueryRequest` of a random one of `--keys` dataIds. The keys
-//!   are published once first (and read back); a query counts as failed unless it is a
-//!   successful `ConfigQueryResponse` whose content is exactly the seed.
+//!   are published once first and read back until they hold the seed (at most 30 s:
+//!   Java Nacos serves a publish a moment after it answered it); a query counts as
+//!   failed unless it is a successful `ConfigQueryResponse` whose content is exactly
+//!   the seed.
 //! - `--mode publish`: `ConfigPublishRequest` of a unique content to a random key; fails
 //!   unless a successful `ConfigPublishResponse`.
 //! - `--mode mixed`: `--publish-percent` % publishes, the rest queries (a query then only
@@ -203,29 +205,39 @@ async fn main() -> ExitCode {
     if args.mode != Mode::Publish {
         let started = Instant::now();
         let client = &mut clients[0];
+        // Publish every key, then read each back until it holds its seed: Java Nacos
+        // answers a publish before its read cache has the new content.
+        let mut published = Vec::new();
         for i in 0..args.keys {
             let id = data_id(i);
             let seed = seed_content(&id, args.content_bytes);
-            let stored = match client.publish(&id, &args.group, &args.tenant, &seed).await {
-                Ok(_) => client.query(&id, &args.group, &args.tenant).await,
-                Err(e) => Err(e),
-            };
-            let ok = match stored {
-                Ok(reply) if reply.str("content") == seed => true,
-                Ok(_) => {
-                    if seed_failures == 0 {
-                        eprintln!("seeding {id}: it reads back a different content");
-                    }
-                    false
-                }
+            match client.publish(&id, &args.group, &args.tenant, &seed).await {
+                Ok(_) => published.push((id, seed)),
                 Err(e) => {
                     if seed_failures == 0 {
                         eprintln!("seeding {id} failed: {e}");
                     }
-                    false
+                    seed_failures += 1;
                 }
-            };
-            seed_failures += u64::from(!ok);
+            }
+        }
+        let read_back_until = Instant::now() + loadtest::SEED_READ_BACK_LIMIT;
+        for (id, seed) in published {
+            loop {
+                let last = match client.query(&id, &args.group, &args.tenant).await {
+                    Ok(reply) if reply.str("content") == seed => break,
+                    Ok(_) => "it reads back a different content".to_string(),
+                    Err(e) => e.to_string(),
+                };
+                if Instant::now() >= read_back_until {
+                    if seed_failures == 0 {
+                        eprintln!("seeding {id}: {last}");
+                    }
+                    seed_failures += 1;
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
         }
         eprintln!(
             "seeded {} key(s) ({}0 .. {}{}) in {:.1?}{}",

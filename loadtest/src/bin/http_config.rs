@@ -8,8 +8,9 @@
 //! default, so a capacity search measures the server:
 //!
 //! - `--mode query`: `GET /nacos/v1/cs/configs?dataId=..&group=..&tenant=` of a random
-//!   one of `--keys` dataIds, published once first (16 at a time) and read back; a
-//!   query fails unless it is a 200 whose body is exactly the seed.
+//!   one of `--keys` dataIds, published once first (16 at a time) and read back until
+//!   each holds its seed (at most 30 s: Java Nacos serves a publish a moment after it
+//!   answered it); a query fails unless it is a 200 whose body is exactly the seed.
 //! - `--mode publish`: `POST /nacos/v1/cs/configs` of a unique content to a random key;
 //!   fails unless a 200 whose body is `true`.
 //!

@@ -9,6 +9,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 use loadtest::latency::parse_duration;
+use loadtest::qa::java_nacos;
 use loadtest::qa::procs;
 use loadtest::qa::report;
 use loadtest::qa::run::{self, Options};
@@ -16,11 +17,11 @@ use loadtest::qa::scenario::{Params, Scenario};
 use loadtest::qa::servers::Flavor;
 
 const ABOUT: &str = "qa: a one-command release QA report of a Nacos-compatible config server \
-(Tacos) against a baseline (r-nacos)";
+(Tacos) against a baseline (r-nacos or Java Nacos)";
 
 const LONG_ABOUT: &str = "\
 qa: a one-command release QA report of a Nacos-compatible config server (Tacos) against
-a baseline (e.g. r-nacos), all on 127.0.0.1.
+a baseline (r-nacos, Java Nacos or another Tacos build), all on 127.0.0.1.
 
 For each topology (--nodes: 1 node, a 3-node cluster, 7 nodes, or a list) it
   1. finds the saturation point of each scenario: a matrix of users x per-user rate
@@ -60,11 +61,24 @@ publishes/s), at most 30 s for the stop and 300 s until all state is served, the
 Every server and load tool it starts is stopped at the end, on error and on Ctrl-C;
 its work dir (logs, raw reports) is removed unless --keep-work.
 
+Java Nacos (--baseline nacos: the nacos-server.jar in $REFERENCE_NACOS3_JAR; nacos2:
+$REFERENCE_NACOS2_JAR; or a jar path, --baseline-kind nacos): one standalone node with
+its embedded Derby, started as scripts/reference-nacos.sh does (nacos.home in the run's
+dir, HTTP port P with context /nacos, gRPC P+1000, the script's application.properties,
+`java -Xms512m -Xmx512m -Xmn256m -jar`, as Nacos' startup.sh in standalone mode;
+$REFERENCE_NACOS_JVM replaces the heap flags, $REFERENCE_NACOS_JAVA the java binary; the
+report's version line names JDK, flags and GC). Ready once a read answers 200 or 404 and
+a probe publish reads back (up to 300 s: it takes 15-35 s on 2 cores). One node only:
+several Java nodes need MySQL, so --nodes 3 or 7 is refused with a Nacos side. With the
+512 MiB heap it holds about 2,000 long polls: use --fanout-listeners 2000 or less.
+
 --smoke: a few seconds, no baseline, 1 node, a tiny matrix; what CI runs.
 
 Examples:
   qa --baseline /work/rnacos/bin/rnacos                      # docs/qa/<version>.md
   qa --baseline rnacos --nodes 1 --scenarios set,query --rounds 3
+  qa --baseline nacos --nodes 1 --label vs-nacos3                # Java Nacos 3
+  qa --baseline /x/nacos-server.jar --baseline-kind nacos --nodes 1 --scenarios set
   qa --baseline rnacos --nodes 1 --scenarios fanout --fanout-listeners 50000
   qa --baseline rnacos --nodes 1 --scenarios restart --label restart-100k
   qa --smoke --server target/debug/tacos --out /tmp/qa
@@ -77,13 +91,16 @@ struct Args {
     /// The server under test [default: `tacos` next to this binary]
     #[arg(long, value_name = "PATH")]
     server: Option<PathBuf>,
-    /// What --server is: tacos or rnacos [default: from the file name]
+    /// What --server is: tacos, rnacos or nacos [default: from the file name]
     #[arg(long, value_name = "KIND", value_parser = parse_flavor)]
     server_kind: Option<Flavor>,
-    /// The baseline server, e.g. r-nacos (`cargo install rnacos`); none: no comparison
+    /// The baseline server, e.g. r-nacos (`cargo install rnacos`), a Java Nacos
+    /// nacos-server.jar, or `nacos` ($REFERENCE_NACOS3_JAR), `nacos2`
+    /// ($REFERENCE_NACOS2_JAR); none: no comparison
     #[arg(long, value_name = "PATH")]
     baseline: Option<PathBuf>,
-    /// What --baseline is: tacos or rnacos [default: from the file name]
+    /// What --baseline is: tacos, rnacos or nacos (Java Nacos) [default: from the file
+    /// name: a .jar is Java Nacos]
     #[arg(long, value_name = "KIND", value_parser = parse_flavor)]
     baseline_kind: Option<Flavor>,
     /// An environment variable for every node of the server under test (repeatable),
@@ -95,7 +112,7 @@ struct Args {
     #[arg(long, value_name = "KEY=VALUE", value_parser = parse_env)]
     baseline_env: Vec<(String, String)>,
     /// Topologies: 1, 3, 7 or a list (1,3); 7 = Tacos' 3 voters + 4 learners (r-nacos:
-    /// 7 members)
+    /// 7 members); Java Nacos: 1 only
     #[arg(
         long,
         value_name = "LIST",
@@ -214,7 +231,43 @@ struct Args {
 }
 
 fn parse_flavor(s: &str) -> Result<Flavor, String> {
-    Flavor::parse(s).ok_or_else(|| format!("{s:?}: tacos or rnacos"))
+    Flavor::parse(s).ok_or_else(|| format!("{s:?}: tacos, rnacos or nacos"))
+}
+
+/// `--baseline` and `--baseline-kind`: the keywords `nacos`, `nacos3` and `nacos2`
+/// name the Java Nacos jar in `$REFERENCE_NACOS3_JAR` / `$REFERENCE_NACOS2_JAR`.
+fn resolve_baseline(
+    baseline: Option<&Path>,
+    kind: Option<Flavor>,
+    lookup: impl Fn(&str) -> Option<String>,
+) -> Result<(Option<PathBuf>, Option<Flavor>)> {
+    let Some(path) = baseline else {
+        return Ok((None, kind));
+    };
+    match java_nacos::resolve_keyword(path, lookup) {
+        None => Ok((Some(path.to_path_buf()), kind)),
+        Some(Err(e)) => bail!("--baseline {e}"),
+        Some(Ok(jar)) => match kind {
+            None | Some(Flavor::Nacos) => Ok((Some(jar), Some(Flavor::Nacos))),
+            Some(other) => bail!(
+                "--baseline {} is Java Nacos, but --baseline-kind says {other:?}",
+                path.display()
+            ),
+        },
+    }
+}
+
+/// Refuses topologies a side cannot run (Java Nacos: one node).
+fn check_topologies(nodes: &[usize], sides: &[(&str, &Path, Option<Flavor>)]) -> Result<()> {
+    for (side, path, kind) in sides {
+        let flavor = kind.unwrap_or_else(|| Flavor::guess(path));
+        for &n in nodes {
+            if let Err(why) = flavor.supports_nodes(n) {
+                bail!("--nodes {n} with {side} {}: {why}", path.display());
+            }
+        }
+    }
+    Ok(())
 }
 
 fn parse_env(s: &str) -> Result<(String, String), String> {
@@ -266,11 +319,15 @@ fn run(args: Args) -> Result<ExitCode> {
             server.display()
         );
     }
+    let (baseline, baseline_flavor) =
+        resolve_baseline(args.baseline.as_deref(), args.baseline_kind, |var| {
+            std::env::var(var).ok()
+        })?;
     let mut opts = Options {
         server,
         server_flavor: args.server_kind,
-        baseline: args.baseline.clone(),
-        baseline_flavor: args.baseline_kind,
+        baseline,
+        baseline_flavor,
         server_env: args.server_env.clone(),
         baseline_env: args.baseline_env.clone(),
         nodes: args.nodes.clone(),
@@ -426,6 +483,11 @@ fn validate(opts: &Options) -> Result<()> {
     if opts.nodes.is_empty() || opts.nodes.iter().any(|&n| ![1, 3, 7].contains(&n)) {
         bail!("--nodes takes 1, 3, 7 or a list of them (e.g. 1,3)");
     }
+    let mut sides = vec![("--server", opts.server.as_path(), opts.server_flavor)];
+    if let Some(b) = &opts.baseline {
+        sides.push(("--baseline", b.as_path(), opts.baseline_flavor));
+    }
+    check_topologies(&opts.nodes, &sides)?;
     if opts.scenarios.is_empty() {
         bail!("--scenarios is empty");
     }
@@ -524,9 +586,61 @@ fn command_line() -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{parse_env, Args, Scenario};
+    use super::{check_topologies, parse_env, resolve_baseline, Args, Flavor, Scenario};
     use clap::Parser;
+    use std::path::{Path, PathBuf};
     use std::time::Duration;
+
+    #[test]
+    fn java_nacos_baseline() {
+        let jar = std::env::current_exe().unwrap();
+        let jar_text = jar.display().to_string();
+        let env = |var: &str| (var == "REFERENCE_NACOS3_JAR").then(|| jar_text.clone());
+        // The keyword: the jar of $REFERENCE_NACOS3_JAR, Java Nacos.
+        let args = Args::try_parse_from(["qa", "--baseline", "nacos", "--nodes", "1"]).unwrap();
+        let (path, kind) =
+            resolve_baseline(args.baseline.as_deref(), args.baseline_kind, env).unwrap();
+        assert_eq!(path, Some(jar.clone()));
+        assert_eq!(kind, Some(Flavor::Nacos));
+        // nacos2 without its variable, a conflicting kind: refused.
+        let e = resolve_baseline(Some(Path::new("nacos2")), None, env).unwrap_err();
+        assert!(e.to_string().contains("REFERENCE_NACOS2_JAR"), "{e}");
+        assert!(resolve_baseline(Some(Path::new("nacos")), Some(Flavor::RNacos), env).is_err());
+        // A path stays a path; --baseline-kind nacos parses.
+        let args = Args::try_parse_from([
+            "qa",
+            "--baseline",
+            "/x/nacos-server.jar",
+            "--baseline-kind",
+            "nacos",
+        ])
+        .unwrap();
+        assert_eq!(args.baseline_kind, Some(Flavor::Nacos));
+        let (path, kind) =
+            resolve_baseline(args.baseline.as_deref(), args.baseline_kind, env).unwrap();
+        assert_eq!(path, Some(PathBuf::from("/x/nacos-server.jar")));
+        assert_eq!(kind, Some(Flavor::Nacos));
+        assert_eq!(resolve_baseline(None, None, env).unwrap(), (None, None));
+        assert!(Args::try_parse_from(["qa", "--baseline-kind", "java-nacos"]).is_ok());
+        assert!(Args::try_parse_from(["qa", "--baseline-kind", "go"]).is_err());
+    }
+
+    #[test]
+    fn java_nacos_runs_one_node() {
+        let tacos = ("--server", Path::new("/x/tacos"), None);
+        // Guessed from the .jar, or said with --baseline-kind.
+        let jar = ("--baseline", Path::new("/x/nacos-server.jar"), None);
+        let kind = ("--baseline", Path::new("/x/server"), Some(Flavor::Nacos));
+        assert!(check_topologies(&[1], &[tacos, jar]).is_ok());
+        for side in [jar, kind] {
+            let e = check_topologies(&[1, 3], &[tacos, side]).unwrap_err();
+            let e = e.to_string();
+            assert!(e.starts_with("--nodes 3 with --baseline"), "{e}");
+            assert!(e.contains("MySQL") && e.contains("--nodes 1"), "{e}");
+        }
+        let rnacos = ("--baseline", Path::new("/x/rnacos"), None);
+        assert!(check_topologies(&[1, 3, 7], &[tacos, rnacos]).is_ok());
+    }
 
     #[test]
     fn restart_is_opt_in_with_its_flags() {

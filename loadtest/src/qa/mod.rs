@@ -1,8 +1,9 @@
 //! The `qa` tool: a release QA report of a Nacos-compatible config server against a
 //! baseline, in one command (see `qa --help` and `loadtest/README.md`).
 //!
-//! - [`servers`] starts one node or a 3-node cluster (Tacos or r-nacos) on 127.0.0.1
-//!   with fresh data dirs and waits until it is ready;
+//! - [`servers`] starts one node or a 3-node cluster (Tacos or r-nacos), or one Java
+//!   Nacos standalone node ([`java_nacos`]), on 127.0.0.1 with fresh data dirs and
+//!   waits until it is ready;
 //! - [`scenario`] runs the load tools as child processes (`http_config`, a light HTTP
 //!   client, for the request scenarios; `grpc_config`; the goose listen scenario;
 //!   `fanout`) and reads what they measured;
@@ -17,6 +18,7 @@
 
 pub mod budgets;
 pub mod http;
+pub mod java_nacos;
 pub mod knee;
 pub mod machine;
 pub mod plot;

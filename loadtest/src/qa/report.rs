@@ -8,6 +8,7 @@ use super::knee::Saturation;
 use super::plot::{self, CurveSeries, MatrixPoint};
 use super::run::{rate_text, slug, OperatingPoint, Phase, QaResults, RunRecord};
 use super::scenario::Scenario;
+use super::servers::Flavor;
 use super::QaError;
 
 /// The median of `v` (mean of the middle two for an even count); NaN when empty.
@@ -525,14 +526,14 @@ pub fn render(
             file_name_of(&b.binary)
         ))
     );
-    if base.is_some() {
+    if let Some(b) = base {
         let _ = writeln!(
             md,
-            "Tacos acknowledges a write only after it is fsynced (on a majority, in a \
-             cluster); r-nacos does not fsync. Ratios are {} / {}: above 1 is more \
-             throughput, below 1 is lower latency, CPU or memory.",
+            "{} Ratios are {} / {}: above 1 is more throughput, below 1 is lower \
+             latency, CPU or memory.",
+            durability_text(server.flavor, b.flavor),
             server.label,
-            base.map(|b| b.label.as_str()).unwrap_or("baseline")
+            b.label
         );
     }
     let _ = writeln!(
@@ -813,6 +814,25 @@ pub fn file_name_of(path: &Path) -> String {
         || path.display().to_string(),
         |name| name.to_string_lossy().into_owned(),
     )
+}
+
+/// What a write's acknowledgement means on each side, as one or two sentences.
+pub fn durability_text(server: Flavor, baseline: Flavor) -> String {
+    let one = |f: Flavor| match f {
+        Flavor::Tacos => {
+            "Tacos acknowledges a write only after it is fsynced (on a majority, in a cluster)"
+        }
+        Flavor::RNacos => "r-nacos does not fsync",
+        Flavor::Nacos => {
+            "Java Nacos (standalone) acknowledges a write once it is committed to its \
+             embedded Derby database, which by default syncs its log at commit"
+        }
+    };
+    if server == baseline {
+        format!("{}.", one(server))
+    } else {
+        format!("{}; {}.", one(server), one(baseline))
+    }
 }
 
 /// The budgets file: repo-relative when it is this workspace's, else its
@@ -1281,6 +1301,7 @@ mod tests {
             binary: PathBuf::from(format!("/x/{label}")),
             version: format!("{label} 0.1.0"),
             env: Vec::new(),
+            java: None,
         }
     }
 
@@ -1466,6 +1487,21 @@ mod tests {
         // No matrix ran: no saturation section.
         assert!(!md.contains("### Saturation"));
         assert!(md.contains("(restart: one fill and one restart per run"));
+        assert!(md.contains(
+            "Tacos acknowledges a write only after it is fsynced (on a majority, in a \
+             cluster); r-nacos does not fsync. Ratios are tacos / r-nacos"
+        ));
+    }
+
+    #[test]
+    fn durability_per_baseline() {
+        let t = durability_text(Flavor::Tacos, Flavor::Nacos);
+        assert!(t.starts_with("Tacos acknowledges"), "{t}");
+        assert!(t.contains("; Java Nacos (standalone) acknowledges a write once it is committed to its embedded Derby database"), "{t}");
+        assert_eq!(
+            durability_text(Flavor::Tacos, Flavor::Tacos),
+            "Tacos acknowledges a write only after it is fsynced (on a majority, in a cluster)."
+        );
     }
 
     #[test]

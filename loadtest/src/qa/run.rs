@@ -264,11 +264,12 @@ fn with_env(label: String, env: &[(String, String)]) -> String {
     format!("{label} [{}]", env.join(" "))
 }
 
-/// `tacos`, `r-nacos`: the software's name from `--version`, else the flavor.
+/// `tacos`, `r-nacos`, `nacos`: the software's name from `--version`, else the flavor.
 fn label_for(spec: &ServerSpec) -> String {
     let first = spec.version.split_whitespace().next().unwrap_or_default();
     match (spec.flavor, first) {
         (Flavor::RNacos, _) => "r-nacos".into(),
+        (Flavor::Nacos, _) => "nacos".into(),
         (Flavor::Tacos, name) if !name.is_empty() => name.to_string(),
         _ => "tacos".into(),
     }
@@ -536,7 +537,7 @@ impl Runner<'_> {
             nodes,
             &dir.join("server"),
             self.opts.base_port,
-            start_timeout(nodes),
+            spec.flavor.start_timeout(nodes),
         );
         let mut cluster = match cluster {
             Ok(c) => c,
@@ -621,7 +622,7 @@ impl Runner<'_> {
             nodes,
             &dir.join("server"),
             self.opts.base_port,
-            start_timeout(nodes),
+            spec.flavor.start_timeout(nodes),
         ) {
             Ok(mut cluster) => {
                 let mut r = self.measure(
@@ -868,14 +869,6 @@ fn other_cores(own_pids: &[u32], window: Duration) -> Option<f64> {
     Some(ticks as f64 / procs::clk_tck() / t0.elapsed().as_secs_f64())
 }
 
-fn start_timeout(nodes: usize) -> Duration {
-    Duration::from_secs(match nodes {
-        1 => 45,
-        2..=3 => 90,
-        _ => 150,
-    })
-}
-
 /// ` x N/s` or ` (closed loop)`.
 pub fn rate_text(rate: f64) -> String {
     if rate > 0.0 {
@@ -917,10 +910,15 @@ mod tests {
             binary: PathBuf::from("/x"),
             version: version.into(),
             env: Vec::new(),
+            java: None,
         };
         assert_eq!(label_for(&spec(Flavor::Tacos, "tacos 0.1.0")), "tacos");
         assert_eq!(label_for(&spec(Flavor::RNacos, "rnacos 0.8.8")), "r-nacos");
         assert_eq!(label_for(&spec(Flavor::Tacos, "")), "tacos");
+        assert_eq!(
+            label_for(&spec(Flavor::Nacos, "Java Nacos 3.0.3 (JDK 17)")),
+            "nacos"
+        );
         assert_eq!(with_env("tacos".into(), &[]), "tacos");
         assert_eq!(
             with_env(

@@ -1,17 +1,22 @@
 //! Starting and stopping the servers under test: one node or a 3-node cluster of Tacos
-//! or r-nacos, on 127.0.0.1, each node with a fresh data dir.
+//! or r-nacos, or one Java Nacos standalone node ([`super::java_nacos`]), on 127.0.0.1,
+//! each node with a fresh data dir.
 //!
 //! Ports of node `i` (0-based) in a slot with base port `B`: HTTP `B + 10i`, gRPC
-//! HTTP + 1000, Tacos cluster port HTTP + 2001, r-nacos console HTTP + 2000. Every
-//! start takes the next slot whose ports are all free, so a server that is slow to
-//! release its ports never collides with the next one.
+//! HTTP + 1000, Tacos cluster port HTTP + 2001, r-nacos console HTTP + 2000 (Java
+//! Nacos: cluster gRPC HTTP + 1001, console HTTP + 1, JRaft HTTP - 1000). Every start takes the next slot
+//! whose ports are all free, so a server that is slow to release its ports never
+//! collides with the next one.
 //!
 //! A server is ready when a probe publish on node 1 answers `true` and reads back on
 //! every node (for Tacos also: node 1 reports as many voters as nodes, at most
 //! [`TACOS_VOTERS`]: Tacos nodes beyond the third join as learners, read replicas
 //! that serve reads and listeners, as a large deployment would add them). r-nacos 0.8
 //! sometimes panics at start and then acknowledges writes it does not keep: its log is
-//! checked for `panicked` and the start retried with a fresh dir.
+//! checked for `panicked` and the start retried with a fresh dir. Java Nacos answers
+//! only once it started (20-35 s on a 2-core machine): a node of it is up when the
+//! probe read answers 200 or 404, and the probe publish must then read back (Nacos
+//! answers a publish before its read cache has the new content).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -19,6 +24,7 @@ use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::{Duration, Instant};
 
 use super::http::{self, port_free};
+use super::java_nacos::{self, JavaNacos};
 use super::procs::Proc;
 use super::QaError;
 
@@ -33,16 +39,21 @@ pub const ADMIN_PASSWORD: &str = "qa-admin-password";
 pub enum Flavor {
     Tacos,
     RNacos,
+    /// Java Nacos standalone: a `nacos-server.jar` run by `java`.
+    Nacos,
 }
 
 impl Flavor {
-    /// Guesses from the file name: `rnacos`/`r-nacos` is r-nacos, anything else Tacos.
+    /// Guesses from the file name: a `.jar` is Java Nacos, `rnacos`/`r-nacos` is
+    /// r-nacos, anything else Tacos.
     pub fn guess(path: &Path) -> Flavor {
         let name = path
             .file_name()
             .map(|n| n.to_string_lossy().to_ascii_lowercase())
             .unwrap_or_default();
-        if name.contains("rnacos") || name.contains("r-nacos") {
+        if name.ends_with(".jar") {
+            Flavor::Nacos
+        } else if name.contains("rnacos") || name.contains("r-nacos") {
             Flavor::RNacos
         } else {
             Flavor::Tacos
@@ -53,7 +64,39 @@ impl Flavor {
         match text.to_ascii_lowercase().as_str() {
             "tacos" => Some(Flavor::Tacos),
             "rnacos" | "r-nacos" => Some(Flavor::RNacos),
+            "nacos" | "java-nacos" | "java" => Some(Flavor::Nacos),
             _ => None,
+        }
+    }
+
+    /// Whether a topology of `nodes` nodes can run; the error says why not.
+    pub fn supports_nodes(self, nodes: usize) -> Result<(), String> {
+        match self {
+            Flavor::Nacos if nodes != 1 => Err(format!(
+                "Java Nacos runs as one standalone node here (embedded Derby): {nodes} Java \
+                 Nacos nodes would need a cluster on an external MySQL, which qa does not \
+                 set up; use --nodes 1"
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// How long a start of `nodes` nodes may take until ready.
+    pub fn start_timeout(self, nodes: usize) -> Duration {
+        Duration::from_secs(match (self, nodes) {
+            // 20-35 s on a quiet 2-core machine; much more on a busy one.
+            (Flavor::Nacos, _) => 300,
+            (_, 1) => 45,
+            (_, 2..=3) => 90,
+            _ => 150,
+        })
+    }
+
+    /// The ports of node `i` (0-based) in the slot starting at `base`.
+    pub fn ports(self, base: u16, i: usize) -> Ports {
+        match self {
+            Flavor::Nacos => java_nacos::ports(node_ports(base, i).http),
+            _ => node_ports(base, i),
         }
     }
 }
@@ -70,6 +113,8 @@ pub struct ServerSpec {
     /// Extra environment for every node (e.g. `TACOS_AUDIT_LIMIT=1000`), set
     /// after the inherited `TACOS_*`/`RNACOS_*` variables were cleared.
     pub env: Vec<(String, String)>,
+    /// Java Nacos: the JVM that runs `binary` (the jar) and the Nacos release.
+    pub java: Option<JavaNacos>,
 }
 
 impl ServerSpec {
@@ -83,6 +128,17 @@ impl ServerSpec {
         // Servers run in their own dirs: the path must not be relative.
         let binary = &std::fs::canonicalize(binary)
             .map_err(|e| QaError::io(format!("resolving {}", binary.display()), e))?;
+        if flavor == Flavor::Nacos {
+            let java = JavaNacos::probe(binary, |var| std::env::var(var).ok())?;
+            return Ok(ServerSpec {
+                label: label.to_string(),
+                flavor,
+                binary: binary.to_path_buf(),
+                version: java.describe(),
+                env: Vec::new(),
+                java: Some(java),
+            });
+        }
         let version = Command::new(binary)
             .arg("--version")
             .env_remove("RUST_LOG")
@@ -100,11 +156,16 @@ impl ServerSpec {
             binary: binary.to_path_buf(),
             version,
             env: Vec::new(),
+            java: None,
         })
     }
 
-    /// The version number from `--version` (its last word), or `unknown`.
+    /// The version number from `--version` (its last word), or `unknown`; Java
+    /// Nacos' release.
     pub fn version_number(&self) -> String {
+        if let Some(java) = &self.java {
+            return java.nacos_version.clone();
+        }
         self.version
             .split_whitespace()
             .last()
@@ -121,6 +182,17 @@ pub struct Ports {
     pub grpc: u16,
     pub cluster: u16,
     pub console: u16,
+    /// Java Nacos' JRaft port (HTTP - 1000), open even in standalone mode.
+    pub raft: Option<u16>,
+}
+
+impl Ports {
+    /// Every port the node listens on.
+    pub fn all(&self) -> Vec<u16> {
+        let mut all = vec![self.http, self.grpc, self.cluster, self.console];
+        all.extend(self.raft);
+        all
+    }
 }
 
 /// The ports of node `i` (0-based) in the slot starting at `base`.
@@ -131,6 +203,7 @@ pub fn node_ports(base: u16, i: usize) -> Ports {
         grpc: http + 1000,
         cluster: http + 2001,
         console: http + 2000,
+        raft: None,
     }
 }
 
@@ -139,17 +212,20 @@ static NEXT_SLOT: AtomicU16 = AtomicU16::new(0);
 const SLOT_WIDTH: u16 = 40;
 const SLOTS: u16 = 30;
 
-/// The next slot (from `base_port`) whose ports for `nodes` nodes are all free.
-pub fn allocate(base_port: u16, nodes: usize) -> Result<Vec<Ports>, QaError> {
+/// The next slot (from `base_port`) whose ports for `nodes` nodes of `flavor` are all
+/// free.
+pub fn allocate(flavor: Flavor, base_port: u16, nodes: usize) -> Result<Vec<Ports>, QaError> {
+    if flavor == Flavor::Nacos && base_port < 2024 {
+        return Err(QaError::Setup(format!(
+            "Java Nacos also listens on its HTTP port - 1000 (JRaft): --base-port {base_port} \
+             would put that below 1024; use 2024 or more"
+        )));
+    }
     for _ in 0..SLOTS {
         let slot = NEXT_SLOT.fetch_add(1, Ordering::SeqCst) % SLOTS;
         let base = base_port + slot * SLOT_WIDTH;
-        let ports: Vec<Ports> = (0..nodes).map(|i| node_ports(base, i)).collect();
-        if ports.iter().all(|p| {
-            [p.http, p.grpc, p.cluster, p.console]
-                .into_iter()
-                .all(port_free)
-        }) {
+        let ports: Vec<Ports> = (0..nodes).map(|i| flavor.ports(base, i)).collect();
+        if ports.iter().all(|p| p.all().into_iter().all(port_free)) {
             return Ok(ports);
         }
     }
@@ -211,8 +287,9 @@ impl Cluster {
         base_port: u16,
         timeout: Duration,
     ) -> Result<Cluster, QaError> {
+        spec.flavor.supports_nodes(count).map_err(QaError::Setup)?;
         let started = Instant::now();
-        let ports = allocate(base_port, count)?;
+        let ports = allocate(spec.flavor, base_port, count)?;
         let mut nodes = Vec::new();
         for (i, p) in ports.iter().enumerate() {
             let node_dir = dir.join(format!("node{}", i + 1));
@@ -227,7 +304,7 @@ impl Cluster {
             });
             if i == 0 && count > 1 {
                 // Let node 1 initialize the cluster before the others ask to join.
-                wait_http(&mut nodes[0], Instant::now() + timeout)?;
+                wait_http(spec.flavor, &mut nodes[0], Instant::now() + timeout)?;
             }
         }
         let mut cluster = Cluster {
@@ -241,8 +318,9 @@ impl Cluster {
     }
 
     fn wait_ready(&mut self, deadline: Instant) -> Result<(), QaError> {
+        let flavor = self.spec.flavor;
         for node in &mut self.nodes {
-            wait_http(node, deadline)?;
+            wait_http(flavor, node, deadline)?;
         }
         let nonce = format!(
             "qa-probe-{}",
@@ -401,8 +479,9 @@ impl Drop for Cluster {
     }
 }
 
-/// Waits until node answers HTTP at all (any status).
-fn wait_http(node: &mut Node, deadline: Instant) -> Result<(), QaError> {
+/// Waits until node answers HTTP at all (any status; Java Nacos: 200 or 404, the
+/// answers of a started server to a read).
+fn wait_http(flavor: Flavor, node: &mut Node, deadline: Instant) -> Result<(), QaError> {
     loop {
         if !node.proc.running() {
             return Err(QaError::Start {
@@ -410,15 +489,15 @@ fn wait_http(node: &mut Node, deadline: Instant) -> Result<(), QaError> {
                 detail: format!("exited at start; log: {}", node.proc.log.display()),
             });
         }
-        if http::get(
+        let answer = http::get(
             node.ports.http,
             "/nacos/v1/cs/configs?dataId=qa-ping&group=qa",
             None,
             Duration::from_secs(2),
-        )
-        .is_ok()
-        {
-            return Ok(());
+        );
+        match answer {
+            Ok(r) if flavor != Flavor::Nacos || r.status == 200 || r.status == 404 => return Ok(()),
+            _ => {}
         }
         if Instant::now() > deadline {
             return Err(QaError::Start {
@@ -466,6 +545,16 @@ fn spawn_node(
     let mut command = match spec.flavor {
         Flavor::Tacos => tacos_command(spec, i, p, first, dir),
         Flavor::RNacos => rnacos_command(spec, i, p, first, dir),
+        Flavor::Nacos => {
+            let java = spec.java.as_ref().ok_or_else(|| {
+                QaError::Setup(format!("{}: no JVM for the Nacos jar", spec.label))
+            })?;
+            // nacos.home must be absolute: the JVM runs in it.
+            let home = std::path::absolute(dir)
+                .map_err(|e| QaError::io(format!("resolving {}", dir.display()), e))?;
+            java_nacos::write_home(&home, java.generation(), p.http)?;
+            java_nacos::command(java, &spec.binary, &home)
+        }
     };
     command.envs(spec.env.iter().map(|(k, v)| (k, v)));
     Proc::spawn(
@@ -569,7 +658,55 @@ mod tests {
             Flavor::Tacos
         );
         assert_eq!(Flavor::parse("r-nacos"), Some(Flavor::RNacos));
-        assert_eq!(Flavor::parse("java"), None);
+        assert_eq!(Flavor::parse("go"), None);
+    }
+
+    #[test]
+    fn java_nacos_flavor() {
+        assert_eq!(Flavor::parse("nacos"), Some(Flavor::Nacos));
+        assert_eq!(Flavor::parse("Java-Nacos"), Some(Flavor::Nacos));
+        assert_eq!(
+            Flavor::guess(Path::new(
+                "/work/ref-build/nacos-3.0.3/bootstrap/target/nacos-server.jar"
+            )),
+            Flavor::Nacos
+        );
+        assert_eq!(Flavor::guess(Path::new("x/NACOS.JAR")), Flavor::Nacos);
+        // Not a jar: the name decides as before.
+        assert_eq!(Flavor::guess(Path::new("/x/nacos-server")), Flavor::Tacos);
+        // One node only, with a reason.
+        assert!(Flavor::Nacos.supports_nodes(1).is_ok());
+        for n in [3, 7] {
+            let e = Flavor::Nacos.supports_nodes(n).unwrap_err();
+            assert!(e.contains("MySQL") && e.contains("--nodes 1"), "{e}");
+            assert!(Flavor::Tacos.supports_nodes(n).is_ok());
+            assert!(Flavor::RNacos.supports_nodes(n).is_ok());
+        }
+        assert_eq!(Flavor::Nacos.start_timeout(1), Duration::from_secs(300));
+        assert_eq!(Flavor::Tacos.start_timeout(1), Duration::from_secs(45));
+        assert_eq!(Flavor::RNacos.start_timeout(3), Duration::from_secs(90));
+        let p = Flavor::Nacos.ports(31000, 0);
+        assert_eq!(
+            p.all(),
+            [31000, 32000, 32001, 31001, 30000],
+            "HTTP, gRPC, cluster gRPC, console, JRaft"
+        );
+        assert!(allocate(Flavor::Nacos, 1500, 1).is_err());
+        assert_eq!(Flavor::Tacos.ports(31000, 1), node_ports(31000, 1));
+        // A Java Nacos spec reports its release.
+        let java = ServerSpec {
+            flavor: Flavor::Nacos,
+            version: "Java Nacos 3.0.3 (JDK 17, -Xmx512m, default GC)".into(),
+            java: Some(JavaNacos {
+                java: PathBuf::from("java"),
+                jvm: vec!["-Xmx512m".into()],
+                nacos_version: "3.0.3".into(),
+                jdk: "17".into(),
+                gc: None,
+            }),
+            ..spec(Flavor::Nacos)
+        };
+        assert_eq!(java.version_number(), "3.0.3");
     }
 
     fn spec(flavor: Flavor) -> ServerSpec {
@@ -579,6 +716,7 @@ mod tests {
             binary: PathBuf::from("/bin/true"),
             version: "tacos 0.1.0".into(),
             env: Vec::new(),
+            java: None,
         }
     }
 
