@@ -271,11 +271,22 @@ fn run_script(name: &str) {
     let path = scripts_dir().join(format!("{name}.txt"));
     let shown = format!("tests/scenarios/{name}.txt");
     let input = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {shown}: {e}"));
-    let mut runner = Scenario::new();
+    let reference = Reference::from_env();
+    let mut runner = Scenario::new(reference.clone());
     let generated = goldenscript::generate(&mut runner, &input);
     let log = runner.log_tail();
     drop(runner);
     let output = generated.unwrap_or_else(|e| panic!("{shown}: {e}\nnode log (tail):\n{log}"));
+    if let Some(reference) = reference {
+        let out = reference.out.join(format!("{name}.txt"));
+        std::fs::write(&out, &output).unwrap_or_else(|e| panic!("writing {}: {e}", out.display()));
+        eprintln!(
+            "recorded {shown} from {} into {}",
+            reference.url,
+            out.display()
+        );
+        return;
+    }
     if output == input {
         return;
     }
@@ -319,6 +330,45 @@ fn first_difference(input: &str, output: &str) -> String {
     )
 }
 
+/// Recording a script from Java Nacos instead of checking Tacos against it
+/// (tests/reference/README.md): `REFERENCE_NACOS_URL` names a running
+/// reference server (`scripts/reference-nacos.sh`), `REFERENCE_OUT` the
+/// folder the script with the reference's answers is written to, and
+/// `REFERENCE_NACOS_PASSWORD` the admin password it was given.
+#[derive(Clone)]
+struct Reference {
+    url: String,
+    out: PathBuf,
+    password: String,
+}
+
+impl Reference {
+    fn from_env() -> Option<Reference> {
+        let url = std::env::var("REFERENCE_NACOS_URL").ok()?;
+        let out = std::env::var("REFERENCE_OUT")
+            .expect("REFERENCE_OUT names the folder a recording from REFERENCE_NACOS_URL goes to");
+        Some(Reference {
+            url: url.trim_end_matches('/').to_string(),
+            out: PathBuf::from(out),
+            password: std::env::var("REFERENCE_NACOS_PASSWORD")
+                .unwrap_or_else(|_| common::ADMIN_PASSWORD.to_string()),
+        })
+    }
+}
+
+/// Routes of Tacos' own (`tacos/...`, `health`): not sent to the reference
+/// server; the differential comparison leaves their blocks out.
+fn tacos_route(path: &str) -> bool {
+    let path = path.trim_start_matches('/');
+    path.starts_with("tacos/") || path == "health"
+}
+
+/// How long a recording waits after a write to Java Nacos.
+const REFERENCE_SETTLE: Duration = Duration::from_millis(300);
+
+/// What a recording prints for a command it does not send.
+const NOT_SENT: &str = "(not sent: a Tacos route)";
+
 // ---- the runner ----------------------------------------------------------------
 
 type Failure = Box<dyn Error>;
@@ -335,6 +385,8 @@ struct Answer {
 /// The state of one script: its node, client and what the commands kept.
 struct Scenario {
     rt: tokio::runtime::Runtime,
+    /// Set while recording from Java Nacos: requests go there.
+    reference: Option<Reference>,
     tmp: TempDir,
     server: Option<Server>,
     stopped: bool,
@@ -349,7 +401,7 @@ struct Scenario {
 }
 
 impl Scenario {
-    fn new() -> Scenario {
+    fn new(reference: Option<Reference>) -> Scenario {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -364,6 +416,7 @@ impl Scenario {
             .expect("building the HTTP client");
         Scenario {
             rt,
+            reference,
             tmp: common::temp_dir(),
             server: None,
             stopped: false,
@@ -379,6 +432,12 @@ impl Scenario {
     }
 
     fn log_tail(&self) -> String {
+        if let Some(reference) = &self.reference {
+            return format!(
+                "(the reference server at {} keeps its own log)",
+                reference.url
+            );
+        }
         let Some(server) = &self.server else {
             return "(not started)".into();
         };
@@ -391,6 +450,22 @@ impl Scenario {
         if self.server.is_some() {
             return Err("the node is already started (`start` must come first)".into());
         }
+        if self.reference.is_some() {
+            // The flags are Tacos'; the script's `# reference: ... with`
+            // properties set the reference server up in Nacos' words.
+            if !flags.is_empty()
+                && std::env::var("REFERENCE_NACOS_PROPERTIES")
+                    .unwrap_or_default()
+                    .is_empty()
+            {
+                return Err(format!(
+                    "Tacos flags {flags:?}: say what they are in Nacos' words in the script's \
+                     `# reference: ... with key=value` line"
+                )
+                .into());
+            }
+            return Ok(());
+        }
         let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
         let server = self.rt.block_on(Server::start_with_args(&self.tmp, &flags));
         self.server = Some(server);
@@ -399,6 +474,9 @@ impl Scenario {
 
     /// `http://127.0.0.1:PORT`, starting the node if needed.
     fn base(&mut self) -> Result<String, Failure> {
+        if let Some(reference) = &self.reference {
+            return Ok(reference.url.clone());
+        }
         if self.server.is_none() {
             self.start(&[])?;
         }
@@ -481,6 +559,11 @@ impl Scenario {
         }
         let mut positional = positional.into_iter();
         let path = positional.next().ok_or("no path given")?;
+        if self.reference.is_some() && tacos_route(&path) {
+            self.last_status = None;
+            self.last_json = None;
+            return Ok(NOT_SENT.into());
+        }
         let headers = positional
             .map(|line| header_line(&line))
             .collect::<Result<Vec<_>, _>>()?;
@@ -553,7 +636,7 @@ impl Scenario {
         };
         let mut builder = self
             .client
-            .request(method, format!("{base}{path}"))
+            .request(method.clone(), format!("{base}{path}"))
             .timeout(AT_ONCE);
         if !query.is_empty() {
             builder = builder.query(&query);
@@ -605,6 +688,12 @@ impl Scenario {
             .rt
             .block_on(send(builder))
             .map_err(|e| format!("{} {path}: {e}", command.name))?;
+        if self.reference.is_some() && method != reqwest::Method::GET {
+            // Java Nacos answers a write before its cache has the change
+            // (an asynchronous dump): give it time, so the recording shows
+            // what its clients see a moment later, not the race.
+            std::thread::sleep(REFERENCE_SETTLE);
+        }
         if options.zip {
             return self.render_zip(&answer, &show);
         }
@@ -691,10 +780,11 @@ impl Scenario {
         let base = self.base()?;
         let mut args = command.consume_args();
         let user = args.next_pos().unwrap_or(common::ADMIN_USER).to_string();
-        let password = args
-            .next_pos()
-            .unwrap_or(common::ADMIN_PASSWORD)
-            .to_string();
+        let default_password = match &self.reference {
+            Some(reference) => reference.password.as_str(),
+            None => common::ADMIN_PASSWORD,
+        };
+        let password = args.next_pos().unwrap_or(default_password).to_string();
         args.reject_next()?;
         let builder = self
             .client
@@ -1009,6 +1099,9 @@ impl Scenario {
     }
 
     fn stop(&mut self) -> Result<String, Failure> {
+        if self.reference.is_some() {
+            return Err("`stop` signals a Tacos node: not the reference server".into());
+        }
         let server = self.server.as_mut().ok_or("the node is not started")?;
         let status = self.rt.block_on(server.stop());
         self.stopped = true;
@@ -1042,6 +1135,22 @@ impl goldenscript::Runner for Scenario {
     type Command = goldenscript::Command;
 
     fn run(
+        &mut self,
+        command: &goldenscript::Command,
+        context: &goldenscript::Context,
+    ) -> Result<String, Failure> {
+        let result = self.dispatch(command, context);
+        match (&self.reference, result) {
+            // A recording keeps going: what failed against Java Nacos (a
+            // field it does not have, a variable never set) is its answer.
+            (Some(_), Err(e)) => Ok(format!("(failed: {e})\n")),
+            (_, result) => result,
+        }
+    }
+}
+
+impl Scenario {
+    fn dispatch(
         &mut self,
         command: &goldenscript::Command,
         context: &goldenscript::Context,
@@ -1461,7 +1570,7 @@ fn helpers() {
         mask_text("id 123e4567-e89b-42d3-a456-426614174000."),
         "id <uuid>."
     );
-    let mut runner = Scenario::new();
+    let mut runner = Scenario::new(None);
     runner.vars.insert("x".into(), "1".into());
     assert_eq!(
         runner.expand("${x}-${md5:${repeat:2:a}}").unwrap(),

@@ -514,8 +514,13 @@ fn java_nacos_answer(
             "11" | "12" => (200, serde_json::json!({"id": p("nid"), "dataId": "a.yaml", "group": "G", "tenant": "", "content": a1, "md5": md5_hex(a1), "opType": if p("nid") == "11" { "I         " } else { "U         " }, "srcUser": if p("nid") == "11" { "ann" } else { "bob" }, "lastModifiedTime": if p("nid") == "11" { 1714993692000i64 } else { 1714993700000i64 }}).to_string()),
             _ => (404, "not found".to_string()),
         },
-        ("GET", "/nacos/v1/auth/users") => (200, page(serde_json::json!([{"username": "nacos", "password": NACOS_HASH}]))),
-        ("GET", "/nacos/v1/auth/roles") => (200, page(serde_json::json!([{"role": "ROLE_ADMIN", "username": "nacos"}]))),
+        // Java Nacos maps these lists by `search=accurate|blur` (500 without).
+        ("GET", "/nacos/v1/auth/users") if p("search") == "accurate" => (200, page(serde_json::json!([{"username": "nacos", "password": NACOS_HASH}]))),
+        ("GET", "/nacos/v1/auth/roles") if p("search") == "accurate" => (200, page(serde_json::json!([{"role": "ROLE_ADMIN", "username": "nacos"}]))),
+        ("GET", "/nacos/v1/auth/users" | "/nacos/v1/auth/roles") => (
+            500,
+            "caused: Parameter conditions \"search=blur\" OR \"search=accurate\" not met".to_string(),
+        ),
         _ => (404, "<html>no</html>".to_string()),
     }
 }

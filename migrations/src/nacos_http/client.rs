@@ -370,7 +370,9 @@ impl Client {
         if self.token.is_none() {
             return Ok(None);
         }
-        let items = self.pages("/nacos/v1/auth/users", &[])?;
+        // Java Nacos maps its user and role lists by `search=accurate|blur`:
+        // without one it answers 500.
+        let items = self.pages("/nacos/v1/auth/users", &[("search", "accurate")])?;
         let mut out = Vec::new();
         for item in &items {
             let Some(name) = field(item, "username") else {
@@ -383,7 +385,10 @@ impl Client {
 
     /// The users bound to `ROLE_ADMIN`.
     pub fn admins(&self) -> Result<BTreeSet<String>, ReadError> {
-        let items = self.pages("/nacos/v1/auth/roles", &[("role", "ROLE_ADMIN")])?;
+        let items = self.pages(
+            "/nacos/v1/auth/roles",
+            &[("search", "accurate"), ("role", "ROLE_ADMIN")],
+        )?;
         Ok(items
             .iter()
             .filter(|i| field(i, "role").as_deref() == Some("ROLE_ADMIN"))

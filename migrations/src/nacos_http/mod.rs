@@ -171,7 +171,7 @@ pub fn read(endpoint: &Endpoint, _options: &ReadOptions) -> Result<Source, ReadE
     if gray_rows > 0 {
         source.notes.push(format!(
             "{gray_rows} gray history row(s) (publishType gray) are not carried; the \
-             config history is"
+             config's own history is"
         ));
     }
     users(&client, &mut source)?;
