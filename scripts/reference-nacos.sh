@@ -15,7 +15,8 @@
 # its 2.x admin and console APIs on (`nacos.core.api.compatibility.*`), as
 # Tacos does, so the v1/v2 scripts compare with both generations.
 # $REFERENCE_NACOS_PROPERTIES adds `key=value` words to its
-# application.properties. `stop` stops the server and removes its data.
+# application.properties. `stop` stops the server and removes its data;
+# `properties` prints the application.properties `start` writes.
 #
 # The server: Java Nacos does not publish its server modules to Maven
 # Central (com.alibaba.nacos:nacos-bootstrap, nacos-console, nacos-server
@@ -26,7 +27,7 @@
 set -euo pipefail
 
 usage() {
-  echo "usage: $0 start|stop GEN PORT   (GEN: 2 or 3)" >&2
+  echo "usage: $0 start|stop|properties GEN PORT   (GEN: 2 or 3)" >&2
   exit 2
 }
 [ $# -eq 3 ] || usage
@@ -38,42 +39,14 @@ password=${REFERENCE_NACOS_PASSWORD:-test-admin-password}
 home="${TMPDIR:-/tmp}/tacos-reference-nacos$gen-$port"
 base="http://127.0.0.1:$port/nacos"
 
-stop() {
-  if [ -f "$home/pid" ]; then
-    pid=$(cat "$home/pid")
-    if kill "$pid" 2>/dev/null; then
-      for _ in $(seq 1 100); do
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.2
-      done
-      kill -9 "$pid" 2>/dev/null || true
-    fi
-  fi
-  rm -rf "$home"
-}
-
-if [ "$action" = stop ]; then
-  stop
-  exit 0
-fi
-[ "$action" = start ] || usage
-
-jar_var="REFERENCE_NACOS${gen}_JAR"
-jar=${!jar_var:-}
-if [ -z "$jar" ] || ! [ -f "$jar" ]; then
-  echo "no Java Nacos $gen.x server jar: set $jar_var to the target/nacos-server.jar of a" >&2
-  echo "Nacos $gen.x release (its server modules are not on Maven Central)" >&2
-  exit 1
-fi
-java=${REFERENCE_NACOS_JAVA:-java}
-
-stop
-mkdir -p "$home/conf" "$home/logs"
+# The server's conf/application.properties (`properties GEN PORT` prints it;
+# qa's Java Nacos baseline writes the same file from it).
+properties() {
 # A secret for the token plugin (base64 of 32 bytes) and a server identity,
 # both required once any auth switch is on.
 secret=$(printf 'tacos-reference-token-secret-key' | base64)
 if [ "$gen" = 3 ]; then
-  cat >"$home/conf/application.properties" <<EOF
+  cat <<EOF
 nacos.server.main.port=$port
 nacos.server.contextPath=/nacos
 nacos.console.port=$((port + 1))
@@ -97,7 +70,7 @@ nacos.core.api.compatibility.admin.enabled=true
 nacos.core.api.compatibility.console.enabled=true
 EOF
 else
-  cat >"$home/conf/application.properties" <<EOF
+  cat <<EOF
 server.port=$port
 server.servlet.contextPath=/nacos
 server.error.include-message=ALWAYS
@@ -110,6 +83,44 @@ nacos.core.auth.plugin.nacos.token.secret.key=$secret
 nacos.istio.mcp.server.enabled=false
 EOF
 fi
+}
+
+stop() {
+  if [ -f "$home/pid" ]; then
+    pid=$(cat "$home/pid")
+    if kill "$pid" 2>/dev/null; then
+      for _ in $(seq 1 100); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.2
+      done
+      kill -9 "$pid" 2>/dev/null || true
+    fi
+  fi
+  rm -rf "$home"
+}
+
+if [ "$action" = properties ]; then
+  properties
+  exit 0
+fi
+if [ "$action" = stop ]; then
+  stop
+  exit 0
+fi
+[ "$action" = start ] || usage
+
+jar_var="REFERENCE_NACOS${gen}_JAR"
+jar=${!jar_var:-}
+if [ -z "$jar" ] || ! [ -f "$jar" ]; then
+  echo "no Java Nacos $gen.x server jar: set $jar_var to the target/nacos-server.jar of a" >&2
+  echo "Nacos $gen.x release (its server modules are not on Maven Central)" >&2
+  exit 1
+fi
+java=${REFERENCE_NACOS_JAVA:-java}
+
+stop
+mkdir -p "$home/conf" "$home/logs"
+properties >"$home/conf/application.properties"
 
 # Extra properties (a scenario's `# reference: ... with k=v` words).
 for property in ${REFERENCE_NACOS_PROPERTIES:-}; do

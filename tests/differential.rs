@@ -19,6 +19,9 @@
 //! not in the recording (a script changed after it was recorded) is
 //! counted as not recorded, never as equal: re-record to compare it.
 
+#[path = "common/reference.rs"]
+mod reference;
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -203,13 +206,8 @@ fn calls_tacos_route(block: &Block) -> bool {
         let c = c.trim_start_matches('(');
         let mut words = c.split_whitespace();
         let verb = words.next().unwrap_or("");
-        let path = words
-            .next()
-            .unwrap_or("")
-            .trim_matches('"')
-            .trim_start_matches('/');
-        matches!(verb, "get" | "post" | "put" | "delete")
-            && (path.starts_with("tacos/") || path == "health")
+        let path = words.next().unwrap_or("");
+        matches!(verb, "get" | "post" | "put" | "delete") && reference::tacos_route(path)
     })
 }
 

@@ -356,13 +356,6 @@ impl Reference {
     }
 }
 
-/// Routes of Tacos' own (`tacos/...`, `health`): not sent to the reference
-/// server; the differential comparison leaves their blocks out.
-fn tacos_route(path: &str) -> bool {
-    let path = path.trim_start_matches('/');
-    path.starts_with("tacos/") || path == "health"
-}
-
 /// How long a recording waits after a write to Java Nacos.
 const REFERENCE_SETTLE: Duration = Duration::from_millis(300);
 
@@ -559,7 +552,7 @@ impl Scenario {
         }
         let mut positional = positional.into_iter();
         let path = positional.next().ok_or("no path given")?;
-        if self.reference.is_some() && tacos_route(&path) {
+        if self.reference.is_some() && common::reference::tacos_route(&path) {
             self.last_status = None;
             self.last_json = None;
             return Ok(NOT_SENT.into());

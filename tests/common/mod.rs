@@ -17,6 +17,7 @@
 pub mod cluster;
 pub mod drivers;
 pub mod proxy;
+pub mod reference;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsStr;

@@ -40,9 +40,9 @@ pub const JAVA_VAR: &str = "REFERENCE_NACOS_JAVA";
 pub const JVM_VAR: &str = "REFERENCE_NACOS_JVM";
 /// The heap flags of Nacos' `bin/startup.sh` in standalone mode.
 pub const DEFAULT_JVM: [&str; 3] = ["-Xms512m", "-Xmx512m", "-Xmn256m"];
-/// A secret for the token plugin (base64 of 32 bytes), as the script has it: Nacos
-/// wants one once any auth switch is on (Nacos 3 has its admin API behind login).
-const TOKEN_SECRET: &str = "dGFjb3MtcmVmZXJlbmNlLXRva2VuLXNlY3JldC1rZXk=";
+/// The script that starts Java Nacos for the differential scenarios: the one place
+/// its `conf/application.properties` is written down (`properties GEN PORT`).
+const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/reference-nacos.sh");
 /// Environment a Java Nacos node must not inherit: Spring Boot binds `NACOS_*`,
 /// `SERVER_*`, `SPRING_*` variables over the properties file, and the `*JAVA_OPTIONS`
 /// ones would add JVM flags the report does not show.
@@ -187,49 +187,15 @@ pub fn resolve_keyword(
     })
 }
 
-/// The names in a zip file (a jar), from its central directory.
+/// The names in a zip file (a jar).
 pub fn jar_entries(path: &Path) -> std::io::Result<Vec<String>> {
-    use std::io::{Read, Seek, SeekFrom};
-    let invalid = |what: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, what);
-    let mut file = std::fs::File::open(path)?;
-    let len = file.metadata()?.len();
-    // The end-of-central-directory record: 22 bytes and a comment of at most 64 KiB.
-    let tail_len = len.min(22 + 65_535);
-    file.seek(SeekFrom::Start(len - tail_len))?;
-    let mut tail = vec![0; tail_len as usize];
-    file.read_exact(&mut tail)?;
-    let eocd = (0..tail.len().saturating_sub(21))
-        .rev()
-        .find(|&i| tail[i..i + 4] == [0x50, 0x4b, 0x05, 0x06])
-        .ok_or_else(|| invalid("no zip end-of-central-directory record"))?;
-    let u32_at = |b: &[u8], i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
-    let (size, offset) = (u32_at(&tail, eocd + 12), u32_at(&tail, eocd + 16));
-    if size == u32::MAX || offset == u32::MAX || u64::from(offset) + u64::from(size) > len {
-        return Err(invalid("a zip64 or damaged central directory"));
-    }
-    file.seek(SeekFrom::Start(offset.into()))?;
-    let mut dir = vec![0; size as usize];
-    file.read_exact(&mut dir)?;
-    central_directory_names(&dir).ok_or_else(|| invalid("a damaged zip central directory"))
-}
-
-/// The file names of the central directory records in `dir`.
-pub fn central_directory_names(dir: &[u8]) -> Option<Vec<String>> {
-    let u16_at = |i: usize| -> Option<usize> {
-        Some(u16::from_le_bytes([*dir.get(i)?, *dir.get(i + 1)?]) as usize)
-    };
-    let mut names = Vec::new();
-    let mut at = 0;
-    while at + 46 <= dir.len() {
-        if dir[at..at + 4] != [0x50, 0x4b, 0x01, 0x02] {
-            return None;
-        }
-        let (name, extra, comment) = (u16_at(at + 28)?, u16_at(at + 30)?, u16_at(at + 32)?);
-        let bytes = dir.get(at + 46..at + 46 + name)?;
-        names.push(String::from_utf8_lossy(bytes).into_owned());
-        at += 46 + name + extra + comment;
-    }
-    Some(names)
+    let invalid =
+        |e: zip::result::ZipError| std::io::Error::new(std::io::ErrorKind::InvalidData, e);
+    let archive = zip::ZipArchive::new(std::fs::File::open(path)?).map_err(invalid)?;
+    archive
+        .file_names()
+        .map(|name| name.map(|n| n.into_owned()).map_err(invalid))
+        .collect()
 }
 
 /// The Nacos version of a server jar's file list: `BOOT-INF/lib/nacos-core-3.0.3.jar`
@@ -283,48 +249,21 @@ pub fn ports(http: u16) -> Ports {
     }
 }
 
-/// The `conf/application.properties` of a node on HTTP port `port`: the script's, of
-/// generation 2 or 3.
-pub fn properties(generation: u32, port: u16) -> String {
-    if generation >= 3 {
-        format!(
-            "nacos.server.main.port={port}\n\
-             nacos.server.contextPath=/nacos\n\
-             nacos.console.port={console}\n\
-             nacos.console.contextPath=\n\
-             nacos.console.remote.server.context-path=/nacos\n\
-             nacos.deployment.type=merged\n\
-             server.error.include-message=ALWAYS\n\
-             nacos.core.auth.system.type=nacos\n\
-             nacos.core.auth.enabled=false\n\
-             nacos.core.auth.admin.enabled=true\n\
-             nacos.core.auth.console.enabled=true\n\
-             nacos.core.auth.server.identity.key=tacos-reference\n\
-             nacos.core.auth.server.identity.value=tacos-reference\n\
-             nacos.core.auth.plugin.nacos.token.expire.seconds=18000\n\
-             nacos.core.auth.plugin.nacos.token.secret.key={TOKEN_SECRET}\n\
-             nacos.istio.mcp.server.enabled=false\n\
-             nacos.k8s.sync.enabled=false\n\
-             nacos.ai.mcp.registry.enabled=false\n\
-             nacos.core.api.compatibility.client.enabled=true\n\
-             nacos.core.api.compatibility.admin.enabled=true\n\
-             nacos.core.api.compatibility.console.enabled=true\n",
-            console = port + 1
-        )
-    } else {
-        format!(
-            "server.port={port}\n\
-             server.servlet.contextPath=/nacos\n\
-             server.error.include-message=ALWAYS\n\
-             nacos.core.auth.system.type=nacos\n\
-             nacos.core.auth.enabled=false\n\
-             nacos.core.auth.server.identity.key=tacos-reference\n\
-             nacos.core.auth.server.identity.value=tacos-reference\n\
-             nacos.core.auth.plugin.nacos.token.expire.seconds=18000\n\
-             nacos.core.auth.plugin.nacos.token.secret.key={TOKEN_SECRET}\n\
-             nacos.istio.mcp.server.enabled=false\n"
-        )
+/// The `conf/application.properties` of a node on HTTP port `port`, of generation 2
+/// or 3: what `scripts/reference-nacos.sh properties GEN PORT` prints.
+pub fn properties(generation: u32, port: u16) -> Result<String, QaError> {
+    let output = Command::new("bash")
+        .arg(SCRIPT)
+        .args(["properties", &generation.to_string(), &port.to_string()])
+        .output()
+        .map_err(|e| QaError::io(format!("running {SCRIPT}"), e))?;
+    if !output.status.success() {
+        return Err(QaError::io(
+            format!("{SCRIPT} properties {generation} {port}"),
+            std::io::Error::other(String::from_utf8_lossy(&output.stderr).into_owned()),
+        ));
     }
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }
 
 /// Prepares `home` (a node's dir, kept over a restart): `conf/application.properties`
@@ -336,15 +275,14 @@ pub fn write_home(home: &Path, generation: u32, port: u16) -> Result<(), QaError
             .map_err(|e| QaError::io(format!("creating {}", dir.display()), e))?;
     }
     let file = home.join("conf/application.properties");
-    std::fs::write(&file, properties(generation, port))
+    std::fs::write(&file, properties(generation, port)?)
         .map_err(|e| QaError::io(format!("writing {}", file.display()), e))
 }
 
 /// The JVM of a standalone node with `home` as `nacos.home` (absolute), as the script
 /// starts it: `java <heap> -XX:-OmitStackTraceInFastThrow -Dnacos.standalone=true
-/// -Dnacos.home=H -DJM.LOG.PATH=H/logs -Dnacos.member.list= -jar JAR
-/// --spring.config.additional-location=file:H/conf/`, and `-Dnacos.logs.path=H/logs`
-/// (the script's `JM.LOG.PATH` does not move the server's logs).
+/// -Dnacos.home=H -Dnacos.logs.path=H/logs -Dnacos.member.list= -jar JAR
+/// --spring.config.additional-location=file:H/conf/`.
 pub fn command(java: &JavaNacos, jar: &Path, home: &Path) -> Command {
     let mut c = Command::new(&java.java);
     for (name, _) in std::env::vars_os() {
@@ -358,9 +296,8 @@ pub fn command(java: &JavaNacos, jar: &Path, home: &Path) -> Command {
         .arg("-XX:-OmitStackTraceInFastThrow")
         .arg("-Dnacos.standalone=true")
         .arg(format!("-Dnacos.home={}", home.display()))
-        .arg(format!("-DJM.LOG.PATH={}", home.join("logs").display()))
         // The server's own logs: without it they go to ~/nacos/logs, shared by every
-        // node (JM.LOG.PATH, which the script sets, is the client's).
+        // node.
         .arg(format!("-Dnacos.logs.path={}", home.join("logs").display()))
         .arg("-Dnacos.member.list=")
         .arg("-jar")
@@ -476,37 +413,14 @@ mod tests {
     }
 
     #[test]
-    fn reads_a_central_directory() {
-        // Two records as a zip writer lays them out (a jar's local headers and data
-        // are not read).
-        let record = |name: &str, extra: usize| {
-            let mut r = vec![0x50, 0x4b, 0x01, 0x02];
-            r.extend([0u8; 24]);
-            r.extend((name.len() as u16).to_le_bytes());
-            r.extend((extra as u16).to_le_bytes());
-            r.extend(0u16.to_le_bytes());
-            r.extend([0u8; 12]);
-            r.extend(name.as_bytes());
-            r.extend(vec![0u8; extra]);
-            r
-        };
-        let mut dir = record("META-INF/MANIFEST.MF", 4);
-        dir.extend(record("BOOT-INF/lib/nacos-core-3.0.3.jar", 0));
-        assert_eq!(
-            central_directory_names(&dir).unwrap(),
-            ["META-INF/MANIFEST.MF", "BOOT-INF/lib/nacos-core-3.0.3.jar"]
-        );
-        assert_eq!(central_directory_names(&dir[1..]), None);
-        // The same in a file: some data, the directory, the end record.
-        let mut zip = b"local headers and data".to_vec();
-        let offset = zip.len() as u32;
-        zip.extend(&dir);
-        zip.extend([0x50, 0x4b, 0x05, 0x06, 0, 0, 0, 0, 2, 0, 2, 0]);
-        zip.extend((dir.len() as u32).to_le_bytes());
-        zip.extend(offset.to_le_bytes());
-        zip.extend(0u16.to_le_bytes());
+    fn reads_a_jars_names() {
         let file = tempfile::NamedTempFile::new().unwrap();
-        std::fs::write(file.path(), &zip).unwrap();
+        let mut zip = zip::ZipWriter::new(std::fs::File::create(file.path()).unwrap());
+        for name in ["META-INF/MANIFEST.MF", "BOOT-INF/lib/nacos-core-3.0.3.jar"] {
+            zip.start_file(name, zip::write::SimpleFileOptions::default())
+                .unwrap();
+        }
+        zip.finish().unwrap();
         let names = jar_entries(file.path()).unwrap();
         assert_eq!(nacos_version_of(&names).as_deref(), Some("3.0.3"));
         std::fs::write(file.path(), b"not a zip").unwrap();
@@ -515,12 +429,12 @@ mod tests {
 
     #[test]
     fn properties_and_command_follow_the_script() {
-        let p3 = properties(3, 31000);
+        let p3 = properties(3, 31000).unwrap();
         assert!(p3.contains("nacos.server.main.port=31000\n"));
         assert!(p3.contains("nacos.console.port=31001\n"));
         assert!(p3.contains("nacos.core.auth.enabled=false\n"));
         assert!(p3.contains("nacos.core.api.compatibility.client.enabled=true\n"));
-        let p2 = properties(2, 31000);
+        let p2 = properties(2, 31000).unwrap();
         assert!(p2.starts_with("server.port=31000\nserver.servlet.contextPath=/nacos\n"));
         assert!(!p2.contains("nacos.console.port"));
         let p = ports(31000);
@@ -541,8 +455,7 @@ mod tests {
         assert_eq!(
             args.join(" "),
             "-Xms512m -Xmx512m -Xmn256m -XX:-OmitStackTraceInFastThrow \
-             -Dnacos.standalone=true -Dnacos.home=/w/n1 -DJM.LOG.PATH=/w/n1/logs \
-             -Dnacos.logs.path=/w/n1/logs -Dnacos.member.list= -jar /j/nacos-server.jar \
+             -Dnacos.standalone=true -Dnacos.home=/w/n1 -Dnacos.logs.path=/w/n1/logs -Dnacos.member.list= -jar /j/nacos-server.jar \
              --spring.config.additional-location=file:/w/n1/conf/"
         );
         assert_eq!(c.get_current_dir(), Some(Path::new("/w/n1")));
