@@ -262,6 +262,11 @@ fn tacos_answers_as_java_nacos() {
     let mut used = vec![false; list.difference.len()];
     let scripts = script_texts();
     let mut report = String::new();
+    // SHOW_DIFFERENCES=FILE writes every listed difference, both answers
+    // side by side, to FILE: the triage view.
+    let show_to = std::env::var("SHOW_DIFFERENCES").ok();
+    let show = show_to.is_some();
+    let mut shown = String::new();
     for (recording, dir) in recordings() {
         let generation = generation(&recording);
         let (mut compared, mut equal, mut explained, mut open, mut unrecorded, mut tacos_only) =
@@ -324,6 +329,17 @@ fn tacos_answers_as_java_nacos() {
                             "open" => open += 1,
                             _ => explained += 1,
                         }
+                        if show {
+                            shown.push_str(&format!(
+                                "=== {name}.txt:{} {recording} [{}]\n  block: {}\n  Tacos:\n{}\n  \
+                                 Nacos:\n{}\n\n",
+                                ours.line,
+                                list.difference[i].kind,
+                                ours.commands.join(" | "),
+                                indent(&ours.output),
+                                indent(&theirs.output)
+                            ));
+                        }
                     }
                     None if update => new_entries.push(format!(
                         "\n[[difference]]\nscript = {:?}\nblock = {:?}\nreference = [{:?}]\n\
@@ -361,6 +377,9 @@ fn tacos_answers_as_java_nacos() {
                 listed.script, listed.block
             ));
         }
+    }
+    if let Some(path) = &show_to {
+        std::fs::write(path, &shown).expect("writing SHOW_DIFFERENCES");
     }
     eprint!("{report}");
     assert!(problems.is_empty(), "{report}{}", problems.join("\n\n"));

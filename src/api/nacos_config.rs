@@ -82,8 +82,11 @@ pub fn publish_request(
         content: params.required("content")?.to_string(),
         config_type: params.str("type").to_string(),
         desc: params.str("desc").to_string(),
-        app_name: params.str("appName").to_string(),
-        tags: params.any(&["config_tags", "configTags"]).to_string(),
+        app_name: params.get("appName").map(str::to_string),
+        tags: params
+            .get("config_tags")
+            .or_else(|| params.get("configTags"))
+            .map(str::to_string),
         cas_md5,
         expect: Expect::Any,
         tag: params.str("tag").to_string(),

@@ -94,7 +94,8 @@ fn no_cache(builder: &mut actix_web::HttpResponseBuilder) -> &mut actix_web::Htt
 /// Header values of every config read, made once (a `&str` is parsed and
 /// checked on every response).
 const NO_CACHE: HeaderValue = HeaderValue::from_static("no-cache");
-const EXPIRED: HeaderValue = HeaderValue::from_static("0");
+/// Nacos' `setDateHeader("Expires", 0)`: the epoch as an HTTP date.
+const EXPIRED: HeaderValue = HeaderValue::from_static("Thu, 01 Jan 1970 00:00:00 GMT");
 const NO_STORE: HeaderValue = HeaderValue::from_static("no-cache,no-store");
 
 /// Header names of a config read, made once: an `(&str, _)` pair parses

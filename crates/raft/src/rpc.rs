@@ -40,8 +40,10 @@ pub const PROTOCOL_HEADER: &str = "x-tacos-cluster-protocol";
 /// and dataId patterns in `SetPermission`/`SetRolePermission` and the
 /// write-only `ACCESS_WRITE` (a node of 5 would read such a grant as its
 /// whole namespace, or as a revoke); 7, the `encrypted_data_key` of
-/// `PublishConfig` and `PublishGray` (a node of 6 would drop it).
-pub const PROTOCOL_VERSION: &str = "7";
+/// `PublishConfig` and `PublishGray` (a node of 6 would drop it); 8,
+/// `keep_app_name`/`keep_tags` of `PublishConfig` (a node of 7 would clear
+/// what an update without them keeps).
+pub const PROTOCOL_VERSION: &str = "8";
 
 /// Largest frame accepted: a snapshot chunk or an entry batch with headroom.
 pub const MAX_FRAME: usize = 96 * 1024 * 1024;

@@ -288,8 +288,16 @@ impl State {
             md5: p.md5.as_str().into(),
             config_type: p.config_type.clone(),
             desc: p.desc.clone(),
-            app_name: p.app_name.clone(),
-            tags: p.tags.clone(),
+            // An update without an app name or tags keeps the config's
+            // (Nacos' update; only a sent empty value clears them).
+            app_name: match &old {
+                Some(old) if p.keep_app_name => old.app_name.clone(),
+                _ => p.app_name.clone(),
+            },
+            tags: match &old {
+                Some(old) if p.keep_tags => old.tags.clone(),
+                _ => p.tags.clone(),
+            },
             create_time,
             modify_time: origin.time_ms,
             // Runs of writes by one user from one place: one string each.

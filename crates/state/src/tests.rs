@@ -101,6 +101,44 @@ fn publish_update_delete_record_history_like_nacos() {
 
 /// A removed config's history stays under its key, but the key is no
 /// config: not counted, not listed, not in the snapshot's configs.
+/// A publish of `app_name`/`tags`, or (`None`) without them.
+fn publish_labelled(content: &str, app: Option<&str>, tags: Option<&str>) -> Command {
+    let Some(Op::PublishConfig(mut p)) = publish("", "a", content, 20).op else {
+        unreachable!("publish() makes a PublishConfig")
+    };
+    p.keep_app_name = app.is_none();
+    p.keep_tags = tags.is_none();
+    p.app_name = app.unwrap_or_default().into();
+    p.tags = tags.unwrap_or_default().into();
+    Command::of(Op::PublishConfig(p))
+}
+
+#[test]
+fn an_update_without_app_name_or_tags_keeps_them_as_nacos_does() {
+    let mut s = State::default();
+    let a = ConfigKey::new("", "DEFAULT_GROUP", "a");
+    let labels = |s: &State| {
+        let c = s.config(&a).expect("config a");
+        (c.app_name.clone(), c.tags.clone())
+    };
+    // A create without them has none.
+    apply(&mut s, publish_labelled("one", None, None));
+    assert_eq!(labels(&s), (String::new(), String::new()));
+    apply(&mut s, publish_labelled("two", Some("shop"), Some("t1,t2")));
+    assert_eq!(labels(&s), ("shop".into(), "t1,t2".into()));
+    // An SDK's publish sends neither: both stay.
+    apply(&mut s, publish_labelled("three", None, None));
+    assert_eq!(labels(&s), ("shop".into(), "t1,t2".into()));
+    // Sent empty, each is cleared on its own.
+    apply(&mut s, publish_labelled("four", Some(""), None));
+    assert_eq!(labels(&s), (String::new(), "t1,t2".into()));
+    apply(&mut s, publish_labelled("five", None, Some("")));
+    assert_eq!(labels(&s), (String::new(), String::new()));
+    // The same after a snapshot round trip and a replay.
+    let loaded = State::from_snapshot_records(s.snapshot_records()).unwrap();
+    assert_eq!(labels(&loaded), labels(&s));
+}
+
 #[test]
 fn removed_configs_keep_their_history_but_are_not_configs() {
     let mut s = State::default();

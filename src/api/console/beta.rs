@@ -132,7 +132,7 @@ async fn publish_gray_version(call: Call, form: Gray) -> Result<HttpResponse, Co
         data_id: form.data_id,
         content: form.content,
         config_type: config.config_type.clone(),
-        app_name: config.app_name.clone(),
+        app_name: Some(config.app_name.clone()),
         beta_ips: form.beta_ips,
         tag: form.tag,
         ..Default::default()

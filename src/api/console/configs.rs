@@ -260,8 +260,9 @@ pub async fn publish(call: Call, body: web::Bytes) -> Result<HttpResponse, Conso
         content: form.content,
         config_type: form.config_type,
         desc: form.desc,
-        app_name: form.app_name,
-        tags: form.tags,
+        // The console's form sends both, as they should stay.
+        app_name: Some(form.app_name),
+        tags: Some(form.tags),
         cas_md5,
         expect,
         beta_ips: Vec::new(),

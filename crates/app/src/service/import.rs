@@ -136,8 +136,9 @@ impl ConfigService {
             content: item.content,
             config_type: item.config_type,
             desc: item.desc,
-            app_name: item.app_name,
-            tags: String::new(),
+            // An import replaces both (its file holds the app name).
+            app_name: Some(item.app_name),
+            tags: Some(String::new()),
             expect: if cas_md5.is_some() {
                 Expect::Present
             } else {

@@ -34,8 +34,11 @@ pub struct PublishRequest {
     pub content: String,
     pub config_type: String,
     pub desc: String,
-    pub app_name: String,
-    pub tags: String,
+    /// `None`: the client did not send it, and an update keeps the app
+    /// name the config holds (Nacos' rule: only an empty one clears it).
+    pub app_name: Option<String>,
+    /// `None`: not sent; an update keeps the config's tags (as Nacos).
+    pub tags: Option<String>,
     /// Compare-and-set against this md5 (when `Some` and not empty).
     pub cas_md5: Option<String>,
     /// What the config must be before the write (checked in apply).
@@ -84,8 +87,10 @@ impl ConfigService {
             content: req.content,
             config_type: validate::config_type(&req.config_type).to_string(),
             desc: req.desc,
-            app_name: req.app_name,
-            tags: req.tags,
+            keep_app_name: req.app_name.is_none(),
+            keep_tags: req.tags.is_none(),
+            app_name: req.app_name.unwrap_or_default(),
+            tags: req.tags.unwrap_or_default(),
             origin: Some(origin(caller)),
             cas_md5: req.cas_md5.filter(|m| !m.is_empty()),
             history_limit: self.limits.history_limit,
