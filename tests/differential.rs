@@ -102,6 +102,13 @@ fn speaks(text: &str) -> Result<Speaks, String> {
 
 /// Values that differ between any two servers: masked on both sides.
 fn normalize(line: &str) -> String {
+    // A `show` of ids (`pageItems.id: ["1","2"]`, `data.nid: 7`).
+    if let Some((path, value)) = line.split_once(": ") {
+        let last = path.rsplit('.').next().unwrap_or(path);
+        if (last == "id" || last == "nid") && !path.contains([' ', '"']) {
+            return format!("{path}: {}", mask_numbers(value));
+        }
+    }
     let mut s = line.to_string();
     // Ids: Tacos counts from 1, Nacos uses snowflake ids.
     for key in ["\"id\"", "\"nid\""] {
@@ -144,6 +151,11 @@ struct Listed {
     kind: String,
     /// A heading of docs/compat-diff.md: `#anchor`.
     doc: String,
+    /// What differs in this block, when the heading alone does not say
+    /// (a block can show more than one cause).
+    #[serde(default)]
+    #[allow(dead_code)]
+    note: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -151,6 +163,24 @@ struct Listed {
 struct List {
     #[serde(default)]
     difference: Vec<Listed>,
+}
+
+/// Every run of digits as `<id>`.
+fn mask_numbers(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut in_number = false;
+    for c in text.chars() {
+        if c.is_ascii_digit() {
+            if !in_number {
+                out.push_str("<id>");
+            }
+            in_number = true;
+        } else {
+            in_number = false;
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// GitHub's anchor of a Markdown heading.
@@ -331,10 +361,11 @@ fn tacos_answers_as_java_nacos() {
                         }
                         if show {
                             shown.push_str(&format!(
-                                "=== {name}.txt:{} {recording} [{}]\n  block: {}\n  Tacos:\n{}\n  \
-                                 Nacos:\n{}\n\n",
+                                "=== {name}.txt:{} {recording} [{}]\n  first: {}\n  block: {}\n  \
+                                 Tacos:\n{}\n  Nacos:\n{}\n\n",
                                 ours.line,
                                 list.difference[i].kind,
+                                ours.commands[0],
                                 ours.commands.join(" | "),
                                 indent(&ours.output),
                                 indent(&theirs.output)
@@ -421,6 +452,12 @@ fn helpers() {
         normalize(r#"{"id": "1234567890", "nid":7, "idx": 3, "id":"abc"}"#),
         r#"{"id": "<id>", "nid":"<id>", "idx": 3, "id":"abc"}"#
     );
+    assert_eq!(
+        normalize(r#"pageItems.id: ["1","1103732143569248256"]"#),
+        r#"pageItems.id: ["<id>","<id>"]"#
+    );
+    assert_eq!(normalize("data.nid: 7"), "data.nid: <id>");
+    assert_eq!(normalize("pageItems.idx: [1]"), "pageItems.idx: [1]");
     assert_eq!(generation("nacos-3.0.3"), "nacos-3");
     assert_eq!(anchor(" Ids: why they differ"), "ids-why-they-differ");
     assert_eq!(anchor("v1 `tenant` echo"), "v1-tenant-echo");

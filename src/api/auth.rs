@@ -135,7 +135,8 @@ async fn list_users(req: HttpRequest, app: web::Data<AppState>) -> HttpResponse 
         Ok(p) => p,
         Err(e) => return bad_request(e),
     };
-    // Nacos lists users by substring unless told `search=accurate`.
+    // Nacos' user list is blur (its LIKE: `*` wildcards) unless told
+    // `search=accurate`.
     let name = name_filter(&params, "username", true);
     let state = app.service.state();
     let found: Vec<UserView> = state

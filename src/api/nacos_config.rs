@@ -61,9 +61,7 @@ pub fn export_filter(params: &Params) -> ConfigFilter<'_> {
         group,
         blur: data_id.contains('*') || group.contains('*'),
         app_name: params.str("appName"),
-        config_type: "",
-        tags: Vec::new(),
-        content: "",
+        ..Default::default()
     }
 }
 

@@ -245,16 +245,24 @@ async fn delete_config(
         (Ok(d), Ok(g)) => (params.str("tenant"), g, d),
         (Err(e), _) | (_, Err(e)) => return bad_request(e),
     };
-    let result = if params.get("beta") == Some("true") {
-        app.service
+    if params.get("beta") == Some("true") {
+        // Nacos' stopBeta answers its RestResult, not the plain `true`.
+        return match app
+            .service
             .stop_beta(namespace, group, data_id, &caller)
             .await
-    } else {
-        app.service
-            .remove(namespace, group, data_id, params.str("tag"), &caller)
-            .await
-    };
-    match result {
+        {
+            Ok(_) => HttpResponse::Ok().json(serde_json::json!({
+                "code": 200, "message": "stop beta ok", "data": true,
+            })),
+            Err(e) => v1_service_error(&e),
+        };
+    }
+    match app
+        .service
+        .remove(namespace, group, data_id, params.str("tag"), &caller)
+        .await
+    {
         Ok(_) => ok_true(),
         Err(e) => v1_service_error(&e),
     }

@@ -141,6 +141,7 @@ pub fn config_filter(params: &Params, blur: bool) -> ConfigFilter<'_> {
             .filter(|t| !t.is_empty())
             .collect(),
         content: params.str("content"),
+        contains: false,
     }
 }
 
@@ -362,10 +363,10 @@ mod tests {
         let exact = params("role=dev&search=accurate");
         let exact = name_filter(&exact, "role", true);
         assert!(exact.matches("dev") && !exact.matches("devops"));
-        let blur = params("role=dev&search=blur");
+        let blur = params("role=dev*&search=blur");
         let blur = name_filter(&blur, "role", false);
         assert!(blur.matches("devops") && !blur.matches("ops"));
-        let default = params("role=dev");
+        let default = params("role=dev*");
         assert!(name_filter(&default, "role", true).matches("devops"));
         assert!(!name_filter(&default, "role", false).matches("devops"));
         let all = params("search=accurate");

@@ -13,11 +13,14 @@ use crate::auth::Principal;
 /// Most rows one page may ask for (as Nacos).
 pub const MAX_PAGE_SIZE: u64 = 500;
 
-/// Nacos' blur match: `*` matches any run of characters; a pattern without
-/// a `*` matches as a substring.
+/// Nacos' blur match (`search=blur`, its SQL `LIKE` of the pattern with
+/// `*` made `%`): `*` matches any run of characters, and a pattern without
+/// `*` matches whole names only. Nacos' console UI wraps what is typed in
+/// `*` to find a part of a name; [`ConfigFilter::contains`] does that for
+/// Tacos' console.
 pub fn blur_match(pattern: &str, value: &str) -> bool {
     if !pattern.contains('*') {
-        return value.contains(pattern);
+        return value == pattern;
     }
     let mut parts = pattern.split('*');
     let first = parts.next().unwrap_or("");
@@ -63,8 +66,11 @@ impl NameMatch<'_> {
 pub struct ConfigFilter<'a> {
     pub data_id: &'a str,
     pub group: &'a str,
-    /// Blur (wildcards, substrings) or accurate matching of dataId and group.
+    /// Blur ([`blur_match`]) or accurate matching of dataId and group.
     pub blur: bool,
+    /// With `blur`: a pattern without `*` matches a part of the name, as if
+    /// wrapped in `*` (the console's search box).
+    pub contains: bool,
     pub app_name: &'a str,
     pub config_type: &'a str,
     /// Every one of these tags (of the config's comma-separated tags).
@@ -74,12 +80,19 @@ pub struct ConfigFilter<'a> {
 
 impl ConfigFilter<'_> {
     pub fn matches(&self, key: &ConfigKey, config: &Config) -> bool {
-        let name = |pattern| NameMatch {
-            pattern,
-            blur: self.blur,
+        let name = |pattern: &str, value: &str| {
+            if self.blur && self.contains && !pattern.contains('*') {
+                value.contains(pattern)
+            } else {
+                NameMatch {
+                    pattern,
+                    blur: self.blur,
+                }
+                .matches(value)
+            }
         };
-        name(self.data_id).matches(&key.data_id)
-            && name(self.group).matches(&key.group)
+        name(self.data_id, &key.data_id)
+            && name(self.group, &key.group)
             && (self.app_name.is_empty() || config.app_name == self.app_name)
             && (self.config_type.is_empty() || config.config_type == self.config_type)
             && self
@@ -323,8 +336,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn wildcards_and_substrings() {
-        assert!(blur_match("app", "my-app.yaml"));
+    fn wildcards_and_whole_names() {
+        // As Nacos' LIKE: without `*`, the whole name.
+        assert!(!blur_match("app", "my-app.yaml"));
+        assert!(blur_match("my-app.yaml", "my-app.yaml"));
+        assert!(blur_match("*app*", "my-app.yaml"));
         assert!(blur_match("*.yaml", "my-app.yaml"));
         assert!(blur_match("my*", "my-app.yaml"));
         assert!(blur_match("my*yaml", "my-app.yaml"));
@@ -339,7 +355,7 @@ mod tests {
     #[test]
     fn name_matches_blur_accurate_and_empty() {
         let blur = NameMatch {
-            pattern: "dev",
+            pattern: "dev*",
             blur: true,
         };
         assert!(blur.matches("devops") && !blur.matches("ops"));
@@ -353,6 +369,36 @@ mod tests {
             blur: false,
         };
         assert!(all.matches("anything"));
+    }
+
+    #[test]
+    fn the_console_search_finds_parts_of_names() {
+        let key = ConfigKey::new("", "PAY_GROUP", "order-service.yaml");
+        let config = Config {
+            id: 1,
+            content: "x".into(),
+            md5: "".into(),
+            config_type: "text".into(),
+            desc: String::new(),
+            app_name: String::new(),
+            tags: String::new(),
+            create_time: 0,
+            modify_time: 0,
+            src_user: "".into(),
+            src_ip: "".into(),
+            encrypted_data_key: None,
+        };
+        let filter = |data_id, contains| ConfigFilter {
+            data_id,
+            blur: true,
+            contains,
+            ..Default::default()
+        };
+        assert!(!filter("order", false).matches(&key, &config));
+        assert!(filter("order", true).matches(&key, &config));
+        assert!(filter("order*", false).matches(&key, &config));
+        assert!(filter("order-service.yaml", false).matches(&key, &config));
+        assert!(!filter("bill", true).matches(&key, &config));
     }
 
     #[test]

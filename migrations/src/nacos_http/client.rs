@@ -207,14 +207,24 @@ impl Client {
     }
 
     /// The registered namespaces, public (`""`) first as the server lists it.
+    /// Nacos 3 moved the v1 list to its console port; its server port lists
+    /// them at `/nacos/v3/admin/core/namespace/list` (admins only), in the
+    /// same shape.
     pub fn namespaces(&self) -> Result<Vec<Namespace>, ReadError> {
-        let path = "/nacos/v1/console/namespaces";
+        const V1: &str = "/nacos/v1/console/namespaces";
+        const V3: &str = "/nacos/v3/admin/core/namespace/list";
+        let mut what = format!("GET {V1}");
+        let mut answer = self.get(V1, &[]);
+        if matches!(answer, Ok(None)) {
+            what = format!("GET {V1} (404), then GET {V3}");
+            answer = self.get(V3, &[]);
+        }
         let not_nacos = |answer: String| ReadError::NotNacos {
             url: self.url.clone(),
-            what: format!("GET {path}"),
+            what: what.clone(),
             answer,
         };
-        let v = match self.get(path, &[]) {
+        let v = match answer {
             Ok(Some(v)) => v,
             Ok(None) => return Err(not_nacos("HTTP 404".to_string())),
             Err(ReadError::BadAnswer { reason, .. }) => return Err(not_nacos(reason)),

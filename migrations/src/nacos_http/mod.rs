@@ -6,8 +6,9 @@
 //!
 //! * `GET /nacos/v1/console/namespaces`: the namespaces (`data[]` of `namespace`,
 //!   `namespaceShowName`, `namespaceDesc`, `type`; the public one is `""`, or `public`
-//!   on Nacos 3.x, and becomes tenant `""`). A server that does not answer this in
-//!   Nacos' shape is refused ([`ReadError::NotNacos`]).
+//!   on Nacos 3.x, and becomes tenant `""`); on a 404 (Nacos 3, which moved it to its
+//!   console port) `GET /nacos/v3/admin/core/namespace/list`, the same list. A server
+//!   that does not answer either in Nacos' shape is refused ([`ReadError::NotNacos`]).
 //! * per namespace, `GET /nacos/v1/cs/configs?search=blur&dataId=&group=&tenant=NS`,
 //!   paged by 100 (`pageItems`, `pagesAvailable`): which configs exist;
 //! * per config, `GET /nacos/v1/cs/configs?show=all&dataId=&group=&tenant=`: content,

@@ -18,7 +18,7 @@ use super::{diff, json_body, ok_json, syntax, ConsoleError};
 use crate::api::params::{config_filter, paging, Params};
 use crate::api::render::Page;
 use tacos_app::auth::Principal;
-use tacos_app::query::search_configs;
+use tacos_app::query::{search_configs, ConfigFilter};
 use tacos_app::service::{checked_key, PublishRequest};
 use tacos_core::command::Expect;
 use tacos_core::md5_hex;
@@ -91,7 +91,12 @@ pub(super) fn matching<'a>(
         state,
         principal,
         namespace,
-        config_filter(params, blur),
+        // The search box finds parts of names, as Nacos' console UI
+        // wraps what is typed in `*`.
+        ConfigFilter {
+            contains: true,
+            ..config_filter(params, blur)
+        },
     ))
 }
 

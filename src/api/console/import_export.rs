@@ -8,6 +8,7 @@ use actix_web::{web, HttpResponse};
 use serde::Serialize;
 
 use super::{ok_json, ConsoleError};
+use tacos_app::query::ConfigFilter;
 use tacos_app::service::{ImportError, ServiceError};
 use tacos_app::transfer::{self, Layout, Policy, TransferError};
 use tacos_core::shown_namespace;
@@ -37,7 +38,10 @@ pub async fn export(call: Call) -> Result<HttpResponse, ConsoleError> {
         &call.app.service.state(),
         &call.principal,
         canonical_namespace(namespace),
-        config_filter(&call.params, blur),
+        ConfigFilter {
+            contains: true,
+            ..config_filter(&call.params, blur)
+        },
         &ids,
     );
     if items.is_empty() {

@@ -214,6 +214,7 @@ pub async fn list(call: Call) -> Answer {
             .filter(|t| !t.is_empty())
             .collect(),
         content: params.str("configDetail"),
+        contains: false,
     };
     let state = app.service.state();
     let found: Vec<ConfigBasicInfo> =
