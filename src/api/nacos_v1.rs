@@ -22,7 +22,9 @@ use super::{allow_key, allow_params, allow_some, listeners, transfer, AppState};
 use crate::api::guard::Authed;
 use tacos_app::auth::Principal;
 use tacos_app::gray;
-use tacos_app::query::{configs_with_ids, visible_namespaces, HistoryLookup};
+use tacos_app::query::{
+    configs_with_ids, visible_namespaces, HistoryLookup, PUBLIC_NAMESPACE_DESC,
+};
 use tacos_app::service::{Caller, ServiceError};
 use tacos_app::transfer::Layout;
 use tacos_app::watch::{changed_keys, Cancel, Hold, HoldOutcome, ListenKey, Polled, WatchHub};
@@ -781,7 +783,7 @@ struct NamespaceItem {
 
 /// The namespaces `principal` may read, public first.
 fn namespace_items(state: &State, principal: &Principal) -> Vec<NamespaceItem> {
-    visible_namespaces(state, principal, "Public Namespace")
+    visible_namespaces(state, principal, PUBLIC_NAMESPACE_DESC)
         .into_iter()
         .map(|n| NamespaceItem {
             kind: if n.is_public() { 0 } else { 2 },

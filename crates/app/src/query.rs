@@ -10,6 +10,10 @@ use tacos_state::{Access, Config, HistoryRow, State};
 
 use crate::auth::Principal;
 
+/// The public namespace's description in Nacos' namespace lists (v1, v2
+/// and v3 alike; Java Nacos 2.5 and 3.0 answer it so).
+pub const PUBLIC_NAMESPACE_DESC: &str = "Default Namespace";
+
 /// Most rows one page may ask for (as Nacos).
 pub const MAX_PAGE_SIZE: u64 = 500;
 

@@ -22,13 +22,10 @@ use crate::api::guard::Authed;
 use crate::api::params::{client_ip, Params};
 use crate::api::AppState;
 use tacos_app::auth::Principal;
-use tacos_app::query::visible_namespaces;
+use tacos_app::query::{visible_namespaces, PUBLIC_NAMESPACE_DESC};
 use tacos_app::service::ServiceError;
 use tacos_core::validate::InvalidInput;
 use tacos_state::{canonical_namespace, ApplyError};
-
-/// The description Nacos 3 gives the public namespace.
-const PUBLIC_DESC: &str = "Default Namespace";
 
 /// Whose answers: Nacos 2's `NamespaceControllerV2` or Nacos 3's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,7 +50,7 @@ fn visible(app: &AppState, principal: &Principal, generation: Generation) -> Vec
         Generation::V2 => Namespace::of_v2,
         Generation::V3 => Namespace::of,
     };
-    visible_namespaces(&app.service.state(), principal, PUBLIC_DESC)
+    visible_namespaces(&app.service.state(), principal, PUBLIC_NAMESPACE_DESC)
         .into_iter()
         .map(shown)
         .collect()
