@@ -154,7 +154,6 @@ struct Listed {
     /// What differs in this block, when the heading alone does not say
     /// (a block can show more than one cause).
     #[serde(default)]
-    #[allow(dead_code)]
     note: String,
 }
 
@@ -249,7 +248,25 @@ fn every_script_says_what_it_speaks() {
             Ok(Speaks::None(why)) if why.is_empty() => bad.push(format!(
                 "tests/scenarios/{name}.txt: `none:` without a reason"
             )),
-            Ok(_) => {}
+            // Tacos `start` flags must be said in Nacos' words for the
+            // recording to set the reference server up the same way.
+            Ok(Speaks::Generations(_)) => {
+                let with = text
+                    .lines()
+                    .find_map(|l| l.strip_prefix("# reference:"))
+                    .is_some_and(|l| l.contains(" with "));
+                let flagged = text.lines().any(|l| {
+                    l.strip_prefix("start ")
+                        .is_some_and(|f| !f.trim().is_empty())
+                });
+                if flagged && !with {
+                    bad.push(format!(
+                        "tests/scenarios/{name}.txt: its `start` flags need the same setup in \
+                         Nacos' words: `# reference: ... with key=value`"
+                    ));
+                }
+            }
+            Ok(Speaks::None(_)) => {}
             Err(e) => bad.push(format!("tests/scenarios/{name}.txt: {e}")),
         }
     }
@@ -361,10 +378,12 @@ fn tacos_answers_as_java_nacos() {
                         }
                         if show {
                             shown.push_str(&format!(
-                                "=== {name}.txt:{} {recording} [{}]\n  first: {}\n  block: {}\n  \
-                                 Tacos:\n{}\n  Nacos:\n{}\n\n",
+                                "=== {name}.txt:{} {recording} [{}] {} {}\n  first: {}\n  \
+                                 block: {}\n  Tacos:\n{}\n  Nacos:\n{}\n\n",
                                 ours.line,
                                 list.difference[i].kind,
+                                list.difference[i].doc,
+                                list.difference[i].note,
                                 ours.commands[0],
                                 ours.commands.join(" | "),
                                 indent(&ours.output),

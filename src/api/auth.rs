@@ -22,7 +22,7 @@ use serde::Serialize;
 
 use super::guard::{refusal, Need, Routes};
 use super::params::{client_ip, name_filter, paging, Params};
-use super::render::{v1_error, v1_service_error, Page};
+use super::render::{self, v1_error, v1_service_error, Page};
 use super::AppState;
 use crate::api::guard::Authed;
 use tacos_app::auth::{AuthError, Principal};
@@ -50,7 +50,7 @@ pub(super) fn bad_request(error: InvalidInput) -> HttpResponse {
 
 /// Nacos' `RestResult` for user writes.
 fn rest_ok(message: &str) -> HttpResponse {
-    HttpResponse::Ok().json(serde_json::json!({"code": 200, "message": message, "data": null}))
+    render::rest_ok(Some(message), serde_json::Value::Null)
 }
 
 pub(super) fn write_result(result: Result<(), ServiceError>, message: &str) -> HttpResponse {

@@ -23,7 +23,7 @@ use serde::Serialize;
 use super::guard::{Need, Routes};
 use super::listeners::LISTENERS_TIMEOUT;
 use super::params::Params;
-use super::render::{v1_error, v2_error, v2_ok};
+use super::render::{rest_ok, v1_error, v2_error, v2_ok};
 use super::AppState;
 use tacos_app::cluster::{self, Health, Member, NodeState};
 use tacos_raft::NodeId;
@@ -382,7 +382,7 @@ async fn server_list(req: HttpRequest, app: web::Data<AppState>) -> HttpResponse
 
 /// Nacos' `RestResult` success: `{code: 200, message: null, data}`.
 fn v1_ok(data: impl Serialize) -> HttpResponse {
-    HttpResponse::Ok().json(serde_json::json!({"code": 200, "message": null, "data": data}))
+    rest_ok(None, data)
 }
 
 /// `GET /nacos/v1/core/cluster/nodes?keyword=`: `RestResult` of the

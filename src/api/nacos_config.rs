@@ -59,7 +59,8 @@ pub fn export_filter(params: &Params) -> ConfigFilter<'_> {
     ConfigFilter {
         data_id,
         group,
-        blur: data_id.contains('*') || group.contains('*'),
+        // Nacos' LIKE: `*` wildcards, a name without `*` only itself.
+        blur: true,
         app_name: params.str("appName"),
         ..Default::default()
     }

@@ -16,7 +16,8 @@ use super::params::{
     all_values, client_ip, header, multipart, paging, read_labels, url_decode, url_encode, Params,
 };
 use super::render::{
-    content_type_for, filter_refusal, http_date, v1_error, v1_service_error, BetaInfo, ConfigDetail,
+    content_type_for, filter_refusal, http_date, rest_ok, v1_error, v1_service_error, BetaInfo,
+    ConfigDetail,
 };
 use super::{allow_key, allow_params, allow_some, listeners, transfer, AppState};
 use crate::api::guard::Authed;
@@ -152,9 +153,7 @@ async fn get_config(
         let beta = state
             .gray(&key, BETA_GRAY)
             .map(|b| BetaInfo::new(&key, b, config.map(|c| c.as_ref())));
-        return HttpResponse::Ok().json(serde_json::json!({
-            "code": 200, "message": "query beta ok", "data": beta,
-        }));
+        return rest_ok(Some("query beta ok"), beta);
     }
     if params.get("show") == Some("all") {
         return match config {
@@ -254,9 +253,7 @@ async fn delete_config(
             .stop_beta(namespace, group, data_id, &caller)
             .await
         {
-            Ok(_) => HttpResponse::Ok().json(serde_json::json!({
-                "code": 200, "message": "stop beta ok", "data": true,
-            })),
+            Ok(_) => rest_ok(Some("stop beta ok"), true),
             Err(e) => v1_service_error(&e),
         };
     }
@@ -298,9 +295,7 @@ async fn delete_configs_by_id(
         .remove_each(&keys, &caller(req, params, principal))
         .await
     {
-        Ok(_) => {
-            HttpResponse::Ok().json(serde_json::json!({"code": 200, "message": null, "data": true}))
-        }
+        Ok(_) => rest_ok(None, true),
         Err(e) => v1_service_error(&e),
     }
 }
@@ -349,8 +344,7 @@ fn transfer_answer(
     message: &str,
 ) -> HttpResponse {
     match result {
-        Ok(data) => HttpResponse::Ok()
-            .json(serde_json::json!({"code": 200, "message": message, "data": data})),
+        Ok(data) => rest_ok(Some(message), data),
         Err(transfer::Refused::Coded(coded, data)) => {
             let (code, message) = coded.v1();
             HttpResponse::Ok()
@@ -811,7 +805,7 @@ async fn list_namespaces(
             None => v1_error(StatusCode::NOT_FOUND, format!("namespace not exist: {id}")),
         };
     }
-    HttpResponse::Ok().json(serde_json::json!({"code": 200, "message": null, "data": items}))
+    rest_ok(None, items)
 }
 
 fn namespace_result(result: Result<(), ServiceError>) -> HttpResponse {

@@ -133,6 +133,11 @@ pub fn iso_time(ms: i64) -> String {
 /// The last millisecond an HTTP date can show (9999-12-31T23:59:59.999Z).
 const LAST_HTTP_DATE_MS: u64 = 253_402_300_799_999;
 
+/// Nacos' v1 `RestResult` of a success: `{code: 200, message, data}`.
+pub fn rest_ok(message: Option<&str>, data: impl Serialize) -> HttpResponse {
+    HttpResponse::Ok().json(serde_json::json!({"code": 200, "message": message, "data": data}))
+}
+
 /// Epoch milliseconds as an HTTP date (`Last-Modified`), e.g.
 /// `Tue, 01 Dec 2026 14:30:53 GMT`. Times outside 1970..=9999 are clamped.
 /// (httpdate's formatter: chrono's general one was 3% of a config read.)
