@@ -6,12 +6,15 @@
 //! every arrow pointing down (`tests/layers.rs` checks the manifests):
 //!
 //! ```text
-//! tacos (this crate)  HTTP (Nacos v1, v2, console, admin), gRPC, settings, ops, main
+//! tacos (this crate)  HTTP (Nacos v1, v2, console, admin), gRPC, settings, ops, TLS set-up, main
 //!   tacos-app         one module per use case, the watch hub, auth rules
 //!   tacos-raft        openraft adapters, proposer, node, cluster RPC
 //!   tacos-state       in-memory tables, apply, snapshot records
 //!   tacos-store       log segments, metadata, snapshot files, crash recovery
 //!   tacos-core        commands, keys, validation, Response, the openraft type config
+//!
+//!   tacos-tls         certificates checked and reloaded, rustls configs (beside the
+//!                     stack: used by tacos-raft for the cluster port and by this crate)
 //! ```
 //!
 //! See `docs/architecture.md` for the path of a publish through them.
@@ -24,3 +27,4 @@ pub mod ops;
 pub mod samples;
 pub mod server;
 pub mod settings;
+pub mod tls;

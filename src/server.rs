@@ -54,6 +54,8 @@ pub fn run(settings: Settings) -> anyhow::Result<()> {
         );
     }
     crate::metrics::install().context("installing the metrics recorder")?;
+    // Every certificate and key is checked before a port is bound.
+    let tls = crate::tls::NodeTls::load(&settings)?;
     let raft_runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .thread_name("tacos-raft")
@@ -98,20 +100,27 @@ pub fn run(settings: Settings) -> anyhow::Result<()> {
                 cluster_addr.0, cluster_addr.1
             )
         })?;
-    let node = Arc::new(raft_runtime.block_on(Node::start(settings.node_options()?, sink))?);
+    let options = tacos_raft::NodeOptions {
+        peer_tls: tls.peer.clone(),
+        ..settings.node_options()?
+    };
+    let node = Arc::new(raft_runtime.block_on(Node::start(options, sink))?);
     raft_runtime.block_on(async {
         node.exit_on_fatal();
         tacos_raft::cluster_server::serve(
             node.clone(),
             cluster_listener,
             settings.cluster_token.clone(),
+            tls.peer.as_ref(),
         );
+        tls.watch();
         tracing::info!(
-            "serving the cluster port on {}:{} (node {} advertised as {})",
+            "serving the cluster port on {}:{} (node {} advertised as {}){}",
             cluster_addr.0,
             cluster_addr.1,
             node.id,
-            settings.cluster_addr()
+            settings.cluster_addr(),
+            if tls.peer.is_some() { " over mutual TLS" } else { "" }
         );
         node.watch_freshness();
         crate::memory::spawn(node.clone());
@@ -149,7 +158,7 @@ pub fn run(settings: Settings) -> anyhow::Result<()> {
         console: console_listener,
         grpc_runtime: grpc_runtime.handle().clone(),
     };
-    let served = serve(&settings, node.clone(), changes_rx, listeners);
+    let served = serve(&settings, node.clone(), changes_rx, listeners, tls);
     raft_runtime.block_on(node.shutdown());
     tracing::info!("stopped");
     served
@@ -187,6 +196,7 @@ fn serve(
     node: Arc<Node>,
     mut changes: tokio::sync::mpsc::UnboundedReceiver<(Changes, std::time::Instant)>,
     listeners: Listeners,
+    tls: crate::tls::NodeTls,
 ) -> anyhow::Result<()> {
     let max_body = settings.max_content_size * 3 + BODY_HEADROOM;
     let addr = (settings.bind, settings.http_port);
@@ -270,15 +280,25 @@ fn serve(
         let max_message = settings.max_content_size * 2 + BODY_HEADROOM;
         let grpc_listener = listeners.grpc;
         let grpc_runtime = listeners.grpc_runtime;
-        grpc_runtime.spawn(async move { crate::grpc::serve(grpc, grpc_listener, max_message) });
+        let grpc_tls = tls
+            .client
+            .as_ref()
+            .map(|t| (t.grpc.clone(), t.grpc_plaintext));
+        grpc_runtime
+            .spawn(async move { crate::grpc::serve(grpc, grpc_listener, max_message, grpc_tls) });
         if settings.grpc_connection_target > 0 {
             grpc_runtime.spawn(crate::grpc::connection::balance(
                 connections.clone(),
                 settings.grpc_connection_target,
             ));
         }
+        let scheme = |plain: &'static str, secure: &'static str| match &tls.client {
+            Some(_) => secure,
+            None => plain,
+        };
         tracing::info!(
-            "serving gRPC on {}:{}",
+            "serving gRPC{} on {}:{}",
+            scheme("", " over TLS"),
             settings.bind,
             settings.grpc_port().unwrap_or_default()
         );
@@ -294,6 +314,7 @@ fn serve(
             auth,
             policy: crate::api::guard::Policy::of(&crate::api::guard::declared()),
             zone: settings.zone.clone(),
+            peer_http: tls.peer_http.clone(),
         });
         let http_port = if listeners.console.is_some() {
             Port::Client
@@ -305,11 +326,14 @@ fn serve(
         if let Some(workers) = settings.http_workers {
             server = server.workers(workers);
         }
-        let server = server
-            .listen(listeners.http)
-            .with_context(|| format!("cannot listen on {}:{}", addr.0, addr.1))?
-            .disable_signals()
-            .run();
+        let http_tls = tls.client.as_ref().map(|t| t.http.clone());
+        let server = match http_tls.clone() {
+            Some(config) => server.listen_rustls_0_23(listeners.http, config),
+            None => server.listen(listeners.http),
+        }
+        .with_context(|| format!("cannot listen on {}:{}", addr.0, addr.1))?
+        .disable_signals()
+        .run();
         let handle = server.handle();
         // The console's own port: one worker is plenty for people.
         let console = match listeners.console {
@@ -317,14 +341,19 @@ fn serve(
                 let console_port = listener.local_addr().map(|a| a.port()).unwrap_or_default();
                 let server = HttpServer::new(http_app!(app.clone(), max_body, Port::Console))
                     .shutdown_timeout(10)
-                    .workers(1)
-                    .listen(listener)
-                    .with_context(|| {
-                        format!("cannot listen on {}:{console_port} (console)", addr.0)
-                    })?
-                    .disable_signals()
-                    .run();
-                tracing::info!("serving the web console on {}:{console_port}", addr.0);
+                    .workers(1);
+                let server = match http_tls {
+                    Some(config) => server.listen_rustls_0_23(listener, config),
+                    None => server.listen(listener),
+                }
+                .with_context(|| format!("cannot listen on {}:{console_port} (console)", addr.0))?
+                .disable_signals()
+                .run();
+                tracing::info!(
+                    "serving the web console on {}://{}:{console_port}",
+                    scheme("http", "https"),
+                    addr.0
+                );
                 Some(server)
             }
             None => None,
@@ -345,7 +374,12 @@ fn serve(
             }
             handle.stop(true).await;
         });
-        tracing::info!("serving HTTP on {}:{}", addr.0, addr.1);
+        tracing::info!(
+            "serving {} on {}:{}",
+            scheme("HTTP", "HTTPS"),
+            addr.0,
+            addr.1
+        );
         match console {
             Some(console) => {
                 let (served, console_served) = futures::future::join(server, console).await;

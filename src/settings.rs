@@ -157,6 +157,99 @@ pub struct Settings {
     )]
     pub cluster_token: Option<String>,
 
+    /// Serve the client ports (HTTP API, console, gRPC) over TLS with this
+    /// PEM certificate: the leaf first, then its intermediates. With
+    /// --key-file. A rotated pair is picked up without a restart (the files
+    /// are checked every 10 s, and reread on SIGHUP). See docs/security.md.
+    #[arg(
+        long,
+        global = true,
+        env = "TACOS_CERT_FILE",
+        value_name = "FILE",
+        requires = "key_file"
+    )]
+    pub cert_file: Option<PathBuf>,
+
+    /// The PEM private key of --cert-file (PKCS#8, RSA or EC).
+    #[arg(
+        long,
+        global = true,
+        env = "TACOS_KEY_FILE",
+        value_name = "FILE",
+        requires = "cert_file"
+    )]
+    pub key_file: Option<PathBuf>,
+
+    /// With --client-cert-auth: PEM file of the CA(s) client certificates
+    /// must be signed by.
+    #[arg(
+        long,
+        global = true,
+        env = "TACOS_TRUSTED_CA_FILE",
+        value_name = "FILE",
+        requires = "cert_file"
+    )]
+    pub trusted_ca_file: Option<PathBuf>,
+
+    /// Require a client certificate signed by --trusted-ca-file on the
+    /// client ports (mutual TLS); clients without one are refused in the
+    /// handshake.
+    #[arg(
+        long,
+        global = true,
+        env = "TACOS_CLIENT_CERT_AUTH",
+        requires = "trusted_ca_file"
+    )]
+    pub client_cert_auth: bool,
+
+    /// With --cert-file: also accept plaintext gRPC clients on the gRPC
+    /// port while they move over to TLS (as Nacos'
+    /// `nacos.remote.server.rpc.tls.compatibility`, which is on there by
+    /// default). Off: a plaintext client is refused at once.
+    #[arg(
+        long,
+        global = true,
+        env = "TACOS_GRPC_TLS_COMPATIBILITY",
+        requires = "cert_file"
+    )]
+    pub grpc_tls_compatibility: bool,
+
+    /// Mutual TLS on the cluster port: this node's PEM certificate, which
+    /// it serves to the nodes that call it and presents when it calls them
+    /// (so it must be valid for the address other nodes reach it at,
+    /// --advertise, as a DNS name or IP SAN). With --peer-key-file and
+    /// --peer-trusted-ca-file; every node of the cluster needs them.
+    #[arg(
+        long,
+        global = true,
+        env = "TACOS_PEER_CERT_FILE",
+        value_name = "FILE",
+        requires_all = ["peer_key_file", "peer_trusted_ca_file"]
+    )]
+    pub peer_cert_file: Option<PathBuf>,
+
+    /// The PEM private key of --peer-cert-file.
+    #[arg(
+        long,
+        global = true,
+        env = "TACOS_PEER_KEY_FILE",
+        value_name = "FILE",
+        requires = "peer_cert_file"
+    )]
+    pub peer_key_file: Option<PathBuf>,
+
+    /// PEM file of the CA(s) every node's peer certificate is signed by: a
+    /// node accepts calls only from, and calls only, nodes whose
+    /// certificate chains to it.
+    #[arg(
+        long,
+        global = true,
+        env = "TACOS_PEER_TRUSTED_CA_FILE",
+        value_name = "FILE",
+        requires = "peer_cert_file"
+    )]
+    pub peer_trusted_ca_file: Option<PathBuf>,
+
     /// Require a login (token or username/password) on the Nacos open API
     /// (configs, listener, history, gRPC). Off by default, as in Nacos; the
     /// console, user and admin routes always require one.
@@ -856,6 +949,7 @@ impl Settings {
             // it is a specific one, else from whatever the kernel picks.
             local_addr: (!self.bind.is_unspecified()).then_some(self.bind),
             cluster_token: self.cluster_token.clone(),
+            peer_tls: None,
             joining: self.join.is_some(),
             learner: self.learner,
             freshness: tacos_raft::freshness::Limits {

@@ -15,11 +15,17 @@ use serde_json::Value;
 /// build and dev dependencies alike). Lower layers first.
 const ALLOWED: &[(&str, &[&str])] = &[
     ("tacos-core", &[]),
+    // TLS is a leaf beside the stack: certificates and rustls configs, no
+    // knowledge of configs or Raft.
+    ("tacos-tls", &[]),
     // The store knows entries as bytes plus the core's log ids; the state
     // knows tables and records. Neither knows the other.
     ("tacos-store", &["tacos-core"]),
     ("tacos-state", &["tacos-core"]),
-    ("tacos-raft", &["tacos-core", "tacos-store", "tacos-state"]),
+    (
+        "tacos-raft",
+        &["tacos-core", "tacos-store", "tacos-state", "tacos-tls"],
+    ),
     (
         "tacos-app",
         &["tacos-core", "tacos-store", "tacos-state", "tacos-raft"],
@@ -32,6 +38,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "tacos-state",
             "tacos-raft",
             "tacos-app",
+            "tacos-tls",
         ],
     ),
     // The migration tool converts with the layers; it writes and checks the

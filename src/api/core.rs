@@ -215,11 +215,7 @@ async fn probe_others(app: &AppState) -> BTreeMap<NodeId, Probe> {
     if others.is_empty() {
         return BTreeMap::new();
     }
-    let client = reqwest::Client::builder()
-        .no_proxy()
-        .timeout(LISTENERS_TIMEOUT)
-        .connect_timeout(LISTENERS_TIMEOUT)
-        .build();
+    let client = app.peer_http.client(LISTENERS_TIMEOUT);
     let unreachable = Probe {
         health: Health::Unreachable,
         zone: None,
@@ -234,7 +230,7 @@ async fn probe_others(app: &AppState) -> BTreeMap<NodeId, Probe> {
         let client = &client;
         let unreachable = unreachable.clone();
         async move {
-            let probe = match client.get(format!("http://{addr}/health")).send().await {
+            let probe = match client.get(&addr, "/health").send().await {
                 Ok(r) => Probe {
                     health: if r.status().is_success() {
                         Health::Serving

@@ -132,11 +132,7 @@ pub async fn other_members<T: serde::de::DeserializeOwned>(
     if members.is_empty() {
         return Vec::new();
     }
-    let Ok(client) = reqwest::Client::builder()
-        .no_proxy()
-        .timeout(LISTENERS_TIMEOUT)
-        .build()
-    else {
+    let Ok(client) = app.peer_http.client(LISTENERS_TIMEOUT) else {
         return Vec::new();
     };
     let mut query: Vec<(String, String)> =
@@ -150,7 +146,7 @@ pub async fn other_members<T: serde::de::DeserializeOwned>(
         .filter_map(|name| header(req, name).map(|v| (name, v)))
         .collect();
     let asks = members.iter().map(|addr| {
-        let mut request = client.get(format!("http://{addr}{path}?{query}"));
+        let mut request = client.get(addr, &format!("{path}?{query}"));
         for (name, value) in &forwarded {
             request = request.header(*name, value);
         }

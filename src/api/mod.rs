@@ -50,6 +50,8 @@ pub struct AppState {
     pub samples: Arc<crate::samples::Samples>,
     /// This node's `--zone`, if any.
     pub zone: Option<String>,
+    /// How to reach the other members' HTTP ports.
+    pub peer_http: crate::tls::PeerHttp,
 }
 
 /// 403 unless `principal` may do `access` on `namespace` / `group` /

@@ -32,7 +32,6 @@ use actix::Addr;
 use futures::{Stream, StreamExt};
 use serde_json::json;
 use tokio::net::TcpListener;
-use tonic::transport::server::TcpIncoming;
 use tonic::{Request, Response, Status, Streaming};
 
 use connection::Connections;
@@ -257,15 +256,21 @@ impl pb::bi_request_stream_server::BiRequestStream for Api {
 /// runtime, until the process ends. `max_message` bounds a message's size.
 /// Once the node stops ([`connection::drain`]) the listener is closed:
 /// new connections are refused while the open ones are still served.
-pub fn serve(state: Arc<GrpcState>, listener: TcpListener, max_message: usize) {
+pub fn serve(
+    state: Arc<GrpcState>,
+    listener: TcpListener,
+    max_message: usize,
+    tls: Option<(
+        Arc<tacos_tls::rustls::ServerConfig>,
+        tacos_tls::Plaintext,
+    )>,
+) {
     let connections = state.connections.clone();
     let api = Api(state);
     // When the incoming stream ends, tonic leaves its accept loop and drops
     // the stream, and with it the listening socket; connections already
     // accepted run on in their own tasks.
-    let incoming = TcpIncoming::from(listener)
-        .with_nodelay(Some(true))
-        .take_until(connections.stopped());
+    let incoming = tacos_tls::incoming(listener, tls, "grpc").take_until(connections.stopped());
     tokio::spawn(async move {
         // HTTP/2 pings find clients that vanished without closing their
         // connection; their stream then ends and their listens are dropped.

@@ -7,11 +7,12 @@ use std::sync::Arc;
 use openraft::raft::{AppendEntriesRequest, InstallSnapshotRequest, VoteRequest};
 use subtle::ConstantTimeEq;
 use tokio::net::TcpListener;
-use tonic::transport::server::TcpIncoming;
 use tonic::{Request, Response, Status};
 
 use super::node::Node;
-use super::rpc::{self, pb, Forward, MAX_FRAME, PROTOCOL_HEADER, PROTOCOL_VERSION, TOKEN_HEADER};
+use super::rpc::{
+    self, pb, Forward, PeerTls, MAX_FRAME, PROTOCOL_HEADER, PROTOCOL_VERSION, TOKEN_HEADER,
+};
 use tacos_core::types::{NodeId, TypeConfig};
 
 struct ClusterService {
@@ -92,15 +93,17 @@ impl tonic::service::Interceptor for CallCheck {
 }
 
 /// Serves the cluster port on an already bound listener until the process
-/// ends. Runs on the current tokio runtime.
-pub fn serve(node: Arc<Node>, listener: TcpListener, token: Option<String>) {
+/// ends, over mutual TLS when `tls` is given (TLS only: a node without it
+/// is refused in the handshake). Runs on the current tokio runtime.
+pub fn serve(node: Arc<Node>, listener: TcpListener, token: Option<String>, tls: Option<&PeerTls>) {
     let check = CallCheck {
         token: token.map(|t| Arc::from(t.into_bytes())),
     };
     let service = pb::cluster_server::ClusterServer::new(ClusterService { node })
         .max_decoding_message_size(MAX_FRAME)
         .max_encoding_message_size(MAX_FRAME);
-    let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
+    let tls = tls.map(|t| (t.server.clone(), tacos_tls::Plaintext::Refuse));
+    let incoming = tacos_tls::incoming(listener, tls, "cluster");
     tokio::spawn(async move {
         let served = tonic::transport::Server::builder()
             .add_service(tonic::service::interceptor::InterceptedService::new(

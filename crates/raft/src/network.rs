@@ -33,7 +33,7 @@ use tonic::transport::{Channel, Endpoint};
 
 use super::rpc::{
     self, pb, Forward, ForwardReply, RouteError, MAX_FRAME, PROTOCOL_HEADER, PROTOCOL_VERSION,
-    TOKEN_HEADER,
+    PeerTls, TOKEN_HEADER,
 };
 use tacos_core::types::{NodeId, NodeInfo, TypeConfig};
 
@@ -51,6 +51,8 @@ pub const BACKOFF_MAX: Duration = Duration::from_millis(500);
 pub struct Peers {
     token: Option<Arc<str>>,
     local: Option<std::net::IpAddr>,
+    /// TLS to the other nodes' cluster ports (mutual TLS), when on.
+    tls: Option<Arc<tacos_tls::rustls::ClientConfig>>,
     clients: Arc<Mutex<HashMap<String, Client>>>,
     /// Addresses that could not be connected to, and until when to wait.
     down: Arc<Mutex<HashMap<String, Down>>>,
@@ -92,11 +94,17 @@ enum Method {
 }
 
 impl Peers {
-    /// `local`: the address outgoing connections leave from.
-    pub fn new(token: Option<String>, local: Option<std::net::IpAddr>) -> Self {
+    /// `local`: the address outgoing connections leave from; `tls`: mutual
+    /// TLS to the other nodes.
+    pub fn new(
+        token: Option<String>,
+        local: Option<std::net::IpAddr>,
+        tls: Option<&PeerTls>,
+    ) -> Self {
         Peers {
             token: token.map(Arc::from),
             local,
+            tls: tls.map(|t| t.client.clone()),
             clients: Arc::default(),
             down: Arc::default(),
         }
@@ -149,7 +157,14 @@ impl Peers {
             .connect_timeout(CONNECT_TIMEOUT)
             .local_address(self.local)
             .tcp_nodelay(true);
-        let client = Client::new(endpoint.connect_lazy())
+        let channel = match &self.tls {
+            Some(tls) => endpoint.connect_with_connector_lazy(tacos_tls::TlsConnector::new(
+                tls.clone(),
+                self.local,
+            )),
+            None => endpoint.connect_lazy(),
+        };
+        let client = Client::new(channel)
             .max_decoding_message_size(MAX_FRAME)
             .max_encoding_message_size(MAX_FRAME);
         clients.insert(addr.to_string(), client.clone());
@@ -424,7 +439,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_refused_connection_is_not_sent_and_backs_the_address_off() {
-        let peers = Peers::new(None, None);
+        let peers = Peers::new(None, None, None);
         let addr = closed_port();
         let first = peers
             .forward(&addr, &read_index(), Duration::from_secs(2))
@@ -482,7 +497,7 @@ mod tests {
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
 
-        let peers = Peers::new(None, None);
+        let peers = Peers::new(None, None, None);
         let reply = peers
             .forward(&addr.to_string(), &read_index(), Duration::from_secs(5))
             .await;
@@ -501,7 +516,7 @@ mod tests {
         // A peer that accepts and then hangs up (a proxy cutting a link):
         // the request may have left, so the answer is ambiguous.
         let (addr, acceptor) = silent_peer(false).await;
-        let peers = Peers::new(None, None);
+        let peers = Peers::new(None, None, None);
         let reply = peers
             .forward(&addr, &read_index(), Duration::from_secs(2))
             .await;
@@ -527,7 +542,7 @@ mod tests {
         // Our own deadline passing says nothing about the connection (a slow
         // leader under load): no back-off, and the answer is ambiguous.
         let (addr, holder) = silent_peer(true).await;
-        let peers = Peers::new(None, None);
+        let peers = Peers::new(None, None, None);
         let reply = peers
             .forward(&addr, &read_index(), Duration::from_millis(300))
             .await;
@@ -581,7 +596,7 @@ mod tests {
                 .add_service(pb::cluster_server::ClusterServer::new(Refuser))
                 .serve_with_incoming(tonic::transport::server::TcpIncoming::from(listener)),
         );
-        let peers = Peers::new(None, None);
+        let peers = Peers::new(None, None, None);
         // As if the peer had been unreachable twice.
         peers.mark_down(&addr);
         peers

@@ -62,6 +62,8 @@ pub struct NodeOptions {
     pub local_addr: Option<IpAddr>,
     /// The shared secret on every cluster call.
     pub cluster_token: Option<String>,
+    /// Mutual TLS with the other nodes, when on.
+    pub peer_tls: Option<crate::rpc::PeerTls>,
     /// The node will join a cluster through a member (never initialize one).
     pub joining: bool,
     /// It joins as a learner (receives the log, serves reads, never votes)
@@ -171,7 +173,11 @@ impl Node {
         }
         .validate()
         .context("raft configuration")?;
-        let peers = Peers::new(options.cluster_token.clone(), options.local_addr);
+        let peers = Peers::new(
+            options.cluster_token.clone(),
+            options.local_addr,
+            options.peer_tls.as_ref(),
+        );
         let raft = Raft::new(
             options.node_id,
             Arc::new(config),

@@ -21,6 +21,16 @@ pub mod pb {
     tonic::include_proto!("tacos.cluster");
 }
 
+/// Mutual TLS on the cluster port: the server side checks that a caller's
+/// certificate chains to the peer CA, the client side that the callee's
+/// does and is valid for the address it was called at, and presents this
+/// node's certificate. The cluster token stays a second factor.
+#[derive(Clone)]
+pub struct PeerTls {
+    pub server: std::sync::Arc<tacos_tls::rustls::ServerConfig>,
+    pub client: std::sync::Arc<tacos_tls::rustls::ClientConfig>,
+}
+
 /// The metadata header that carries the cluster token.
 pub const TOKEN_HEADER: &str = "x-tacos-cluster-token";
 

@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{ok_json, ConsoleError};
 use crate::api::AppState;
+use crate::tls::PeerClient;
 use tacos_raft::NodeId;
 
 /// How long one member may take to answer.
@@ -81,12 +82,9 @@ fn own_view(app: &AppState) -> RaftView {
 }
 
 /// A client for asking other members (no proxy, short timeouts).
-pub(super) fn peer_client() -> Result<reqwest::Client, ConsoleError> {
-    reqwest::Client::builder()
-        .no_proxy()
-        .timeout(PEER_TIMEOUT)
-        .connect_timeout(PEER_TIMEOUT)
-        .build()
+pub(super) fn peer_client(app: &AppState) -> Result<PeerClient, ConsoleError> {
+    app.peer_http
+        .client(PEER_TIMEOUT)
         .map_err(|e| ConsoleError::Internal(format!("building an HTTP client: {e}")))
 }
 
@@ -112,12 +110,12 @@ pub(super) fn other_members(app: &AppState) -> Vec<(NodeId, String)> {
 /// `GET http://{http_addr}{path_and_query}` as JSON, forwarding the
 /// caller's credentials.
 pub(super) async fn get_json<T: serde::de::DeserializeOwned>(
-    client: &reqwest::Client,
+    client: &PeerClient,
     http_addr: &str,
     path_and_query: &str,
     authorization: Option<&str>,
 ) -> Result<T, String> {
-    let mut request = client.get(format!("http://{http_addr}{path_and_query}"));
+    let mut request = client.get(http_addr, path_and_query);
     if let Some(value) = authorization {
         request = request.header(AUTHORIZATION.as_str(), value);
     }
@@ -148,13 +146,13 @@ fn unreachable(path: &str, error: &reqwest::Error) -> String {
 
 /// Asks one member for its Raft view and health.
 async fn ask(
-    client: &reqwest::Client,
+    client: &PeerClient,
     http_addr: &str,
     authorization: Option<&str>,
 ) -> Result<(RaftView, bool), String> {
     let view: RaftView = get_json(client, http_addr, "/tacos/v1/admin/raft", authorization).await?;
     let healthy = client
-        .get(format!("http://{http_addr}/health"))
+        .get(http_addr, "/health")
         .send()
         .await
         .is_ok_and(|r| r.status().is_success());
@@ -169,7 +167,7 @@ pub async fn overview(
     let membership = metrics.membership_config.membership().clone();
     let me = app.node.id;
     let authorization = authorization(&req);
-    let client = peer_client()?;
+    let client = peer_client(&app)?;
     let voters: Vec<NodeId> = membership.voter_ids().collect();
     let members: Vec<(NodeId, &'static str)> = voters
         .iter()

@@ -26,7 +26,7 @@ pub async fn dashboard(call: Call) -> Result<HttpResponse, ConsoleError> {
     let pick =
         |s: NodeSamples| -> (u64, Vec<Sample>) { (s.node, if fine { s.fine } else { s.coarse }) };
     let own = pick(call.app.samples.snapshot(call.app.node.id));
-    let client = peer_client()?;
+    let client = peer_client(&call.app)?;
     let auth = authorization(&call.req);
     let asks = other_members(&call.app).into_iter().map(|(id, addr)| {
         let (client, auth) = (&client, auth.as_deref());

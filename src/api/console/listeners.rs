@@ -103,7 +103,7 @@ pub async fn listeners(call: Call) -> Result<HttpResponse, ConsoleError> {
     let mut rows = local_listeners(&call.app, &key).await?;
     let mut unreachable = Vec::new();
     if call.params.get("local") != Some("true") {
-        let client = super::cluster::peer_client()?;
+        let client = super::cluster::peer_client(&call.app)?;
         let authorization = super::cluster::authorization(&call.req);
         let query = serde_urlencoded::to_string([
             ("namespace", key.namespace.as_str()),
