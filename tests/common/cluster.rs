@@ -153,6 +153,10 @@ impl Cluster {
         if let Some(via) = join {
             args.extend(["--join".to_string(), self.cluster_addr(via)]);
         }
+        let api = NacosApi::for_server(
+            http_port,
+            &args.iter().map(String::as_str).collect::<Vec<_>>(),
+        );
         self.nodes.push(ClusterNode {
             id,
             http_port,
@@ -162,7 +166,7 @@ impl Cluster {
             args,
             server: None,
             old_logs: Vec::new(),
-            api: NacosApi::new(http_port),
+            api,
         });
         index
     }

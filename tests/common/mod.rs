@@ -18,6 +18,7 @@ pub mod cluster;
 pub mod drivers;
 pub mod proxy;
 pub mod reference;
+pub mod tls;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsStr;
@@ -390,6 +391,28 @@ impl NacosApi {
         }
     }
 
+    /// [`NacosApi::new`] for a server started with `args`: over HTTPS when
+    /// they hold `--cert-file` (see [`tls::client_side`]).
+    pub fn for_server(port: u16, args: &[&str]) -> NacosApi {
+        match tls::client_side(args) {
+            None => NacosApi::new(port),
+            Some((ca, identity)) => NacosApi::https(port, &ca, identity),
+        }
+    }
+
+    /// The test admin's client over HTTPS, trusting `ca` and presenting
+    /// the cert+key PEM `identity` when given.
+    pub fn https(port: u16, ca: &Path, identity: Option<PathBuf>) -> NacosApi {
+        let client = tls::https_builder(ca, identity)
+            .default_headers(admin_headers())
+            .build()
+            .expect("building the HTTPS client");
+        NacosApi {
+            client,
+            base: format!("https://localhost:{port}"),
+        }
+    }
+
     /// The shared client, for requests the helpers do not cover.
     pub fn client(&self) -> &reqwest::Client {
         &self.client
@@ -713,7 +736,7 @@ impl Server {
             port,
             data_dir,
             log_path,
-            api: NacosApi::new(port),
+            api: NacosApi::for_server(port, &extra),
         }
     }
 
