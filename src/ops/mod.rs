@@ -4,7 +4,8 @@
 //!   node's data dir holds, read-only: the log, the commit point, the vote,
 //!   the newest snapshot, and the state rebuilt from them (counts and the
 //!   same digest `GET /tacos/v1/admin/digest` reports).
-//! * `tacos backup --node HOST:PORT --out FILE` ([`backup`]): downloads
+//! * `tacos backup --node HOST:PORT --out FILE` ([`backup`]; a TLS node as
+//!   `https://HOST:PORT` with `--cacert`, `--cert`/`--key`): downloads
 //!   `GET /tacos/v1/admin/backup` (a snapshot file of the node's applied
 //!   state), checks it decodes and matches the digest the node sent, and
 //!   writes it durably.

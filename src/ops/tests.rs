@@ -522,3 +522,161 @@ fn the_config_file_applies_to_subcommands() {
     .unwrap();
     assert_eq!(settings.node_id, 7, "a flag beats the file");
 }
+
+// ---- `tacos backup` over HTTPS ---------------------------------------------
+
+/// A CA and, signed by it, `server.crt`/`.key` (for localhost and
+/// 127.0.0.1) and `client.crt`/`.key`, as PEM files in `dir`; plus
+/// `other-ca.crt`, a CA that signed nothing.
+fn write_pki(dir: &Path) {
+    use rcgen::{
+        BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose,
+        IsCa, Issuer, KeyPair, KeyUsagePurpose,
+    };
+    let now = time::OffsetDateTime::now_utc();
+    let ca = |name: &str| {
+        let key = KeyPair::generate().unwrap();
+        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        let mut dn = DistinguishedName::new();
+        dn.push(DnType::CommonName, name);
+        params.distinguished_name = dn;
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+        params.not_before = now - time::Duration::days(1);
+        params.not_after = now + time::Duration::days(30);
+        let cert = params.self_signed(&key).unwrap();
+        (cert.pem(), Issuer::new(params, key))
+    };
+    let (pem, issuer) = ca("backup test CA");
+    std::fs::write(dir.join("ca.crt"), pem).unwrap();
+    std::fs::write(dir.join("other-ca.crt"), ca("another CA").0).unwrap();
+    for (name, usage) in [
+        ("server", ExtendedKeyUsagePurpose::ServerAuth),
+        ("client", ExtendedKeyUsagePurpose::ClientAuth),
+    ] {
+        let key = KeyPair::generate().unwrap();
+        let mut params =
+            CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()]).unwrap();
+        params.extended_key_usages = vec![usage];
+        params.not_before = now - time::Duration::days(1);
+        params.not_after = now + time::Duration::days(30);
+        let cert = params.signed_by(&key, &issuer).unwrap();
+        std::fs::write(dir.join(format!("{name}.crt")), cert.pem()).unwrap();
+        std::fs::write(dir.join(format!("{name}.key")), key.serialize_pem()).unwrap();
+    }
+}
+
+/// An HTTPS server made as a node makes its HTTP port (actix on a
+/// `tacos_tls::server_config`), client certificates required, that answers
+/// the backup route with `backup`. Returns its port; it stops with the test
+/// process.
+fn https_backup_server(dir: &Path, backup: backup::Backup) -> u16 {
+    tacos_tls::install_default_provider();
+    let identity = tacos_tls::ReloadingIdentity::load(
+        &dir.join("server.crt"),
+        &dir.join("server.key"),
+        &["http"],
+    )
+    .unwrap();
+    let auth = tacos_tls::ClientAuth::Required(dir.join("ca.crt"));
+    let config = tacos_tls::server_config(identity, &auth, &[]).unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let backup = Arc::new(backup);
+    std::thread::spawn(move || {
+        actix_web::rt::System::new().block_on(async move {
+            actix_web::HttpServer::new(move || {
+                let backup = backup.clone();
+                actix_web::App::new().route(
+                    backup::ROUTE,
+                    actix_web::web::get().to(move || {
+                        let backup = backup.clone();
+                        async move {
+                            actix_web::HttpResponse::Ok()
+                                .insert_header((backup::DIGEST_HEADER, backup.digest.clone()))
+                                .body(backup.bytes.clone())
+                        }
+                    }),
+                )
+            })
+            .workers(1)
+            .listen_rustls_0_23(listener, config)
+            .unwrap()
+            .run()
+            .await
+            .unwrap()
+        })
+    });
+    port
+}
+
+fn backup_args(extra: &[&str]) -> backup::BackupArgs {
+    let mut args = vec!["tacos", "backup", "--password", "pw"];
+    args.extend(extra);
+    match Settings::try_parse_from(args).unwrap().command {
+        Some(Command::Backup(args)) => args,
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn backup_over_https_trusts_cacert_and_presents_the_client_certificate() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    write_pki(dir);
+    let state = applied(&entries(1, some_commands()));
+    let port = https_backup_server(dir, backup::encode(&state, None));
+    let node = format!("https://localhost:{port}");
+    let file = |name: &str| dir.join(name).display().to_string();
+    let out = dir.join("backup.snap");
+    let run = |extra: &[&str]| {
+        let mut args = vec!["--node", &node, "--out", out.to_str().unwrap()];
+        args.extend(extra);
+        backup::run(&backup_args(&args), None).map_err(|e| format!("{e:#}"))
+    };
+
+    let (ca, other_ca) = (file("ca.crt"), file("other-ca.crt"));
+    let (cert, key) = (file("client.crt"), file("client.key"));
+    run(&["--cacert", &ca, "--cert", &cert, "--key", &key]).unwrap();
+    let (_, back) = decode_snapshot(&std::fs::read(&out).unwrap()).unwrap();
+    assert_eq!(back.digest(), state.digest());
+    std::fs::remove_file(&out).unwrap();
+
+    // Each missing piece is named.
+    let error = run(&["--cacert", &ca]).unwrap_err();
+    assert!(error.contains("give --cert and --key"), "{error}");
+    let error = run(&["--cacert", &other_ca, "--cert", &cert, "--key", &key]).unwrap_err();
+    assert!(error.contains("--cacert"), "{error}");
+    let error = run(&[
+        "--cacert",
+        &ca,
+        "--cert",
+        &cert,
+        "--key",
+        &file("server.key"),
+    ])
+    .unwrap_err();
+    assert!(
+        error.contains("does not belong to the certificate"),
+        "{error}"
+    );
+    let error = run(&["--cacert", &file("missing.crt")]).unwrap_err();
+    assert!(error.contains("missing.crt"), "{error}");
+    assert!(!out.exists());
+}
+
+#[test]
+fn backup_tls_flags_need_an_https_node_and_each_other() {
+    let args = backup_args(&["--node", "h:1", "--out", "f", "--cacert", "ca.crt"]);
+    let error = format!("{:#}", backup::run(&args, None).unwrap_err());
+    assert!(error.contains("are for an https:// --node"), "{error}");
+    for half in [["--cert", "c.crt"], ["--key", "c.key"]] {
+        let mut args = vec!["tacos", "backup", "--node", "h:1", "--out", "f"];
+        args.extend(half);
+        assert!(Settings::try_parse_from(args).is_err(), "{half:?}");
+    }
+    assert_eq!(
+        backup::backup_url("https://h:1", false),
+        "https://h:1/tacos/v1/admin/backup"
+    );
+}
