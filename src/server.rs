@@ -120,7 +120,11 @@ pub fn run(settings: Settings) -> anyhow::Result<()> {
             cluster_addr.1,
             node.id,
             settings.cluster_addr(),
-            if tls.peer.is_some() { " over mutual TLS" } else { "" }
+            if tls.peer.is_some() {
+                " over mutual TLS"
+            } else {
+                ""
+            }
         );
         node.watch_freshness();
         crate::memory::spawn(node.clone());

@@ -48,8 +48,8 @@ impl NodeTls {
                 } else {
                     &["http", "grpc"]
                 };
-                let identity = ReloadingIdentity::load(cert, key, ports)
-                    .context("--cert-file/--key-file")?;
+                let identity =
+                    ReloadingIdentity::load(cert, key, ports).context("--cert-file/--key-file")?;
                 let auth = match (&settings.trusted_ca_file, settings.client_cert_auth) {
                     (Some(ca), true) => ClientAuth::Required(ca.clone()),
                     _ => ClientAuth::Off,

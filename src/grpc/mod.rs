@@ -260,10 +260,7 @@ pub fn serve(
     state: Arc<GrpcState>,
     listener: TcpListener,
     max_message: usize,
-    tls: Option<(
-        Arc<tacos_tls::rustls::ServerConfig>,
-        tacos_tls::Plaintext,
-    )>,
+    tls: Option<(Arc<tacos_tls::rustls::ServerConfig>, tacos_tls::Plaintext)>,
 ) {
     let connections = state.connections.clone();
     let api = Api(state);

@@ -645,6 +645,7 @@ pub struct Server {
     child: Option<Child>,
     pid: u32,
     port: u16,
+    grpc_port: u16,
     data_dir: PathBuf,
     log_path: PathBuf,
     api: NacosApi,
@@ -709,9 +710,17 @@ impl Server {
         if !extra.contains(&"--cluster-port") {
             command.arg("--cluster-port").arg(free_port().to_string());
         }
-        if !extra.contains(&"--grpc-port") {
-            command.arg("--grpc-port").arg(free_port().to_string());
-        }
+        let grpc_port = match extra.iter().position(|a| *a == "--grpc-port") {
+            Some(at) => extra
+                .get(at + 1)
+                .and_then(|p| p.parse().ok())
+                .unwrap_or_default(),
+            None => {
+                let port = free_port();
+                command.arg("--grpc-port").arg(port.to_string());
+                port
+            }
+        };
         if !extra.contains(&"--admin-password") && !extra.contains(&NO_ADMIN_PASSWORD) {
             command.arg("--admin-password").arg(ADMIN_PASSWORD);
         }
@@ -734,6 +743,7 @@ impl Server {
             pid: child.id(),
             child: Some(child),
             port,
+            grpc_port,
             data_dir,
             log_path,
             api: NacosApi::for_server(port, &extra),
@@ -874,6 +884,15 @@ impl Server {
 
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    pub fn grpc_port(&self) -> u16 {
+        self.grpc_port
+    }
+
+    /// Sends SIGHUP (the server rereads its certificate files).
+    pub fn hangup(&self) {
+        self.signal(libc::SIGHUP);
     }
 
     pub fn data_dir(&self) -> &Path {

@@ -18,8 +18,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rcgen::{
-    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose,
-    IsCa, Issuer, KeyPair, KeyUsagePurpose,
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
+    Issuer, KeyPair, KeyUsagePurpose,
 };
 use tempfile::TempDir;
 
@@ -97,7 +97,10 @@ impl Pki {
         params.not_before = days_from_now(from);
         params.not_after = days_from_now(to);
         let cert = params.signed_by(&key, &self.issuer).expect("sign");
-        let (crt, pem_key) = (self.path(&format!("{name}.crt")), self.path(&format!("{name}.key")));
+        let (crt, pem_key) = (
+            self.path(&format!("{name}.crt")),
+            self.path(&format!("{name}.key")),
+        );
         std::fs::write(&crt, cert.pem()).expect("write crt");
         std::fs::write(&pem_key, key.serialize_pem()).expect("write key");
         (crt, pem_key)
@@ -149,9 +152,12 @@ impl Pki {
     /// An async HTTPS client that trusts this CA (and presents `client.pem`
     /// when `with_client_cert`).
     pub fn client(&self, with_client_cert: bool) -> reqwest::Client {
-        https_builder(&self.ca(), with_client_cert.then(|| self.path("client.pem")))
-            .build()
-            .expect("https client")
+        https_builder(
+            &self.ca(),
+            with_client_cert.then(|| self.path("client.pem")),
+        )
+        .build()
+        .expect("https client")
     }
 }
 

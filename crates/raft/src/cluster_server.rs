@@ -103,7 +103,7 @@ pub fn serve(node: Arc<Node>, listener: TcpListener, token: Option<String>, tls:
         .max_decoding_message_size(MAX_FRAME)
         .max_encoding_message_size(MAX_FRAME);
     let tls = tls.map(|t| (t.server.clone(), tacos_tls::Plaintext::Refuse));
-    let incoming = tacos_tls::incoming(listener, tls, "cluster");
+    let incoming = tacos_tls::incoming(listener, tls, tacos_tls::incoming::CLUSTER_PORT);
     tokio::spawn(async move {
         let served = tonic::transport::Server::builder()
             .add_service(tonic::service::interceptor::InterceptedService::new(

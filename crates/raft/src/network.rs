@@ -32,8 +32,8 @@ use tonic::metadata::MetadataValue;
 use tonic::transport::{Channel, Endpoint};
 
 use super::rpc::{
-    self, pb, Forward, ForwardReply, RouteError, MAX_FRAME, PROTOCOL_HEADER, PROTOCOL_VERSION,
-    PeerTls, TOKEN_HEADER,
+    self, pb, Forward, ForwardReply, PeerTls, RouteError, MAX_FRAME, PROTOCOL_HEADER,
+    PROTOCOL_VERSION, TOKEN_HEADER,
 };
 use tacos_core::types::{NodeId, NodeInfo, TypeConfig};
 
@@ -158,10 +158,8 @@ impl Peers {
             .local_address(self.local)
             .tcp_nodelay(true);
         let channel = match &self.tls {
-            Some(tls) => endpoint.connect_with_connector_lazy(tacos_tls::TlsConnector::new(
-                tls.clone(),
-                self.local,
-            )),
+            Some(tls) => endpoint
+                .connect_with_connector_lazy(tacos_tls::TlsConnector::new(tls.clone(), self.local)),
             None => endpoint.connect_lazy(),
         };
         let client = Client::new(channel)
@@ -196,7 +194,7 @@ impl Peers {
         match failure(&status) {
             Failure::NeverSent => {
                 self.mark_down(addr);
-                return Err(CallError::NotSent(format!("{addr}: {}", status.message())));
+                return Err(CallError::NotSent(format!("{addr}: {}", cause(&status))));
             }
             Failure::Broke => self.mark_down(addr),
             // An error answer still proves the connection works.
@@ -269,6 +267,18 @@ enum Failure {
     TimedOut,
     /// The peer answered with an error status (it has no local source).
     Answered,
+}
+
+/// What went wrong at the bottom of a failed call (tonic's own message is
+/// only "transport error"): e.g. the peer's certificate refused.
+fn cause(status: &tonic::Status) -> String {
+    let mut text = status.message().to_string();
+    let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(status);
+    while let Some(error) = source {
+        text = error.to_string();
+        source = error.source();
+    }
+    text
 }
 
 fn failure(status: &tonic::Status) -> Failure {

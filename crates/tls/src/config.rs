@@ -46,13 +46,15 @@ pub fn server_config(
         ClientAuth::Off => builder.with_no_client_auth(),
         ClientAuth::Required(ca_file) => {
             let roots = Arc::new(load_roots(ca_file)?);
-            let verifier =
-                rustls::server::WebPkiClientVerifier::builder_with_provider(roots, crate::provider())
-                    .build()
-                    .map_err(|e| TlsError::BadCa {
-                        path: ca_file.clone(),
-                        reason: e.to_string(),
-                    })?;
+            let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+                roots,
+                crate::provider(),
+            )
+            .build()
+            .map_err(|e| TlsError::BadCa {
+                path: ca_file.clone(),
+                reason: e.to_string(),
+            })?;
             builder.with_client_cert_verifier(verifier)
         }
     };

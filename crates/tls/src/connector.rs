@@ -47,7 +47,9 @@ impl TlsConnector {
         let addr: SocketAddr = tokio::net::lookup_host((host.as_str(), port))
             .await?
             .next()
-            .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("{host}: no address")))?;
+            .ok_or_else(|| {
+                io::Error::new(io::ErrorKind::NotFound, format!("{host}: no address"))
+            })?;
         let socket = match addr {
             SocketAddr::V4(_) => TcpSocket::new_v4()?,
             SocketAddr::V6(_) => TcpSocket::new_v6()?,

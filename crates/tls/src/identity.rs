@@ -50,13 +50,14 @@ impl Identity {
             });
         }
         let provider = crate::provider();
-        let signer = provider
-            .key_provider
-            .load_private_key(key)
-            .map_err(|e| TlsError::UnusableKey {
-                key: key_file.to_path_buf(),
-                reason: e.to_string(),
-            })?;
+        let signer =
+            provider
+                .key_provider
+                .load_private_key(key)
+                .map_err(|e| TlsError::UnusableKey {
+                    key: key_file.to_path_buf(),
+                    reason: e.to_string(),
+                })?;
         let certified = CertifiedKey::new(chain, signer);
         certified.keys_match().map_err(|_| TlsError::KeyMismatch {
             cert: cert_file.to_path_buf(),

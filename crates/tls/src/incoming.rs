@@ -94,7 +94,11 @@ pub fn incoming(
     })
 }
 
-async fn handshake(acceptor: TlsAcceptor, plaintext: Plaintext, tcp: TcpStream) -> io::Result<Conn> {
+async fn handshake(
+    acceptor: TlsAcceptor,
+    plaintext: Plaintext,
+    tcp: TcpStream,
+) -> io::Result<Conn> {
     if plaintext == Plaintext::Accept {
         let mut first = [0u8; 1];
         let n = tcp.peek(&mut first).await?;
@@ -105,10 +109,25 @@ async fn handshake(acceptor: TlsAcceptor, plaintext: Plaintext, tcp: TcpStream) 
     Ok(Conn::Tls(Box::new(acceptor.accept(tcp).await?)))
 }
 
+/// A failed handshake is counted; on the cluster port it is also logged as
+/// a warning (a node with the wrong certificate, or none, is an operator's
+/// problem to see), on the client ports only at debug (scanners and
+/// plaintext clients would flood the log).
 fn refused(port: &'static str, reason: &str) {
     metrics::counter!("tacos_tls_handshake_failures_total", "port" => port).increment(1);
-    tracing::debug!(port, "TLS handshake failed: {reason}");
+    if port == CLUSTER_PORT {
+        tracing::warn!(
+            port,
+            "refused a node on the cluster port: TLS handshake failed: {reason} \
+             (every node needs --peer-cert-file signed by a CA of --peer-trusted-ca-file)"
+        );
+    } else {
+        tracing::debug!(port, "TLS handshake failed: {reason}");
+    }
 }
+
+/// The `port` name of the cluster port.
+pub const CLUSTER_PORT: &str = "cluster";
 
 impl Connected for Conn {
     type ConnectInfo = TcpConnectInfo;

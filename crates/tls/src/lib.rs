@@ -37,6 +37,7 @@ pub use incoming::{incoming, Conn, Plaintext};
 pub use reload::ReloadingIdentity;
 /// The rustls this crate builds on, for the layers that hold its configs.
 pub use rustls;
+pub use tokio_rustls;
 
 /// Why a certificate, key or CA file cannot be used.
 #[derive(Debug, thiserror::Error)]
