@@ -1,12 +1,35 @@
 // Drives Tacos with the official Node.js SDK (npm `nacos`, HTTP client).
-// Usage: node node_http_client.js 127.0.0.1:PORT [USERNAME PASSWORD]
+// Usage: node node_http_client.js [http[s]://]127.0.0.1:PORT [USERNAME PASSWORD]
+//                                 [--ca CA --cert CERT --key KEY]
 // (with credentials the client sends them on every request, for a server
 // that runs with --open-api-auth); exits non-zero on the first mismatch.
+//
+// Over TLS: an `https://` address sets the SDK's option `ssl: true` (its
+// only TLS switch: the request URL becomes https://). The SDK itself passes
+// `rejectUnauthorized: false` on every request (and `secureProtocol:
+// 'TLSv1_2_method'`), so it verifies no certificate and has no option for a
+// CA or a client certificate; NODE_EXTRA_CA_CERTS changes nothing. With
+// --ca/--cert/--key the SDK gets the option it does have for that, its own
+// `httpclient`: urllib with the same arguments plus the CA (verified), the
+// client certificate and key.
 'use strict';
+const fs = require('fs');
+const urllib = require('urllib');
 const { NacosConfigClient } = require('nacos');
 
-const serverAddr = process.argv[2];
-const [username, password] = process.argv.slice(3);
+const positional = [];
+const files = {};
+for (let i = 2; i < process.argv.length; i++) {
+  const arg = process.argv[i];
+  if (arg.startsWith('--')) {
+    files[arg.slice(2)] = fs.readFileSync(process.argv[++i]);
+  } else {
+    positional.push(arg);
+  }
+}
+const ssl = positional[0].startsWith('https://');
+const serverAddr = positional[0].replace(/^https?:\/\//, '');
+const [username, password] = positional.slice(1);
 const timer = setTimeout(() => { console.log('FAIL timed out'); process.exit(1); }, 60000);
 
 function check(what, got, want) {
@@ -18,8 +41,15 @@ function check(what, got, want) {
 }
 
 async function main() {
-  const options = { serverAddr, namespace: '', requestTimeout: 10000 };
+  const options = { serverAddr, namespace: '', requestTimeout: 10000, ssl };
   if (username) Object.assign(options, { username, password });
+  if (files.ca) {
+    options.httpclient = {
+      request: (url, args) => urllib.request(url, Object.assign({}, args, {
+        ca: files.ca, cert: files.cert, key: files.key, rejectUnauthorized: true,
+      })),
+    };
+  }
   const client = new NacosConfigClient(options);
   await client.ready();
   check('publish', await client.publishSingle('node.json', 'DEFAULT_GROUP', '{"a":1}'), true);
