@@ -8,6 +8,10 @@
 //! checks through the API). Screenshots of every page, in English and
 //! Chinese, at 1366×768 and 1920×1080, go to docs/screenshots/.
 //!
+//! A second test serves the console over HTTPS (tests/console/https.test.mjs):
+//! Chromium pins the server's key, loads the pages over HTTP/2, logs in and
+//! lists configs, every request on https.
+//!
 //! This test writes the zip fixtures, and after the script checks that the
 //! zip the console exported holds exactly what the imported one held.
 //! `scripts/test.sh` installs Chromium (`/usr/bin/chromium`) and runs
@@ -240,4 +244,44 @@ async fn the_console_works_in_a_real_browser() {
             path.display()
         );
     }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_console_works_over_https() {
+    let console_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/console");
+    assert!(
+        Path::new("/usr/bin/chromium").exists()
+            && console_dir.join("node_modules/playwright-core").is_dir(),
+        "Chromium or playwright-core is missing: run scripts/test.sh (it installs them)"
+    );
+    let pki = common::tls::Pki::new();
+    let tmp = common::temp_dir();
+    let flags = pki.server_args();
+    let args: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let mut server = common::Server::start_with_args(&tmp, &args).await;
+    server
+        .api()
+        .publish("served-over-https.yaml", "DEFAULT_GROUP", "", "a: 1")
+        .await;
+    let script = console_dir.join("https.test.mjs");
+    let base = format!("https://localhost:{}", server.port());
+    let spki = pki.server_spki_sha256();
+    let (ok, stdout, stderr) = common::run_sdk_script(
+        "node",
+        &[
+            script.to_str().expect("a UTF-8 path"),
+            &base,
+            common::ADMIN_PASSWORD,
+            &spki,
+            "served-over-https.yaml",
+        ],
+        tmp.path(),
+        Duration::from_secs(120),
+    );
+    assert!(
+        ok && stdout.contains("all ok"),
+        "the console over HTTPS failed:\n{stdout}\n{stderr}\n{}",
+        server.log()
+    );
+    server.stop().await;
 }

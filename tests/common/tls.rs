@@ -149,6 +149,18 @@ impl Pki {
         ]
     }
 
+    /// base64(SHA-256(SubjectPublicKeyInfo)) of `server.key`: what Chromium's
+    /// `--ignore-certificate-errors-spki-list` pins.
+    pub fn server_spki_sha256(&self) -> String {
+        use base64::Engine;
+        use rcgen::PublicKeyData;
+        use sha2::Digest;
+        let pem = std::fs::read_to_string(self.path("server.key")).expect("read key");
+        let key = KeyPair::from_pem(&pem).expect("key pem");
+        let digest = sha2::Sha256::digest(key.subject_public_key_info());
+        base64::engine::general_purpose::STANDARD.encode(digest)
+    }
+
     /// An async HTTPS client that trusts this CA (and presents `client.pem`
     /// when `with_client_cert`).
     pub fn client(&self, with_client_cert: bool) -> reqwest::Client {
