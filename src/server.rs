@@ -325,8 +325,9 @@ fn serve(
         } else {
             Port::All
         };
-        let mut server =
-            HttpServer::new(http_app!(app.clone(), max_body, http_port)).shutdown_timeout(10);
+        let mut server = HttpServer::new(http_app!(app.clone(), max_body, http_port))
+            .shutdown_timeout(10)
+            .tls_handshake_timeout(tacos_tls::incoming::HANDSHAKE_TIMEOUT);
         if let Some(workers) = settings.http_workers {
             server = server.workers(workers);
         }
@@ -345,6 +346,7 @@ fn serve(
                 let console_port = listener.local_addr().map(|a| a.port()).unwrap_or_default();
                 let server = HttpServer::new(http_app!(app.clone(), max_body, Port::Console))
                     .shutdown_timeout(10)
+                    .tls_handshake_timeout(tacos_tls::incoming::HANDSHAKE_TIMEOUT)
                     .workers(1);
                 let server = match http_tls {
                     Some(config) => server.listen_rustls_0_23(listener, config),
