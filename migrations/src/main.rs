@@ -42,8 +42,9 @@ use tacos_migrate::{report, DirKind, Input, Options, ReadOptions};
 /// (--from-username, and --from-password or TACOS_MIGRATE_FROM_PASSWORD): namespaces,
 /// configs (type, description, app, tags; every md5 checked) and their history. Not
 /// over the API: users (unless the server lists their BCrypt hashes; Tacos never does:
-/// re-create them), roles and permissions, grays, history of deleted configs. Plain
-/// http only (no TLS).
+/// re-create them), roles and permissions, grays, history of deleted configs. Over TLS
+/// as --from https://HOST:PORT: the server's certificate must be for HOST and signed
+/// by a CA of the system or of --cacert FILE.
 ///
 /// --from mysql://USER:PASSWORD@HOST:PORT/DATABASE reads a Java Nacos database (2.x, or
 /// 2.5+/3.x with config_info_gray) on MySQL or MariaDB, only with SELECTs, in one
@@ -80,10 +81,14 @@ use tacos_migrate::{report, DirKind, Input, Options, ReadOptions};
 )]
 struct Args {
     /// The r-nacos data dir, a Java Nacos database as
-    /// mysql://USER:PASSWORD@HOST:PORT/DATABASE, or a live server as http://HOST:PORT.
-    /// It is only read.
+    /// mysql://USER:PASSWORD@HOST:PORT/DATABASE, or a live server as http://HOST:PORT
+    /// (https://HOST:PORT over TLS). It is only read.
     #[arg(long, value_name = "DIR|URL")]
     from: PathBuf,
+    /// A PEM file of CA certificates to trust, besides the system's, when --from is an
+    /// https:// server (the CA that signed its certificate).
+    #[arg(long, value_name = "FILE")]
+    cacert: Option<PathBuf>,
     /// The user to log in as when --from is an http:// server (an admin, to read every
     /// namespace and the user list). Without it no login is made.
     #[arg(long, value_name = "USER")]
@@ -190,15 +195,18 @@ fn main() -> anyhow::Result<()> {
             password.is_none() || args.from_username.is_some(),
             "a password for --from is given but no --from-username"
         );
-        Input::NacosHttp(Endpoint::new(
-            from_text,
-            args.from_username.clone(),
-            password,
-        ))
+        Input::NacosHttp(
+            Endpoint::new(from_text, args.from_username.clone(), password)
+                .with_cacert(args.cacert.clone()),
+        )
     } else {
         anyhow::ensure!(
             args.from_username.is_none() && args.from_password.is_none(),
             "--from-username and --from-password are for --from http://HOST:PORT"
+        );
+        anyhow::ensure!(
+            args.cacert.is_none(),
+            "--cacert is for --from https://HOST:PORT"
         );
         match args.from.to_str().filter(|s| Url::is_mysql(s)) {
             Some(url) => {

@@ -1,8 +1,9 @@
 //! End to end: a real `tacos` (the source) filled over HTTP, `tacos-migrate --from
 //! http://127.0.0.1:PORT` from it, a second `tacos` on the result, and every config,
-//! namespace and history row compared over HTTP; and the ways a server is refused
-//! (unreachable, wrong password, not a Nacos server), each with a clear message and
-//! nothing written.
+//! namespace and history row compared over HTTP; the same over HTTPS (`--from
+//! https://localhost:PORT --cacert`); and the ways a server is refused (unreachable,
+//! wrong password, not a Nacos server, a certificate of no trusted CA), each with a
+//! clear message and nothing written.
 //!
 //! Needs the `tacos` binary (see `common::server`).
 
@@ -399,6 +400,76 @@ fn migrates_a_live_tacos_over_http() {
         wrong,
     );
     drop(source);
+}
+
+#[test]
+fn migrates_a_live_tacos_over_https_trusting_cacert() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let pki = tmp.path().join("pki");
+    std::fs::create_dir(&pki).expect("pki dir");
+    common::server::write_pki(&pki);
+    let src_ports = Ports::new();
+    let source = Server::start_tls(&tmp.path().join("source"), src_ports, &pki);
+    let t = token(&source);
+    publish(&source, &t, "", "app.yaml", "a: 1\n", &[("type", "yaml")]);
+    publish(&source, &t, "", "app.yaml", "a: 2\n", &[("type", "yaml")]);
+    publish(&source, &t, "", "plain", "over TLS ✓", &[]);
+
+    let from = format!("https://localhost:{}", src_ports.http);
+    let ca = pki.join("ca.crt").display().to_string();
+    let other_ca = pki.join("other-ca.crt").display().to_string();
+
+    // A certificate no trusted CA signed is refused, naming the flag; nothing is written.
+    for extra in [vec![], vec!["--cacert", other_ca.as_str()]] {
+        let to = tmp.path().join("untrusted");
+        let mut args = vec!["--from-username", "nacos"];
+        args.extend(&extra);
+        let out = migrate_cmd(&from, &to, Ports::new(), &args, Some(ADMIN_PASSWORD));
+        assert_refused(
+            &out,
+            &to,
+            &["cannot reach", &from, "certificate", "--cacert"],
+            ADMIN_PASSWORD,
+        );
+    }
+    // --cacert is for https only.
+    let to = tmp.path().join("plain");
+    let plain = format!("http://127.0.0.1:{}", src_ports.http);
+    let out = migrate_cmd(&plain, &to, Ports::new(), &["--cacert", &ca], None);
+    assert_refused(
+        &out,
+        &to,
+        &["--cacert is for an https:// server"],
+        "no-password",
+    );
+
+    let to = tmp.path().join("target");
+    let dst_ports = Ports::new();
+    let out = migrate_cmd(
+        &from,
+        &to,
+        dst_ports,
+        &["--from-username", "nacos", "--cacert", &ca],
+        Some(ADMIN_PASSWORD),
+    );
+    let stdout = text(&out.stdout);
+    assert!(
+        out.status.success(),
+        "tacos-migrate failed:\n{stdout}\n{}",
+        text(&out.stderr)
+    );
+    let target = Server::start(&to, dst_ports);
+    let t2 = token(&target);
+    let keys_src = keys(&source, &t);
+    assert_eq!(keys_src.len(), 2, "{keys_src:?}");
+    assert_eq!(keys_src, keys(&target, &t2));
+    for key in &keys_src {
+        assert_eq!(
+            snapshot(&source, &t, key),
+            snapshot(&target, &t2, key),
+            "{key:?}"
+        );
+    }
 }
 
 #[test]

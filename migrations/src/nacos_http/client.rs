@@ -2,6 +2,7 @@
 
 use std::collections::BTreeSet;
 use std::fmt;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -12,10 +13,14 @@ use crate::source::{Config, ConfigKey, HistoryRow, Namespace};
 /// Where to read, and as whom. `Debug` and `Display` never show the password.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Endpoint {
-    /// `http://host:port` (a trailing `/` and a `/nacos` path are dropped).
+    /// `http://host:port` or `https://host:port` (a trailing `/` and a `/nacos`
+    /// path are dropped).
     pub url: String,
     pub username: Option<String>,
     pub password: Option<String>,
+    /// For `https://`: a PEM file of CA certificates trusted in addition to the
+    /// system's (`--cacert`).
+    pub cacert: Option<PathBuf>,
 }
 
 impl Endpoint {
@@ -31,7 +36,19 @@ impl Endpoint {
             url: url.to_string(),
             username,
             password,
+            cacert: None,
         }
+    }
+
+    /// The endpoint, trusting the CAs of `cacert` too (for `https://`).
+    pub fn with_cacert(mut self, cacert: Option<PathBuf>) -> Endpoint {
+        self.cacert = cacert;
+        self
+    }
+
+    /// Whether the server is read over TLS.
+    pub fn is_https(&self) -> bool {
+        self.url.starts_with("https://")
     }
 }
 
@@ -50,6 +67,7 @@ impl fmt::Debug for Endpoint {
             .field("url", &self.url)
             .field("username", &self.username)
             .field("password", &self.password.as_ref().map(|_| "<redacted>"))
+            .field("cacert", &self.cacert)
             .finish()
     }
 }
@@ -78,35 +96,62 @@ fn excerpt(body: &str) -> String {
     }
 }
 
-/// The innermost cause of a reqwest error (e.g. "Connection refused").
+/// The innermost cause of a reqwest error (e.g. "Connection refused"), with a hint
+/// when it is the server's certificate that was refused.
 fn cause(e: &reqwest::Error) -> String {
     let mut source: &dyn std::error::Error = e;
     while let Some(next) = source.source() {
         source = next;
     }
+    let reason = source.to_string();
     if e.is_timeout() {
-        format!("timed out ({source})")
+        format!("timed out ({reason})")
+    } else if reason.contains("certificate") || reason.contains("UnknownIssuer") {
+        format!(
+            "{reason} (is the server's certificate signed by a CA of --cacert or of the \
+             system, and for this host name?)"
+        )
     } else {
-        source.to_string()
+        reason
     }
 }
 
 impl Client {
-    /// Connects and logs in when the endpoint has a username.
+    /// Connects (over TLS for `https://`: the system's CAs and `--cacert` are
+    /// trusted, rustls on ring) and logs in when the endpoint has a username.
     pub fn connect(endpoint: &Endpoint) -> Result<Client, ReadError> {
-        if endpoint.url.starts_with("https://") {
-            return Err(ReadError::Https {
-                url: endpoint.url.clone(),
-            });
-        }
-        let http = reqwest::blocking::Client::builder()
+        let mut builder = reqwest::blocking::Client::builder()
             .connect_timeout(Duration::from_secs(10))
-            .timeout(Duration::from_secs(120))
-            .build()
-            .map_err(|e| ReadError::Unreachable {
-                url: endpoint.url.clone(),
-                reason: cause(&e),
-            })?;
+            .timeout(Duration::from_secs(120));
+        match (&endpoint.cacert, endpoint.is_https()) {
+            (Some(path), true) => {
+                let bad = |reason: String| ReadError::CaFile {
+                    path: path.clone(),
+                    reason,
+                };
+                let pem = std::fs::read(path).map_err(|e| bad(e.to_string()))?;
+                let certs = reqwest::Certificate::from_pem_bundle(&pem)
+                    .map_err(|e| bad(format!("not PEM certificates: {e}")))?;
+                if certs.is_empty() {
+                    return Err(bad(
+                        "holds no PEM certificate (\"-----BEGIN CERTIFICATE-----\")".into(),
+                    ));
+                }
+                for cert in certs {
+                    builder = builder.add_root_certificate(cert);
+                }
+            }
+            (Some(_), false) => {
+                return Err(ReadError::CacertWithoutTls {
+                    url: endpoint.url.clone(),
+                })
+            }
+            (None, _) => {}
+        }
+        let http = builder.build().map_err(|e| ReadError::Unreachable {
+            url: endpoint.url.clone(),
+            reason: cause(&e),
+        })?;
         let mut client = Client {
             http,
             url: endpoint.url.clone(),

@@ -1,4 +1,5 @@
-//! Reads a live Nacos-compatible server over its HTTP open API (`--from http://HOST:PORT`):
+//! Reads a live Nacos-compatible server over its HTTP open API (`--from http://HOST:PORT`,
+//! or `https://HOST:PORT` with the server's CA in `--cacert` unless the system trusts it):
 //! Java Nacos 1.x–3.x (with the v1 API), r-nacos, or another Tacos.
 //!
 //! Only `GET`s are sent, plus `POST /nacos/v1/auth/login` when credentials are given; the
@@ -103,12 +104,15 @@ pub enum ReadError {
         reported: String,
         got: String,
     },
-    /// `https://` needs TLS, which this build does not have.
-    #[error(
-        "{url}: https is not supported by this build of tacos-migrate; read the server \
-         over plain http (from its host, or through a tunnel)"
-    )]
-    Https { url: String },
+    /// The `--cacert` file cannot be used.
+    #[error("--cacert {}: {reason}", path.display())]
+    CaFile {
+        path: std::path::PathBuf,
+        reason: String,
+    },
+    /// `--cacert` given for a plain `http://` server.
+    #[error("--cacert is for an https:// server; {url} is read over plain http")]
+    CacertWithoutTls { url: String },
 }
 
 /// Reads everything the API shows (see the module docs). Nothing the API

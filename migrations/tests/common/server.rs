@@ -165,6 +165,42 @@ impl Server {
 
     /// [`Server::start`] with more flags for tacos.
     pub fn start_with(data_dir: &Path, ports: Ports, extra: &[&str]) -> Server {
+        let http = reqwest::blocking::Client::builder()
+            .timeout(Duration::from_secs(30))
+            .build()
+            .expect("http client");
+        let base = format!("http://127.0.0.1:{}", ports.http);
+        Server::start_as(data_dir, ports, extra, base, http)
+    }
+
+    /// [`Server::start`] serving HTTPS with the PEM files in `pki` (see
+    /// [`write_pki`]): `server.crt` for `localhost`, signed by `ca.crt`, which
+    /// [`Server::http`] trusts. [`Server::base`] is `https://localhost:PORT`.
+    pub fn start_tls(data_dir: &Path, ports: Ports, pki: &Path) -> Server {
+        let ca = fs::read(pki.join("ca.crt")).expect("read ca.crt");
+        let http = reqwest::blocking::Client::builder()
+            .timeout(Duration::from_secs(30))
+            .add_root_certificate(reqwest::Certificate::from_pem(&ca).expect("CA PEM"))
+            .build()
+            .expect("https client");
+        let (cert, key) = (pki.join("server.crt"), pki.join("server.key"));
+        let args = [
+            "--cert-file",
+            cert.to_str().expect("utf-8 path"),
+            "--key-file",
+            key.to_str().expect("utf-8 path"),
+        ];
+        let base = format!("https://localhost:{}", ports.http);
+        Server::start_as(data_dir, ports, &args, base, http)
+    }
+
+    fn start_as(
+        data_dir: &Path,
+        ports: Ports,
+        extra: &[&str],
+        base: String,
+        http: reqwest::blocking::Client,
+    ) -> Server {
         let log = data_dir.with_extension("server.log");
         let log_file = fs::File::create(&log).expect("create server log");
         let child = clean_command(&tacos_bin())
@@ -179,12 +215,9 @@ impl Server {
             .expect("start tacos");
         let mut server = Server {
             child,
-            base: format!("http://127.0.0.1:{}", ports.http),
+            base,
             log,
-            http: reqwest::blocking::Client::builder()
-                .timeout(Duration::from_secs(30))
-                .build()
-                .expect("http client"),
+            http,
             basic: None,
         };
         let deadline = Instant::now() + READY_TIMEOUT;
@@ -235,6 +268,42 @@ impl Server {
         let status = reply.status().as_u16();
         (status, reply.text().expect("login body"))
     }
+}
+
+/// Writes into `dir` a CA (`ca.crt`), a server certificate signed by it for
+/// `localhost` and `127.0.0.1` (`server.crt`, `server.key`), and another CA that
+/// signed nothing (`other-ca.crt`), all PEM.
+pub fn write_pki(dir: &Path) {
+    use rcgen::{
+        BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose,
+        IsCa, Issuer, KeyPair, KeyUsagePurpose,
+    };
+    let now = time::OffsetDateTime::now_utc();
+    let ca = |name: &str| {
+        let key = KeyPair::generate().expect("CA key");
+        let mut params = CertificateParams::new(Vec::<String>::new()).expect("CA params");
+        let mut dn = DistinguishedName::new();
+        dn.push(DnType::CommonName, name);
+        params.distinguished_name = dn;
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+        params.not_before = now - time::Duration::days(1);
+        params.not_after = now + time::Duration::days(30);
+        let cert = params.self_signed(&key).expect("CA cert");
+        (cert.pem(), Issuer::new(params, key))
+    };
+    let (pem, issuer) = ca("migration test CA");
+    fs::write(dir.join("ca.crt"), pem).expect("write ca.crt");
+    fs::write(dir.join("other-ca.crt"), ca("another CA").0).expect("write other-ca.crt");
+    let key = KeyPair::generate().expect("key");
+    let mut params = CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()])
+        .expect("params");
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    params.not_before = now - time::Duration::days(1);
+    params.not_after = now + time::Duration::days(30);
+    let cert = params.signed_by(&key, &issuer).expect("sign");
+    fs::write(dir.join("server.crt"), cert.pem()).expect("write server.crt");
+    fs::write(dir.join("server.key"), key.serialize_pem()).expect("write server.key");
 }
 
 pub fn s<'a>(v: &'a Value, field: &str) -> &'a str {
