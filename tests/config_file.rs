@@ -250,6 +250,12 @@ fn bad_config_files_are_refused_with_the_problem_named() {
             &["`http-port = 123456` is invalid"],
         ),
         ("syntax.toml", "http-port = = 1\n", &["is not valid TOML"]),
+        // A setting that needs another names the missing one.
+        (
+            "requires.toml",
+            "client-cert-auth = true\ncert-file = \"tls.crt\"\nkey-file = \"tls.key\"\n",
+            &["required arguments were not provided: --trusted-ca-file <FILE>"],
+        ),
     ];
     for (name, text, expected) in cases {
         let config = write_config(tmp.path(), name, &format!("{data_line}{text}"));

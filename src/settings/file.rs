@@ -141,7 +141,7 @@ where
         .try_get_matches_from(merged)
         .map_err(|error| ConfigFileError::Clash {
             path,
-            message: first_line(&error),
+            message: clap_message(&error),
         })?;
     Ok(Settings::from_arg_matches(&matches)?)
 }
@@ -343,10 +343,18 @@ fn describe(value: &toml::Value) -> String {
 }
 
 /// clap's message without its `error: ` prefix and usage lines.
-fn first_line(error: &clap::Error) -> String {
+fn clap_message(error: &clap::Error) -> String {
+    // The message is the first paragraph: one line, or a line and the
+    // list it announces ("the following required arguments were not
+    // provided:" and the flags, indented), before the usage.
     let rendered = error.render().to_string();
-    let line = rendered.lines().next().unwrap_or_default();
-    line.strip_prefix("error: ").unwrap_or(line).to_owned()
+    let paragraph: Vec<&str> = rendered
+        .lines()
+        .take_while(|l| !l.trim().is_empty())
+        .map(str::trim)
+        .collect();
+    let text = paragraph.join(" ");
+    text.strip_prefix("error: ").unwrap_or(&text).to_owned()
 }
 
 /// The valid key closest to a misspelt one, if any is close.
