@@ -8,7 +8,8 @@
 //!   addresses one of them dead, the address server (`endpoint`), a tag
 //!   gray and a beta, the encrypted data key; non-ASCII keys; the same with
 //!   `--open-api-auth` (username and password, and a wrong password
-//!   refused);
+//!   refused); publish, get, listen and remove over TLS and over mutual
+//!   TLS, logged in;
 //! * the SDK's cache dir answering reads while every server is down;
 //! * a 3-node cluster: the node the client is connected to stops (SIGTERM:
 //!   it sends `ConnectResetRequest`), the client moves to another node and
@@ -25,7 +26,9 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use common::cluster::{Cluster, GROUP};
+use common::tls::Pki;
 use common::{free_port, NacosApi, Server};
+use tacos::grpc::pb::request_client::RequestClient;
 
 /// Bound on one driver run (its cases wait 20 s at most for a listener).
 const RUN_LIMIT: Duration = Duration::from_secs(100);
@@ -297,6 +300,122 @@ async fn go_sdk_with_open_api_auth() {
         tmp.path(),
     )
     .await;
+}
+
+/// Over TLS, with login: the driver's `-tls-ca` sets the SDK's
+/// `ClientConfig.TLSCfg` (`Appointed`, `Enable`, `CaFile`) and
+/// `ServerConfig.Scheme = "https"` (the login URL); tests/go/tls.go says
+/// what the SDK does with them. The SDK verifies the server's certificate
+/// on both ports (its CA only for HTTP, the system roots plus the CA for
+/// gRPC). The server runs TLS-only, and plaintext to either port must fail.
+#[tokio::test(flavor = "multi_thread")]
+async fn go_sdk_over_tls_with_login() {
+    let pki = Pki::new();
+    let ca = path_arg(&pki.ca());
+    run_tls_cases(pki.server_args(), &["-tls-ca", &ca]).await;
+}
+
+/// Mutual TLS (--client-cert-auth): `TLSCfg.CertFile` / `KeyFile` as
+/// well; the server refuses a client without a certificate, so passing
+/// shows the SDK presented it (on gRPC and on the login over HTTPS).
+#[tokio::test(flavor = "multi_thread")]
+async fn go_sdk_over_mutual_tls_with_login() {
+    let pki = Pki::new();
+    let files = ["ca.crt", "client.crt", "client.key"].map(|f| path_arg(&pki.path(f)));
+    run_tls_cases(
+        pki.mutual_args(),
+        &[
+            "-tls-ca",
+            &files[0],
+            "-tls-cert",
+            &files[1],
+            "-tls-key",
+            &files[2],
+        ],
+    )
+    .await;
+}
+
+/// `publish-get`, `listen` and `remove` (the listener hears each change
+/// once), logged in, against a server started with `server_args` and
+/// `--open-api-auth`, the driver given `tls`.
+async fn run_tls_cases(mut server_args: Vec<String>, tls: &[&str]) {
+    driver();
+    let tmp = common::temp_dir();
+    let grpc_port = free_port();
+    server_args.extend([
+        "--open-api-auth".to_string(),
+        "--grpc-port".to_string(),
+        grpc_port.to_string(),
+    ]);
+    let server_args: Vec<&str> = server_args.iter().map(String::as_str).collect();
+    let server = Server::start_with_args(&tmp, &server_args).await;
+    assert_plaintext_refused(server.port(), grpc_port).await;
+    let addr = format!("127.0.0.1:{}:{grpc_port}", server.port());
+    let work = dir_arg(&tmp);
+    let mut args = vec![
+        "cases",
+        "-server",
+        &addr,
+        "-user",
+        common::ADMIN_USER,
+        "-password",
+        common::ADMIN_PASSWORD,
+        "-admin-password",
+        common::ADMIN_PASSWORD,
+        "-only",
+        "publish-get,listen,remove",
+        "-workdir",
+        &work,
+    ];
+    args.extend_from_slice(tls);
+    run_cases(&args, tmp.path()).await;
+}
+
+fn path_arg(path: &Path) -> String {
+    path.to_str().expect("utf-8 path").to_string()
+}
+
+/// Fails unless plaintext is refused: an HTTP/1.1 request to `http_port`
+/// and a gRPC call (HTTP/2 without TLS, a `ServerCheckRequest`) to
+/// `grpc_port`. Without this a client that silently fell back to
+/// plaintext would pass against a server that spoke both.
+async fn assert_plaintext_refused(http_port: u16, grpc_port: u16) {
+    let plain = reqwest::Client::builder()
+        .no_proxy()
+        .timeout(Duration::from_secs(5))
+        .build()
+        .unwrap();
+    let reply = plain
+        .get(format!("http://127.0.0.1:{http_port}/health"))
+        .send()
+        .await;
+    assert!(
+        reply.is_err(),
+        "plaintext HTTP to the TLS port {http_port} was answered: {reply:?}"
+    );
+    let answer = tokio::time::timeout(Duration::from_secs(10), async {
+        let endpoint =
+            tonic::transport::Endpoint::from_shared(format!("http://127.0.0.1:{grpc_port}"))
+                .unwrap()
+                .connect_timeout(Duration::from_secs(5));
+        let channel = endpoint.connect().await.map_err(|e| format!("{e:?}"))?;
+        let payload = common::grpc_payload(
+            "ServerCheckRequest",
+            "127.0.0.1",
+            &serde_json::json!({"headers": {}, "requestId": "1"}),
+        );
+        RequestClient::new(channel)
+            .request(payload)
+            .await
+            .map(|_| ())
+            .map_err(|e| format!("{e:?}"))
+    })
+    .await;
+    assert!(
+        !matches!(answer, Ok(Ok(()))),
+        "plaintext gRPC to the TLS port {grpc_port} was answered"
+    );
 }
 
 /// After a read, every server stops; the SDK's cache dir still answers.

@@ -28,7 +28,8 @@ type env struct {
 	endpoint string
 	user     string // SDK credentials ("" without --open-api-auth)
 	password string
-	admin    *api // HTTP checks, logged in as the admin
+	admin    *api                // HTTP checks, logged in as the admin
+	tls      *constant.TLSConfig // every client's TLSCfg (-tls-ca), else nil
 	workdir  string
 	prefix   string // unique per run: every key starts with it
 	clients  []config_client.IConfigClient
@@ -47,6 +48,9 @@ func (e *env) client(name string, edit func(*constant.ClientConfig)) config_clie
 	cc := baseClientConfig(e.workdir, name)
 	cc.Username = e.user
 	cc.Password = e.password
+	if e.tls != nil {
+		cc.TLSCfg = *e.tls
+	}
 	if edit != nil {
 		edit(&cc)
 	}
@@ -166,6 +170,9 @@ func runCases(args []string) int {
 	only := fs.String("only", "", "comma-separated cases to run (default: all)")
 	skip := fs.String("skip", "", "comma-separated cases not to run")
 	workdir := fs.String("workdir", "", "dir for the SDK's cache and logs")
+	tlsCA := fs.String("tls-ca", "", "over TLS: the CA of the server's certificate (tls.go)")
+	tlsCert := fs.String("tls-cert", "", "over TLS: the client certificate")
+	tlsKey := fs.String("tls-key", "", "over TLS: its key")
 	_ = fs.Parse(args)
 	servers, err := parseServers(*server)
 	if err != nil || *workdir == "" {
@@ -180,6 +187,15 @@ func runCases(args []string) int {
 		admin:    newAPI(fmt.Sprintf("%s:%d", servers[0].IpAddr, servers[0].Port), *adminUser, *adminPassword),
 		workdir:  *workdir,
 		prefix:   fmt.Sprintf("go%d", time.Now().UnixNano()%1_000_000_000),
+	}
+	if *tlsCA != "" {
+		files := tlsFiles{*tlsCA, *tlsCert, *tlsKey}
+		if err := files.useHTTPS(e.servers, e.admin); err != nil {
+			fmt.Fprintf(os.Stderr, "cases: %v\n", err)
+			return 2
+		}
+		cfg := files.sdkConfig()
+		e.tls = &cfg
 	}
 	if *dead != "" {
 		if e.dead, err = parseServers(*dead); err != nil {

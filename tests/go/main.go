@@ -50,7 +50,8 @@ func main() {
 func usage() {
 	fmt.Fprintln(os.Stderr, `usage:
   tacos-go-sdk cases  -server H:P[:G][,...] [-dead H:P] [-endpoint H:P] [-admin-user U -admin-password P]
-                      [-user U -password P] [-only a,b] -workdir DIR
+                      [-user U -password P] [-only a,b]
+                      [-tls-ca CA [-tls-cert CERT -tls-key KEY]] -workdir DIR
   tacos-go-sdk cache  -server H:P[:G] -workdir DIR
   tacos-go-sdk listen SERVERS KEY WORKDIR`)
 	os.Exit(2)
