@@ -34,6 +34,16 @@
 # are passed through to every node; TACOS_JOIN, TACOS_INIT and
 # TACOS_ADVERTISE are not.
 #
+# TLS=1 (on start) runs a TLS cluster: a CA and one certificate per node
+# (for localhost and 127.0.0.1, server and client use) are made with openssl
+# into cluster_example/tls/ (ca.crt, node<N>.crt, node<N>.key), and every node
+# serves them on its client ports (--cert-file, HTTPS and gRPC over TLS) and
+# on its cluster port (--peer-cert-file, mutual TLS between the nodes, with
+# --peer-trusted-ca-file and --trusted-ca-file ca.crt). The mode is recorded
+# by cluster_example/tls/ and kept by later commands (TLS=1 is then not
+# needed again); to go back to plaintext, clean first. Clients trust the CA:
+#   curl --cacert cluster_example/tls/ca.crt https://127.0.0.1:8848/health
+#
 # Admin routes need a login: node 1 generates the first admin's password
 # (user nacos) at the first start into cluster_example/node1/data/
 # initial-admin-password, which status reads; or set TACOS_ADMIN_PASSWORD
@@ -46,6 +56,8 @@
 #   ./test_cluster.sh kill 1 && sleep 5 && ./test_cluster.sh status
 #   ./test_cluster.sh restart 1
 #   ./test_cluster.sh clean
+#   TLS=1 ./test_cluster.sh start
+#   curl --cacert cluster_example/tls/ca.crt 'https://127.0.0.1:8850/nacos/v1/cs/configs?dataId=a&group=G'
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -54,6 +66,7 @@ ROOT="$PWD/cluster_example"
 BASE_FILE="$ROOT/base_port"
 BASE_PORT=${TACOS_BASE_PORT:-8848}
 LEARNERS_FILE="$ROOT/learners"
+TLS_DIR="$ROOT/tls"
 MAX_LEARNERS=8
 NODES=(1 2 3)
 START_TIMEOUT=60 # seconds for the cluster to become healthy
@@ -67,6 +80,19 @@ usage() {
 die() {
   echo "error: $*" >&2
   exit 1
+}
+
+# TLS is on if asked (TLS=1) or if the cluster was made with it.
+tls_on() { [ "${TLS:-0}" = 1 ] || [ -f "$TLS_DIR/ca.crt" ]; }
+scheme() { if tls_on; then echo https; else echo http; fi; }
+
+# curl to a node: over TLS trusting the cluster's CA when TLS is on.
+node_curl() {
+  if tls_on; then
+    curl --cacert "$TLS_DIR/ca.crt" "$@"
+  else
+    curl "$@"
+  fi
 }
 
 http_port() { echo $((BASE_PORT + $1 - 1)); }
@@ -126,12 +152,12 @@ raft_json() {
   local password
   password=$(admin_password)
   printf 'user = "%s:%s"\n' "${TACOS_ADMIN_USERNAME:-nacos}" "$password" |
-    curl -sf --max-time 2 -K - "http://127.0.0.1:$(http_port "$1")/tacos/v1/admin/raft" 2>/dev/null || true
+    node_curl -sf --max-time 2 -K - "$(scheme)://127.0.0.1:$(http_port "$1")/tacos/v1/admin/raft" 2>/dev/null || true
 }
 
 health_ok() {
-  [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 \
-    "http://127.0.0.1:$(http_port "$1")/health" 2>/dev/null || true)" = 200 ]
+  [ "$(node_curl -s -o /dev/null -w '%{http_code}' --max-time 2 \
+    "$(scheme)://127.0.0.1:$(http_port "$1")/health" 2>/dev/null || true)" = 200 ]
 }
 
 # Fields of a Raft view, tab-separated; "-" for null or missing.
@@ -168,6 +194,62 @@ cmd_status() {
 }
 
 # --- start -----------------------------------------------------------------
+
+# The CA and node N's certificate (localhost, 127.0.0.1; server and client
+# use, as the cluster port needs both), made once with openssl.
+make_certs() {
+  local n=$1 key csr ext
+  command -v openssl >/dev/null 2>&1 || die "TLS=1 needs openssl"
+  mkdir -p "$TLS_DIR"
+  if [ ! -f "$TLS_DIR/ca.crt" ]; then
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+      -keyout "$TLS_DIR/ca.key" -out "$TLS_DIR/ca.crt.tmp" -days 365 \
+      -subj "/CN=tacos test_cluster CA" \
+      -addext "basicConstraints=critical,CA:TRUE" \
+      -addext "keyUsage=critical,keyCertSign,cRLSign" 2>/dev/null ||
+      die "openssl could not make the CA"
+    chmod 600 "$TLS_DIR/ca.key"
+    mv "$TLS_DIR/ca.crt.tmp" "$TLS_DIR/ca.crt"
+  fi
+  [ -f "$TLS_DIR/node$n.crt" ] && return 0
+  key="$TLS_DIR/node$n.key"
+  csr="$TLS_DIR/node$n.csr"
+  ext="$TLS_DIR/node$n.ext"
+  printf '%s\n' "subjectAltName=DNS:localhost,IP:127.0.0.1" \
+    "extendedKeyUsage=serverAuth,clientAuth" "keyUsage=critical,digitalSignature" \
+    "basicConstraints=CA:FALSE" >"$ext"
+  openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+    -keyout "$key" -out "$csr" -subj "/CN=tacos node $n" 2>/dev/null &&
+    openssl x509 -req -in "$csr" -CA "$TLS_DIR/ca.crt" -CAkey "$TLS_DIR/ca.key" \
+      -CAcreateserial -days 90 -extfile "$ext" -out "$TLS_DIR/node$n.crt.tmp" 2>/dev/null ||
+    die "openssl could not make node $n's certificate"
+  chmod 600 "$key"
+  mv "$TLS_DIR/node$n.crt.tmp" "$TLS_DIR/node$n.crt"
+  rm -f "$csr" "$ext"
+}
+
+# Node N's TLS flags (client ports and cluster port).
+tls_args() {
+  local n=$1
+  echo --cert-file "$TLS_DIR/node$n.crt" --key-file "$TLS_DIR/node$n.key" \
+    --trusted-ca-file "$TLS_DIR/ca.crt" \
+    --peer-cert-file "$TLS_DIR/node$n.crt" --peer-key-file "$TLS_DIR/node$n.key" \
+    --peer-trusted-ca-file "$TLS_DIR/ca.crt"
+}
+
+# What to type to talk to the cluster.
+print_usage_hint() {
+  local ca="" s
+  s=$(scheme)
+  tls_on && ca="--cacert $TLS_DIR/ca.crt "
+  echo
+  echo "try:"
+  echo "  curl ${ca}-XPOST '$s://127.0.0.1:$(http_port 2)/nacos/v1/cs/configs' -d 'dataId=a&group=G&content=x'"
+  echo "  curl ${ca}'$s://127.0.0.1:$(http_port 3)/nacos/v1/cs/configs?dataId=a&group=G'"
+  if tls_on; then
+    echo "  (gRPC clients: TLS to 127.0.0.1:$(grpc_port 1), trusting $TLS_DIR/ca.crt)"
+  fi
+}
 
 build_if_stale() {
   local newer
@@ -234,6 +316,11 @@ start_node() {
     --cluster-port "$(cluster_port "$n")")
   [ "$n" = 1 ] || args+=(--join "$(join_addr "$n")")
   [ "$n" -le 3 ] || args+=(--learner)
+  if tls_on; then
+    make_certs "$n"
+    # shellcheck disable=SC2207 # the paths have no spaces (checked in main)
+    args+=($(tls_args "$n"))
+  fi
   echo "=== $(date '+%F %T') starting node $n: tacos ${args[*]}" >>"$log"
   # The inner shell writes its own PID (exec keeps it for tacos), so the pid
   # file is right whether or not setsid had to fork.
@@ -331,6 +418,7 @@ cmd_start() {
     wait_healthy "${todo[@]}"
   fi
   cmd_status
+  print_usage_hint
 }
 
 # --- stop / kill -----------------------------------------------------------
@@ -438,6 +526,9 @@ fi
 case "$cmd" in
   start | restart | status) load_base_port ;;
 esac
+if tls_on && [[ "$ROOT" == *[[:space:]]* ]]; then
+  die "TLS=1 needs a checkout path without spaces (got $ROOT)"
+fi
 case "$cmd" in
   start) cmd_start "$@" ;;
   stop) cmd_stop "$@" ;;
