@@ -17,6 +17,8 @@
 //!   process on all three; SIGTERM to the node it is connected to: the node
 //!   sends `ConnectResetRequest`, the client moves at once and hears a change
 //!   published right after. Times are printed, never asserted.
+//! * `java_*_over_tls_with_login` / `java_*_over_mutual_tls`: the driver's
+//!   `tls` run (publish, get, listen, remove) against a TLS-only server.
 //!
 //! The client derives the gRPC port as HTTP + 1000, so every server here
 //! gets such a port pair.
@@ -32,10 +34,14 @@ use tempfile::TempDir;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 
 use common::drivers::{java_driver, java_driver_classpath, JavaClient};
+use common::tls::Pki;
 use common::{free_port, free_port_pair, Server, ADMIN_PASSWORD, ADMIN_USER, SDK_GRPC_OFFSET};
+use tacos::grpc::pb::request_client::RequestClient;
 
 /// Bound on one `cases` run of the driver.
 const CASES_LIMIT: Duration = Duration::from_secs(150);
+/// Bound on one `tls` run of the driver.
+const TLS_LIMIT: Duration = Duration::from_secs(90);
 /// Bound on the listener process starting and adding its listener.
 const LISTENER_START: Duration = Duration::from_secs(60);
 /// Bound on a listener event after a change.
@@ -322,6 +328,131 @@ async fn run_cases(generation: JavaClient) {
             "case fuzzy_watch did not run:\n{out}"
         );
     }
+}
+
+// ---- over TLS --------------------------------------------------------------
+
+/// Over TLS with login (--open-api-auth): the driver's `tls` command
+/// (tests/java/src/main/java/tacos/sdk/TlsMain.java, which names every
+/// setting and where the client reads it) publishes, reads, listens and
+/// removes. The client verifies the server's certificate on gRPC
+/// (`nacos.remote.client.rpc.tls.trustAll=false` with the CA) and on the
+/// login over HTTPS (`tls.client.authServer`). The server runs TLS-only;
+/// plaintext to either port must fail.
+#[tokio::test(flavor = "multi_thread")]
+async fn java_2x_client_over_tls_with_login() {
+    run_tls(JavaClient::Nacos2, false).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn java_3x_client_over_tls_with_login() {
+    run_tls(JavaClient::Nacos3, false).await;
+}
+
+/// Mutual TLS (--client-cert-auth): `nacos.remote.client.rpc.tls.mutualAuth`
+/// with `certChainFile` / `certPrivateKey`. Without login: the client's
+/// HTTP calls (the login) have no way to present a certificate (TlsMain
+/// says why), so a server requiring one refuses them.
+#[tokio::test(flavor = "multi_thread")]
+async fn java_2x_client_over_mutual_tls() {
+    run_tls(JavaClient::Nacos2, true).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn java_3x_client_over_mutual_tls() {
+    run_tls(JavaClient::Nacos3, true).await;
+}
+
+async fn run_tls(generation: JavaClient, mutual: bool) {
+    java_driver_classpath(generation);
+    let pki = Pki::new();
+    let tmp = common::temp_dir();
+    let mut server_args = if mutual {
+        pki.mutual_args()
+    } else {
+        pki.server_args()
+    };
+    if !mutual {
+        server_args.push("--open-api-auth".into());
+    }
+    let server = start_on_pair(&tmp, &server_args).await;
+    assert_plaintext_refused(server.port(), server.port() + SDK_GRPC_OFFSET).await;
+    let addr = format!("127.0.0.1:{}", server.port());
+    let [ca, cert, key] =
+        ["ca.crt", "client.crt", "client.key"].map(|f| pki.path(f).display().to_string());
+    let mut args = vec!["tls", "--server", &addr, "--ca", &ca];
+    if mutual {
+        args.extend(["--cert", &cert, "--key", &key]);
+    } else {
+        args.extend(["--user", ADMIN_USER, "--password", ADMIN_PASSWORD]);
+    }
+    let mut driver = Driver::spawn(generation, tmp.path(), &args);
+    let deadline = Instant::now() + TLS_LIMIT;
+    while driver
+        .next_line(deadline.saturating_duration_since(Instant::now()))
+        .await
+        .is_some()
+    {}
+    let status = driver.finish(Duration::from_secs(10));
+    let out = driver.seen.join("\n");
+    assert!(
+        status.is_some_and(|s| s.success()) && driver.seen.iter().any(|l| l == "all ok"),
+        "the Java driver ({}) over TLS failed (exit {status:?}):\n{out}\n---- its stderr (tail) ----\n{}\n---- tacos log (tail) ----\n{}",
+        generation.module(),
+        driver.stderr_tail(),
+        common::cluster::tail(&server.log(), 40)
+    );
+    for step in ["connect", "publish_get", "listen", "remove"] {
+        assert!(
+            driver
+                .seen
+                .iter()
+                .any(|l| l.starts_with(&format!("ok {step} "))),
+            "step {step} did not run:\n{out}"
+        );
+    }
+}
+
+/// Fails unless plaintext is refused: an HTTP/1.1 request to `http_port`
+/// and a gRPC call (HTTP/2 without TLS, a `ServerCheckRequest`) to
+/// `grpc_port`. Without this a client that silently fell back to
+/// plaintext would pass against a server that spoke both.
+async fn assert_plaintext_refused(http_port: u16, grpc_port: u16) {
+    let plain = reqwest::Client::builder()
+        .no_proxy()
+        .timeout(Duration::from_secs(5))
+        .build()
+        .unwrap();
+    let reply = plain
+        .get(format!("http://127.0.0.1:{http_port}/health"))
+        .send()
+        .await;
+    assert!(
+        reply.is_err(),
+        "plaintext HTTP to the TLS port {http_port} was answered: {reply:?}"
+    );
+    let answer = tokio::time::timeout(Duration::from_secs(10), async {
+        let endpoint =
+            tonic::transport::Endpoint::from_shared(format!("http://127.0.0.1:{grpc_port}"))
+                .unwrap()
+                .connect_timeout(Duration::from_secs(5));
+        let channel = endpoint.connect().await.map_err(|e| format!("{e:?}"))?;
+        let payload = common::grpc_payload(
+            "ServerCheckRequest",
+            "127.0.0.1",
+            &serde_json::json!({"headers": {}, "requestId": "1"}),
+        );
+        RequestClient::new(channel)
+            .request(payload)
+            .await
+            .map(|_| ())
+            .map_err(|e| format!("{e:?}"))
+    })
+    .await;
+    assert!(
+        !matches!(answer, Ok(Ok(()))),
+        "plaintext gRPC to the TLS port {grpc_port} was answered"
+    );
 }
 
 // ---- SIGTERM of the client's node ------------------------------------------

@@ -37,6 +37,8 @@ import java.util.concurrent.TimeUnit;
  *     stdin once the test has stopped every server.
  * listen SERVERS KEY WORKDIR [--user U --password P]
  *     a long-running listener (ListenMain) for the failover tests.
+ * tls --server HOST:PORT --ca CA [--cert CERT --key KEY] [--user U --password P]
+ *     publish, get, listen, remove over TLS (TlsMain).
  * </pre>
  *
  * The gRPC port is the HTTP port + 1000 (the client's default offset).
@@ -84,6 +86,9 @@ public final class Driver {
             case "listen":
                 ListenMain.main(args);
                 break;
+            case "tls":
+                TlsMain.main(args);
+                break;
             default:
                 usage();
         }
@@ -91,7 +96,8 @@ public final class Driver {
 
     static void usage() {
         System.err.println("usage: cases --server HOST:PORT --dead-port PORT --user U --password P [--only a,b]\n"
-                + "       listen SERVERS KEY WORKDIR [--user U --password P]");
+                + "       listen SERVERS KEY WORKDIR [--user U --password P]\n"
+                + "       tls --server HOST:PORT --ca CA [--cert CERT --key KEY] [--user U --password P]");
         System.exit(2);
     }
 
