@@ -396,12 +396,13 @@ impl Drop for Client {
     }
 }
 
-/// Turns `host:port` (or a URL) into the URL tonic wants.
+/// Turns `host:port` (or a URL) into the URL tonic wants (`https://host:port` when
+/// the process speaks TLS: [`crate::tls`]).
 pub fn endpoint_url(host: &str) -> String {
     if host.starts_with("http://") || host.starts_with("https://") {
         host.to_string()
     } else {
-        format!("http://{host}")
+        format!("{}://{host}", crate::tls::scheme())
     }
 }
 
@@ -416,13 +417,44 @@ pub async fn open_channel_from(
     timeout: Duration,
     source: Option<std::net::IpAddr>,
 ) -> Result<Channel, Error> {
-    let endpoint = Endpoint::from_shared(endpoint_url(host))
+    // tonic is built without TLS: over TLS the connector below does the handshake
+    // (rustls on ring), and tonic sees a plain `http://` URI.
+    let url = endpoint_url(host);
+    let tls = crate::tls::grpc();
+    let url = match (&tls, url.strip_prefix("https://")) {
+        (Some(_), Some(rest)) => format!("http://{rest}"),
+        _ => url,
+    };
+    let endpoint = Endpoint::from_shared(url)
         .map_err(|e| Error::Connect(e.to_string()))?
         .connect_timeout(timeout)
         .tcp_nodelay(true);
-    let connected = match source {
-        None => tokio::time::timeout(timeout, endpoint.connect()).await,
-        Some(ip) => {
+    let connected = match (source, tls) {
+        (source, Some(config)) => {
+            let connector = tower::service_fn(move |uri: tonic::transport::Uri| {
+                let config = config.clone();
+                async move {
+                    let host = uri
+                        .host()
+                        .ok_or_else(|| std::io::Error::other("no host in the URI"))?
+                        .to_string();
+                    let port = uri.port_u16().unwrap_or(443);
+                    let addr = tokio::net::lookup_host((
+                        host.trim_start_matches('[').trim_end_matches(']'),
+                        port,
+                    ))
+                    .await?
+                    .next()
+                    .ok_or_else(|| std::io::Error::other(format!("{host}: no address")))?;
+                    let stream = crate::fanout::sys::connect_from(source, addr).await?;
+                    let tls = crate::tls::handshake(stream, &host, config).await?;
+                    Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(tls))
+                }
+            });
+            tokio::time::timeout(timeout, endpoint.connect_with_connector(connector)).await
+        }
+        (None, None) => tokio::time::timeout(timeout, endpoint.connect()).await,
+        (Some(ip), None) => {
             // tonic's own connector cannot bind; this one connects from `ip`.
             let connector = tower::service_fn(move |uri: tonic::transport::Uri| async move {
                 let authority = uri

@@ -42,6 +42,7 @@ pub mod nacos;
 pub mod qa;
 pub mod rate;
 pub mod timeline;
+pub mod tls;
 
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -607,7 +608,7 @@ pub async fn seed(
     tenant: &str,
     token: Option<&str>,
 ) -> Vec<String> {
-    let client = match reqwest::Client::builder()
+    let client = match tls::reqwest_builder(reqwest::Client::builder())
         .timeout(Duration::from_secs(30))
         .build()
     {

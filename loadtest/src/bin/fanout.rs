@@ -22,6 +22,10 @@
 //! 6. Prints a summary row; `--report-file` writes everything as JSON (read by `qa`).
 //!    Exits 1 when a listener was missed, could not be set up or a publish failed.
 //!
+//! `--tls` (`--cacert FILE`) speaks TLS to every port: the publishes and long polls
+//! over HTTPS, the gRPC listeners over TLS (rustls on ring). `--hosts` are then best
+//! given as IP addresses, which the nodes' certificates must name (`IP:127.0.0.1`).
+//!
 //! The tool runs on one thread by default (`--workers`), so on a 2-core machine it
 //! leaves the server a core; its stamps then include its own queueing while thousands
 //! of notifications arrive at once, which makes the tail an upper bound.
@@ -108,6 +112,8 @@ struct Args {
     /// Write a JSON report here
     #[arg(long)]
     report_file: Option<PathBuf>,
+    #[command(flatten)]
+    tls: loadtest::tls::TlsArgs,
 }
 
 /// A server process whose RSS is tracked.
@@ -152,6 +158,10 @@ fn grpc_of(http: &str) -> Result<String, String> {
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    if let Err(e) = args.tls.install() {
+        eprintln!("fanout: {e}");
+        return ExitCode::from(2);
+    }
     let runtime = if args.workers <= 1 {
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -237,7 +247,7 @@ async fn run(args: Args) -> Result<ExitCode, String> {
     );
 
     // 3. The first content, read back everywhere.
-    let http = reqwest::Client::builder()
+    let http = loadtest::tls::reqwest_builder(reqwest::Client::builder())
         .timeout(args.timeout)
         .build()
         .map_err(|e| format!("HTTP client: {e}"))?;
@@ -371,7 +381,7 @@ async fn run(args: Args) -> Result<ExitCode, String> {
                 setup.spawn(async move {
                     let _permit = semaphore.acquire_owned().await;
                     let connected =
-                        tokio::time::timeout(timeout, sys::connect_from(source, target.addr)).await;
+                        tokio::time::timeout(timeout, long_poll::connect(&target)).await;
                     let result = match connected {
                         Err(_) => Err("connect: timeout".to_string()),
                         Ok(Err(e)) => Err(format!("connect: {}", e.kind())),

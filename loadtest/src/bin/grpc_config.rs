@@ -16,6 +16,9 @@
 //! - `--mode mixed`: `--publish-percent` % publishes, the rest queries (a query then only
 //!   has to succeed: its key may have been republished).
 //!
+//! `--tls` (or an `https://` host) speaks TLS to the gRPC port (rustls on ring),
+//! trusting the system's CAs and `--cacert FILE`.
+//!
 //! Every latency counts, failed requests included (as goose does). Prints one Markdown
 //! row like `summarize` (`| name | requests | failures | req/s | avg | p50 | p90 | p99 |
 //! p99.9 | max |`) and, with `--report-file`, writes a JSON report.
@@ -56,6 +59,8 @@ struct Args {
     /// The server's gRPC address (Nacos: HTTP port + 1000).
     #[arg(long, default_value = "127.0.0.1:9848")]
     host: String,
+    #[command(flatten)]
+    tls: loadtest::tls::TlsArgs,
     /// Connections (each its own channel and stream, one request in flight).
     #[arg(short = 'c', long, default_value_t = 64)]
     connections: usize,
@@ -140,6 +145,12 @@ fn seed_content(data_id: &str, bytes: usize) -> String {
 #[tokio::main]
 async fn main() -> ExitCode {
     let args = Args::parse();
+    let mut tls = args.tls.clone();
+    tls.tls |= args.host.starts_with("https://");
+    if let Err(e) = tls.install() {
+        eprintln!("{e}");
+        return ExitCode::from(2);
+    }
     if args.connections == 0 {
         eprintln!("--connections must be at least 1");
         return ExitCode::from(2);
@@ -382,6 +393,7 @@ async fn main() -> ExitCode {
             "tool": "grpc_config",
             "label": label,
             "host": args.host,
+            "tls": loadtest::tls::enabled(),
             "mode": args.mode.name(),
             "connections": args.connections,
             "connections_set_up": tallies.len(),

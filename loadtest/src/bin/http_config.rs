@@ -17,7 +17,12 @@
 //! `-c` keep-alive connections, one request in flight on each, for `-t` (optionally
 //! paced to `--rate` requests/s per connection, first slots spread over one interval as
 //! goose's hatching spreads its users). A connection that fails is opened again for the
-//! next request. Every latency counts, failed requests included. Prints one Markdown row
+//! next request. `--reconnect` opens a new connection for every request instead (its
+//! latency then includes the TCP, and with `--tls` the TLS, handshake): the rate of new
+//! connections a server sustains.
+//!
+//! `--tls` (or an `https://` host) speaks HTTPS (rustls on ring), trusting the system's
+//! CAs and `--cacert FILE`. Every latency counts, failed requests included. Prints one Markdown row
 //! like `grpc_config` and, with `--report-file`, writes the same JSON report (the `qa`
 //! tool reads it).
 
@@ -36,6 +41,7 @@ use hyper_util::rt::TokioIo;
 use loadtest::latency::{ms, parse_duration, round3, Failures, Summary};
 use loadtest::nacos;
 use loadtest::rate::RateLimiter;
+use loadtest::tls;
 use serde_json::json;
 use tokio::net::TcpStream;
 
@@ -59,9 +65,16 @@ impl Mode {
 #[derive(Debug, Parser)]
 #[command(version, about, long_about = None)]
 struct Args {
-    /// The server's HTTP address (`http://HOST:PORT` or `HOST:PORT`; plain HTTP only).
+    /// The server's HTTP address (`http://HOST:PORT`, `https://HOST:PORT` or
+    /// `HOST:PORT`).
     #[arg(long, default_value = loadtest::DEFAULT_HOST)]
     host: String,
+    #[command(flatten)]
+    tls: loadtest::tls::TlsArgs,
+    /// A new connection for every request (closed after its answer), to measure
+    /// connection setup (with --tls: the handshake).
+    #[arg(long)]
+    reconnect: bool,
     /// Keep-alive connections, one request in flight on each.
     #[arg(short = 'c', long, default_value_t = 64)]
     connections: usize,
@@ -103,17 +116,17 @@ struct Args {
     report_file: Option<PathBuf>,
 }
 
-/// `HOST:PORT` of `--host`.
-fn authority(host: &str) -> Result<String, String> {
-    if host.starts_with("https://") {
-        return Err(format!("{host}: only plain HTTP is supported"));
-    }
-    let rest = host.strip_prefix("http://").unwrap_or(host);
+/// `HOST:PORT` of `--host`, and whether it names HTTPS.
+fn authority(host: &str) -> Result<(String, bool), String> {
+    let (rest, https) = match host.strip_prefix("https://") {
+        Some(rest) => (rest, true),
+        None => (host.strip_prefix("http://").unwrap_or(host), false),
+    };
     let authority = rest.trim_end_matches('/');
     if authority.is_empty() || authority.contains('/') || !authority.contains(':') {
         return Err(format!("{host}: expected http://HOST:PORT"));
     }
-    Ok(authority.to_string())
+    Ok((authority.to_string(), https))
 }
 
 fn pad(mut content: String, bytes: usize) -> String {
@@ -176,6 +189,9 @@ impl Connection {
             .map_err(|e| Failure::Connect(e.to_string()))?;
         stream
             .set_nodelay(true)
+            .map_err(|e| Failure::Connect(e.to_string()))?;
+        let stream = tls::wrap(stream, tls::host_of(authority), tls::http1())
+            .await
             .map_err(|e| Failure::Connect(e.to_string()))?;
         let (sender, connection) = http1::handshake(TokioIo::new(stream))
             .await
@@ -240,6 +256,8 @@ impl Tally {
 /// What every connection shares.
 struct Plan {
     mode: Mode,
+    /// A new connection per request.
+    reconnect: bool,
     authority: String,
     /// Per key: the query path and the content it must read back (query), or the
     /// dataId (publish).
@@ -260,7 +278,10 @@ impl Plan {
         connection: usize,
         seq: u64,
     ) -> Result<Request<Full<Bytes>>, hyper::http::Error> {
-        let builder = Request::builder().header(HOST, self.authority.as_str());
+        let mut builder = Request::builder().header(HOST, self.authority.as_str());
+        if self.reconnect {
+            builder = builder.header(hyper::header::CONNECTION, "close");
+        }
         match self.mode {
             Mode::Query => builder
                 .method(Method::GET)
@@ -341,6 +362,9 @@ async fn drive(
             Err(e) => Err(Failure::Transport(format!("building the request: {e}"))),
         };
         tally.record(ms(sent.elapsed()), result);
+        if plan.reconnect {
+            connection.sender = None;
+        }
     }
     tally
 }
@@ -356,7 +380,15 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     let authority = match authority(&args.host) {
-        Ok(a) => a,
+        Ok((a, https)) => {
+            let mut tls_args = args.tls.clone();
+            tls_args.tls |= https;
+            if let Err(e) = tls_args.install() {
+                eprintln!("{e}");
+                return ExitCode::from(2);
+            }
+            a
+        }
         Err(e) => {
             eprintln!("--host {e}");
             return ExitCode::from(2);
@@ -403,7 +435,7 @@ async fn run(args: Args, authority: String) -> ExitCode {
             .iter()
             .map(|id| (id.clone(), seed_content(id, args.content_bytes)))
             .collect();
-        let base = match reqwest::Url::parse(&format!("http://{authority}/")) {
+        let base = match reqwest::Url::parse(&format!("{}://{authority}/", tls::scheme())) {
             Ok(url) => url,
             Err(e) => {
                 eprintln!("--host: {e}");
@@ -435,6 +467,7 @@ async fn run(args: Args, authority: String) -> ExitCode {
     }
     let plan = std::sync::Arc::new(Plan {
         mode: args.mode,
+        reconnect: args.reconnect,
         authority: authority.clone(),
         paths,
         expected,
@@ -531,6 +564,8 @@ async fn run(args: Args, authority: String) -> ExitCode {
             "label": label,
             "host": args.host,
             "mode": args.mode.name(),
+            "tls": tls::enabled(),
+            "reconnect": args.reconnect,
             "connections": args.connections,
             "connections_set_up": open,
             "connect_errors": connect_errors,
@@ -593,14 +628,20 @@ mod tests {
     fn hosts() {
         assert_eq!(
             authority("http://127.0.0.1:8848").unwrap(),
-            "127.0.0.1:8848"
+            ("127.0.0.1:8848".to_string(), false)
         );
         assert_eq!(
             authority("http://127.0.0.1:8848/").unwrap(),
-            "127.0.0.1:8848"
+            ("127.0.0.1:8848".to_string(), false)
         );
-        assert_eq!(authority("127.0.0.1:9").unwrap(), "127.0.0.1:9");
-        assert!(authority("https://127.0.0.1:8848").is_err());
+        assert_eq!(
+            authority("127.0.0.1:9").unwrap(),
+            ("127.0.0.1:9".to_string(), false)
+        );
+        assert_eq!(
+            authority("https://localhost:8848").unwrap(),
+            ("localhost:8848".to_string(), true)
+        );
         assert!(authority("http://127.0.0.1").is_err());
         assert!(authority("http://127.0.0.1:8848/nacos").is_err());
     }
@@ -608,6 +649,7 @@ mod tests {
     fn plan(mode: Mode) -> Plan {
         Plan {
             mode,
+            reconnect: false,
             authority: "127.0.0.1:8848".into(),
             paths: vec![nacos::query_path("k0", "G", "", None)],
             expected: vec![Bytes::from(seed_content("k0", 0))],

@@ -18,12 +18,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 
 use super::sys::connect_from;
 use super::Notified;
 use crate::nacos::{self, ListenEntry};
+use crate::tls::{self, Stream};
 
 /// The key every listener watches and the md5 of its newest content.
 #[derive(Debug)]
@@ -205,7 +205,7 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 
 /// Reads one reply; returns it with the instant its first bytes arrived.
 async fn read_reply(
-    stream: &mut TcpStream,
+    stream: &mut Stream,
     buf: &mut Vec<u8>,
     limit: Duration,
 ) -> Result<(Reply, Instant), String> {
@@ -238,11 +238,18 @@ pub struct Target {
     pub source: Option<IpAddr>,
 }
 
+/// A connection to `target`, over TLS when the process speaks it ([`crate::tls`]; the
+/// server's certificate must name the IP address).
+pub async fn connect(target: &Target) -> std::io::Result<Stream> {
+    let tcp = connect_from(target.source, target.addr).await?;
+    tls::wrap(tcp, &target.addr.ip().to_string(), tls::http1()).await
+}
+
 /// Polls until aborted: `stream` is the connection set up for it, `md5` the md5 the
 /// listener holds at first. Every reply naming the key goes to `events`.
 pub async fn run(
     target: Target,
-    stream: TcpStream,
+    stream: Stream,
     mut md5: String,
     shared: Arc<Shared>,
     events: mpsc::UnboundedSender<Notified>,
@@ -255,7 +262,7 @@ pub async fn run(
     loop {
         let mut s = match stream.take() {
             Some(s) => s,
-            None => match connect_from(target.source, target.addr).await {
+            None => match connect(&target).await {
                 Ok(s) => {
                     shared.stats.reconnects.fetch_add(1, Ordering::Relaxed);
                     s
