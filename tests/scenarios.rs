@@ -109,6 +109,19 @@
 //!   see: "not answered yet".
 //! * `await name... [within=20s] [sorted]`: waits (at most `within`, by
 //!   default [`AWAIT_BOUND`]) for the polls and prints their answers.
+//! * `grpc TYPE [key=value]...`: one Nacos gRPC request of class `TYPE`
+//!   (`ConfigPublishRequest`, `ConfigQueryRequest`, ...) on the script's
+//!   gRPC connection, opened at the first `grpc` as the SDKs open theirs
+//!   (tests/common/grpc.rs: server check, the stream with its setup,
+//!   registered). The pairs are the request's JSON fields, a value that
+//!   parses as JSON being that value (as the `json` option); `requestId`
+//!   and `headers` are added. Prints the answer's class and its JSON,
+//!   without the fields that are empty or `null` and without a
+//!   `requestId` that echoes the request's (Java Nacos leaves out what it
+//!   did not set; see `show_grpc`).
+//! * `pushes [within=1s]`: waits `within`, then prints what the server
+//!   pushed on the connection's stream since the last `pushes` (each one
+//!   acknowledged as the SDKs do), sorted, or `(none)`.
 //! * `stop`: SIGTERM to the node; waits (bounded) for it to exit and
 //!   prints its exit status.
 //!
@@ -136,7 +149,9 @@
 //! * `md5` fields equal to the md5 of the `content` of the same object →
 //!   `"<md5 of content>"`; a `Content-MD5` header equal to the md5 of the
 //!   body → `<md5 of body>`;
-//! * `accessToken` fields → `"<token>"`; an `Authorization: Bearer` header
+//! * `accessToken` fields → `"<token>"`; in gRPC answers and pushes,
+//!   `connectionId` → `"<connection id>"` and a pushed `requestId` →
+//!   `"<request id>"` (the server makes them up); an `Authorization: Bearer` header
 //!   holding the `accessToken` of the body → `Bearer <token>`; UUIDs
 //!   anywhere → `<uuid>`;
 //! * `Date`, `Expires` and `Last-Modified` headers holding an HTTP date
@@ -191,6 +206,7 @@ scenarios! {
     console_beta_promote,
     console_publish_conditions,
     core_server_cluster,
+    grpc_config,
     health,
     keys_any_script,
     keys_param_check,
@@ -391,6 +407,8 @@ struct Scenario {
     saved: HashMap<String, Value>,
     last_zip: Option<Vec<u8>>,
     polls: BTreeMap<String, JoinHandle<Result<Answer, String>>>,
+    /// The script's gRPC connection (`grpc`), opened at first use.
+    grpc: Option<common::grpc::GrpcClient>,
 }
 
 impl Scenario {
@@ -421,6 +439,7 @@ impl Scenario {
             saved: HashMap::new(),
             last_zip: None,
             polls: BTreeMap::new(),
+            grpc: None,
         }
     }
 
@@ -1081,6 +1100,86 @@ impl Scenario {
         Ok(out)
     }
 
+    // -- gRPC --
+
+    /// The gRPC port's `host:port`: the HTTP port + 1000 of the reference,
+    /// or the node's.
+    fn grpc_addr(&mut self) -> Result<String, Failure> {
+        let base = self.base()?;
+        if self.reference.is_some() {
+            let (host, port) = base
+                .trim_start_matches("http://")
+                .rsplit_once(':')
+                .ok_or("the reference URL names no port")?;
+            let port: u16 = port.parse()?;
+            return Ok(format!("{host}:{}", port + 1000));
+        }
+        let port = self.server.as_ref().ok_or("not started")?.grpc_port();
+        Ok(format!("127.0.0.1:{port}"))
+    }
+
+    fn grpc(&mut self, command: &goldenscript::Command) -> Result<String, Failure> {
+        let mut args = command.args.iter();
+        let Some(goldenscript::Argument::Positional(kind)) = args.next() else {
+            return Err("grpc TYPE [key=value]...".into());
+        };
+        let kind = kind.clone();
+        let mut body = serde_json::Map::new();
+        for arg in args {
+            let goldenscript::Argument::KeyValue(k, v) = arg else {
+                return Err(format!("expected key=value, got {arg}").into());
+            };
+            let v = self.expand(v)?;
+            let value = serde_json::from_str::<Value>(&v).unwrap_or(Value::String(v));
+            body.insert(self.expand(k)?, value);
+        }
+        if self.grpc.is_none() {
+            let addr = self.grpc_addr()?;
+            let client = self.rt.block_on(common::grpc::GrpcClient::connect(&addr))?;
+            self.grpc = Some(client);
+        }
+        let client = self.grpc.as_mut().ok_or("no connection")?;
+        let (sent_id, (answer_kind, answer)) =
+            self.rt.block_on(client.call(&kind, Value::Object(body)))?;
+        if self.reference.is_some() && !kind.contains("Query") && !kind.contains("Listen") {
+            std::thread::sleep(REFERENCE_SETTLE);
+        }
+        self.last_status = answer["resultCode"]
+            .as_u64()
+            .and_then(|c| u16::try_from(c).ok());
+        self.last_json = Some(answer.clone());
+        Ok(show_grpc(&answer_kind, &answer, Some(&sent_id)))
+    }
+
+    fn pushes(&mut self, command: &goldenscript::Command) -> Result<String, Failure> {
+        let mut args = command.consume_args();
+        let within = match args.take_key("within") {
+            Some(text) => parse_duration(text)?,
+            None => Duration::from_secs(1),
+        };
+        args.reject_next()?;
+        let client = self
+            .grpc
+            .as_ref()
+            .ok_or("no gRPC connection yet (`grpc` opens it)")?;
+        std::thread::sleep(within);
+        let mut shown: Vec<String> = client
+            .take_pushes()
+            .into_iter()
+            .map(|(kind, mut body)| {
+                if body.get("requestId").is_some() {
+                    body["requestId"] = Value::String("<request id>".into());
+                }
+                show_grpc(&kind, &body, None)
+            })
+            .collect();
+        shown.sort();
+        if shown.is_empty() {
+            return Ok("(none)\n".into());
+        }
+        Ok(shown.concat())
+    }
+
     fn stop(&mut self) -> Result<String, Failure> {
         if self.reference.is_some() {
             return Err("`stop` signals a Tacos node: not the reference server".into());
@@ -1208,12 +1307,51 @@ impl Scenario {
                 no_tags()?;
                 self.stop()
             }
+            "grpc" => {
+                no_tags()?;
+                self.grpc(command)
+            }
+            "pushes" => {
+                no_tags()?;
+                self.pushes(command)
+            }
             other => Err(format!("unknown command {other:?}").into()),
         }
     }
 }
 
 // ---- helpers --------------------------------------------------------------------
+
+/// A gRPC message: its class, then its masked JSON (on the same line when
+/// short, else pretty below). Top-level fields that are an empty string or
+/// `null` are left out: Java Nacos leaves out every field it did not set
+/// (Jackson's NON_NULL), Tacos sends each one, empty (its clients'
+/// decoders need them; docs/compat-diff.md), and clients read absent,
+/// `null` and `""` alike. `requestId` is left out when it echoes the
+/// request's (Java Nacos does not echo it).
+fn show_grpc(kind: &str, body: &Value, sent_id: Option<&str>) -> String {
+    let mut body = body.clone();
+    if let Value::Object(map) = &mut body {
+        map.retain(|key, value| {
+            let empty = value.is_null() || value.as_str() == Some("");
+            let echo = key == "requestId" && sent_id.is_some() && value.as_str() == sent_id;
+            !empty && !echo
+        });
+    }
+    if body.get("connectionId").is_some_and(Value::is_string) {
+        body["connectionId"] = Value::String("<connection id>".into());
+    }
+    let masked = mask_json(&body);
+    let compact = masked.to_string();
+    if compact.chars().count() <= SHORT_JSON {
+        format!("{kind} {compact}\n")
+    } else {
+        format!(
+            "{kind}\n{}\n",
+            serde_json::to_string_pretty(&masked).unwrap_or(compact)
+        )
+    }
+}
 
 async fn send(builder: reqwest::RequestBuilder) -> Result<Answer, reqwest::Error> {
     let response = builder.send().await?;

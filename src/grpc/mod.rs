@@ -198,11 +198,14 @@ pub async fn handle(
             config::batch_listen(app, &req, &client_ip, peer, &principal).await
         }
         "ConfigFuzzyWatchRequest" => config::fuzzy_watch(app, &req, peer, &principal).await,
-        other => payload::error(
-            &rid,
-            code::NO_HANDLER,
-            &format!("RequestHandler Not Found: {other:?}"),
-        ),
+        other => {
+            // Nacos' words; the class is in the log, not the answer.
+            tracing::debug!(
+                class = other,
+                "a gRPC request of a class Tacos has no handler for"
+            );
+            payload::error(&rid, code::NO_HANDLER, "RequestHandler Not Found")
+        }
     }
 }
 

@@ -16,6 +16,7 @@
 
 pub mod cluster;
 pub mod drivers;
+pub mod grpc;
 pub mod proxy;
 pub mod reference;
 pub mod tls;
