@@ -121,7 +121,8 @@
 //!   did not set; see `show_grpc`).
 //! * `pushes [within=1s]`: waits `within`, then prints what the server
 //!   pushed on the connection's stream since the last `pushes` (each one
-//!   acknowledged as the SDKs do), sorted, or `(none)`.
+//!   acknowledged as the SDKs do), sorted, or `(none)`; lists of objects
+//!   in them are sets (a sync's `contexts`) and print sorted.
 //! * `stop`: SIGTERM to the node; waits (bounded) for it to exit and
 //!   prints its exit status.
 //!
@@ -207,6 +208,7 @@ scenarios! {
     console_publish_conditions,
     core_server_cluster,
     grpc_config,
+    grpc_fuzzy_watch,
     health,
     keys_any_script,
     keys_param_check,
@@ -1170,6 +1172,7 @@ impl Scenario {
                 if body.get("requestId").is_some() {
                     body["requestId"] = Value::String("<request id>".into());
                 }
+                sort_object_lists(&mut body);
                 show_grpc(&kind, &body, None)
             })
             .collect();
@@ -1321,6 +1324,21 @@ impl Scenario {
 }
 
 // ---- helpers --------------------------------------------------------------------
+
+/// Sorts every list of objects in `value` (by their JSON): a push's lists
+/// are sets (a fuzzy watch sync's `contexts`), in no order a client relies on.
+fn sort_object_lists(value: &mut Value) {
+    match value {
+        Value::Array(items) => {
+            items.iter_mut().for_each(sort_object_lists);
+            if items.iter().all(Value::is_object) {
+                items.sort_by_key(|item| item.to_string());
+            }
+        }
+        Value::Object(map) => map.values_mut().for_each(sort_object_lists),
+        _ => {}
+    }
+}
 
 /// A gRPC message: its class, then its masked JSON (on the same line when
 /// short, else pretty below). Top-level fields that are an empty string or
