@@ -209,6 +209,7 @@ scenarios! {
     core_server_cluster,
     grpc_config,
     grpc_fuzzy_watch,
+    grpc_gray,
     health,
     keys_any_script,
     keys_param_check,
