@@ -77,20 +77,14 @@ pub fn allow_params(
     namespace_param: &str,
     access: Access,
 ) -> Result<(), Box<HttpResponse>> {
-    let any = |value: &str| {
-        if value.trim().is_empty() {
-            "*".to_string()
-        } else {
-            value.to_string()
-        }
-    };
-    allow(
-        principal,
-        params.str(namespace_param),
-        &any(params.str("group")),
-        &any(params.str("dataId")),
-        access,
-    )
+    principal
+        .require_named(
+            params.str(namespace_param),
+            params.str("group"),
+            params.str("dataId"),
+            access,
+        )
+        .map_err(|e| Box::new(guard::refusal(&e)))
 }
 
 /// [`allow`] on one config.

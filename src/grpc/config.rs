@@ -137,13 +137,7 @@ fn require_request(
     req: &Incoming,
     need: Access,
 ) -> Result<(), tacos_app::auth::AuthError> {
-    let any = |v: &str| if v.trim().is_empty() { "*" } else { v }.to_string();
-    principal.require(
-        req.str("tenant"),
-        &any(req.str("group")),
-        &any(req.str("dataId")),
-        need,
-    )
+    principal.require_named(req.str("tenant"), req.str("group"), req.str("dataId"), need)
 }
 
 /// `ConfigPublishRequest{dataId, group, tenant, content, casMd5, additionMap}`.

@@ -190,6 +190,21 @@ impl Principal {
         Err(self.refused(need, &resource.to_string()))
     }
 
+    /// [`require`](Self::require) on what a request names, as Nacos'
+    /// resource parsers read it (`ConfigHttpResourceParser`,
+    /// `ConfigGrpcResourceParser`): a blank group or dataId is `*`, every
+    /// group or every dataId. The one reading for every surface.
+    pub fn require_named(
+        &self,
+        namespace: &str,
+        group: &str,
+        data_id: &str,
+        need: Access,
+    ) -> Result<(), AuthError> {
+        let any = |v: &str| if v.trim().is_empty() { "*" } else { v }.to_string();
+        self.require(namespace, &any(group), &any(data_id), need)
+    }
+
     /// [`require`](Self::require) on one config.
     pub fn require_key(&self, key: &ConfigKey, need: Access) -> Result<(), AuthError> {
         self.require(&key.namespace, &key.group, &key.data_id, need)
