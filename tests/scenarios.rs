@@ -225,6 +225,7 @@ scenarios! {
     listener_views,
     listener_views_auth,
     listener_wake,
+    v1_auth_users,
     v1_bad_input,
     v1_beta,
     v1_cas,

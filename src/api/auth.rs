@@ -6,7 +6,7 @@
 //! | `GET /nacos/v1/auth/users` | admin | `pageNo`, `pageSize`, `username`, `search=accurate\|blur` → page of users (never a hash) |
 //! | `POST /nacos/v1/auth/users` | admin | `username`, `password`, `admin=true` (Tacos) |
 //! | `PUT /nacos/v1/auth/users` | login | `username`, `newPassword`: users change their own, admins anyone's; admins may also set `admin`, `enabled` |
-//! | `DELETE /nacos/v1/auth/users` | admin | `username` (the last admin cannot be removed) |
+//! | `DELETE /nacos/v1/auth/users` | admin | `username` (not an admin: 400 `cannot delete admin`; demote it first) |
 //! | `GET /tacos/v1/auth/me` | login | who the caller is |
 //! | `GET /tacos/v1/auth/permissions` | admin | `username` → that user's permissions: namespace (or `NS:GROUP:config/DATAID` for a narrower grant) → action |
 //! | `POST /tacos/v1/auth/permissions` | admin | `username`, `namespace` (`*` = all), `group`, `dataId` (patterns, `*` when absent), `action=r\|w\|rw` |
@@ -48,9 +48,11 @@ pub(super) fn bad_request(error: InvalidInput) -> HttpResponse {
     v1_error(StatusCode::BAD_REQUEST, error)
 }
 
-/// Nacos' `RestResult` for user writes.
-fn rest_ok(message: &str) -> HttpResponse {
-    render::rest_ok(Some(message), serde_json::Value::Null)
+/// Nacos' `RestResult` for user, role and permission writes:
+/// `RestResultUtils.success("create user ok!")` puts the text in `data`,
+/// `message` stays `null`.
+fn rest_ok(text: &str) -> HttpResponse {
+    render::rest_ok(None, text)
 }
 
 pub(super) fn write_result(result: Result<(), ServiceError>, message: &str) -> HttpResponse {

@@ -58,7 +58,7 @@ pub fn status_of(error: &ServiceError) -> StatusCode {
         ServiceError::Rejected(
             ApplyError::UserExists(_) | ApplyError::LastAdmin(_) | ApplyError::RoleBound { .. },
         ) => StatusCode::CONFLICT,
-        ServiceError::Rejected(_) => StatusCode::BAD_REQUEST,
+        ServiceError::Rejected(_) | ServiceError::AdminNotDeletable(_) => StatusCode::BAD_REQUEST,
         ServiceError::Write(
             RouteError::NoLeader
             | RouteError::NotLeader { .. }
@@ -103,7 +103,9 @@ pub fn v2_service_error(error: &ServiceError) -> HttpResponse {
         ServiceError::Invalid(InvalidInput::Namespace | InvalidInput::NamespaceTooLong) => {
             (20001, "'tenant' parameter error")
         }
-        ServiceError::Invalid(_) => (20002, "parameter validate error"),
+        ServiceError::Invalid(_) | ServiceError::AdminNotDeletable(_) => {
+            (20002, "parameter validate error")
+        }
         ServiceError::Rejected(ApplyError::NamespaceNotFound(_)) => {
             (20001, "'tenant' parameter error")
         }

@@ -124,7 +124,7 @@ fn write_failure(error: &ServiceError) -> (i32, String) {
     let code = match error {
         ServiceError::Invalid(invalid) => return (code::INVALID_PARAM, invalid_message(invalid)),
         ServiceError::Rejected(ApplyError::CasMismatch) => code::SERVER_ERROR,
-        ServiceError::Rejected(_) => code::INVALID_PARAM,
+        ServiceError::Rejected(_) | ServiceError::AdminNotDeletable(_) => code::INVALID_PARAM,
         ServiceError::Write(_) | ServiceError::Internal(_) => code::SERVER_ERROR,
     };
     (code, error.to_string())

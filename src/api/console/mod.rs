@@ -262,7 +262,9 @@ impl ResponseError for ConsoleError {
                     | ApplyError::UserNotFound(_)
                     | ApplyError::GrayNotFound(_),
                 ) => StatusCode::NOT_FOUND,
-                ServiceError::Rejected(_) => StatusCode::BAD_REQUEST,
+                ServiceError::Rejected(_) | ServiceError::AdminNotDeletable(_) => {
+                    StatusCode::BAD_REQUEST
+                }
                 ServiceError::Write(RouteError::Stopped(_)) | ServiceError::Internal(_) => {
                     StatusCode::INTERNAL_SERVER_ERROR
                 }

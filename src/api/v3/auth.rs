@@ -86,7 +86,9 @@ fn illegal(message: impl std::fmt::Display) -> Refusal {
 /// arguments; no leader and internal failures with their status.
 fn write_refused(error: &ServiceError) -> Refusal {
     match error {
-        ServiceError::Invalid(_) | ServiceError::Rejected(_) => illegal(error),
+        ServiceError::Invalid(_)
+        | ServiceError::Rejected(_)
+        | ServiceError::AdminNotDeletable(_) => illegal(error),
         other => super::service_error(other).into(),
     }
 }
@@ -151,9 +153,6 @@ pub async fn delete_user(call: FormCall) -> Answer {
         req,
     }) = call;
     let username = required_string(&params, "username")?;
-    if app.service.state().user(username).is_some_and(|u| u.admin) {
-        return Err(illegal(format!("cannot delete admin: {username}")));
-    }
     let caller = principal.caller("", client_ip(&req));
     done(
         app.auth.remove_user(username, &caller).await,

@@ -313,7 +313,9 @@ fn service_error(error: &ServiceError) -> HttpResponse {
         ServiceError::Rejected(ApplyError::NamespaceNotEmpty(..)) => {
             fail(status, RESOURCE_CONFLICT, error)
         }
-        ServiceError::Rejected(_) => fail(status, PARAMETER_VALIDATE_ERROR, error),
+        ServiceError::Rejected(_) | ServiceError::AdminNotDeletable(_) => {
+            fail(status, PARAMETER_VALIDATE_ERROR, error)
+        }
         ServiceError::Write(_) | ServiceError::Internal(_) => fail(status, SERVER_ERROR, error),
     }
 }

@@ -46,6 +46,10 @@ pub enum ServiceError {
     Invalid(#[from] InvalidInput),
     #[error(transparent)]
     Rejected(#[from] ApplyError),
+    /// Nacos' rule on every surface: an admin is not deleted (take its
+    /// admin flag away first); the last enabled admin is kept by apply too.
+    #[error("cannot delete admin: {0}")]
+    AdminNotDeletable(String),
     #[error(transparent)]
     Write(#[from] RouteError),
     #[error("internal error: {0}")]
