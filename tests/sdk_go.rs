@@ -28,7 +28,6 @@ use std::time::{Duration, Instant};
 use common::cluster::{Cluster, GROUP};
 use common::tls::Pki;
 use common::{free_port, NacosApi, Server};
-use tacos::grpc::pb::request_client::RequestClient;
 
 /// Bound on one driver run (its cases wait 20 s at most for a listener).
 const RUN_LIMIT: Duration = Duration::from_secs(100);
@@ -311,7 +310,7 @@ async fn go_sdk_with_open_api_auth() {
 #[tokio::test(flavor = "multi_thread")]
 async fn go_sdk_over_tls_with_login() {
     let pki = Pki::new();
-    let ca = path_arg(&pki.ca());
+    let ca = common::tls::path_arg(&pki.ca());
     run_tls_cases(pki.server_args(), &["-tls-ca", &ca]).await;
 }
 
@@ -321,7 +320,7 @@ async fn go_sdk_over_tls_with_login() {
 #[tokio::test(flavor = "multi_thread")]
 async fn go_sdk_over_mutual_tls_with_login() {
     let pki = Pki::new();
-    let files = ["ca.crt", "client.crt", "client.key"].map(|f| path_arg(&pki.path(f)));
+    let files = ["ca.crt", "client.crt", "client.key"].map(|f| common::tls::path_arg(&pki.path(f)));
     run_tls_cases(
         pki.mutual_args(),
         &[
@@ -350,7 +349,7 @@ async fn run_tls_cases(mut server_args: Vec<String>, tls: &[&str]) {
     ]);
     let server_args: Vec<&str> = server_args.iter().map(String::as_str).collect();
     let server = Server::start_with_args(&tmp, &server_args).await;
-    assert_plaintext_refused(server.port(), grpc_port).await;
+    common::tls::assert_plaintext_refused(server.port(), Some(grpc_port)).await;
     let addr = format!("127.0.0.1:{}:{grpc_port}", server.port());
     let work = dir_arg(&tmp);
     let mut args = vec![
@@ -370,52 +369,6 @@ async fn run_tls_cases(mut server_args: Vec<String>, tls: &[&str]) {
     ];
     args.extend_from_slice(tls);
     run_cases(&args, tmp.path()).await;
-}
-
-fn path_arg(path: &Path) -> String {
-    path.to_str().expect("utf-8 path").to_string()
-}
-
-/// Fails unless plaintext is refused: an HTTP/1.1 request to `http_port`
-/// and a gRPC call (HTTP/2 without TLS, a `ServerCheckRequest`) to
-/// `grpc_port`. Without this a client that silently fell back to
-/// plaintext would pass against a server that spoke both.
-async fn assert_plaintext_refused(http_port: u16, grpc_port: u16) {
-    let plain = reqwest::Client::builder()
-        .no_proxy()
-        .timeout(Duration::from_secs(5))
-        .build()
-        .unwrap();
-    let reply = plain
-        .get(format!("http://127.0.0.1:{http_port}/health"))
-        .send()
-        .await;
-    assert!(
-        reply.is_err(),
-        "plaintext HTTP to the TLS port {http_port} was answered: {reply:?}"
-    );
-    let answer = tokio::time::timeout(Duration::from_secs(10), async {
-        let endpoint =
-            tonic::transport::Endpoint::from_shared(format!("http://127.0.0.1:{grpc_port}"))
-                .unwrap()
-                .connect_timeout(Duration::from_secs(5));
-        let channel = endpoint.connect().await.map_err(|e| format!("{e:?}"))?;
-        let payload = common::grpc_payload(
-            "ServerCheckRequest",
-            "127.0.0.1",
-            &serde_json::json!({"headers": {}, "requestId": "1"}),
-        );
-        RequestClient::new(channel)
-            .request(payload)
-            .await
-            .map(|_| ())
-            .map_err(|e| format!("{e:?}"))
-    })
-    .await;
-    assert!(
-        !matches!(answer, Ok(Ok(()))),
-        "plaintext gRPC to the TLS port {grpc_port} was answered"
-    );
 }
 
 /// After a read, every server stops; the SDK's cache dir still answers.

@@ -36,7 +36,6 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 use common::drivers::{java_driver, java_driver_classpath, JavaClient};
 use common::tls::Pki;
 use common::{free_port, free_port_pair, Server, ADMIN_PASSWORD, ADMIN_USER, SDK_GRPC_OFFSET};
-use tacos::grpc::pb::request_client::RequestClient;
 
 /// Bound on one `cases` run of the driver.
 const CASES_LIMIT: Duration = Duration::from_secs(150);
@@ -376,7 +375,8 @@ async fn run_tls(generation: JavaClient, mutual: bool) {
         server_args.push("--open-api-auth".into());
     }
     let server = start_on_pair(&tmp, &server_args).await;
-    assert_plaintext_refused(server.port(), server.port() + SDK_GRPC_OFFSET).await;
+    common::tls::assert_plaintext_refused(server.port(), Some(server.port() + SDK_GRPC_OFFSET))
+        .await;
     let addr = format!("127.0.0.1:{}", server.port());
     let [ca, cert, key] =
         ["ca.crt", "client.crt", "client.key"].map(|f| pki.path(f).display().to_string());
@@ -411,48 +411,6 @@ async fn run_tls(generation: JavaClient, mutual: bool) {
             "step {step} did not run:\n{out}"
         );
     }
-}
-
-/// Fails unless plaintext is refused: an HTTP/1.1 request to `http_port`
-/// and a gRPC call (HTTP/2 without TLS, a `ServerCheckRequest`) to
-/// `grpc_port`. Without this a client that silently fell back to
-/// plaintext would pass against a server that spoke both.
-async fn assert_plaintext_refused(http_port: u16, grpc_port: u16) {
-    let plain = reqwest::Client::builder()
-        .no_proxy()
-        .timeout(Duration::from_secs(5))
-        .build()
-        .unwrap();
-    let reply = plain
-        .get(format!("http://127.0.0.1:{http_port}/health"))
-        .send()
-        .await;
-    assert!(
-        reply.is_err(),
-        "plaintext HTTP to the TLS port {http_port} was answered: {reply:?}"
-    );
-    let answer = tokio::time::timeout(Duration::from_secs(10), async {
-        let endpoint =
-            tonic::transport::Endpoint::from_shared(format!("http://127.0.0.1:{grpc_port}"))
-                .unwrap()
-                .connect_timeout(Duration::from_secs(5));
-        let channel = endpoint.connect().await.map_err(|e| format!("{e:?}"))?;
-        let payload = common::grpc_payload(
-            "ServerCheckRequest",
-            "127.0.0.1",
-            &serde_json::json!({"headers": {}, "requestId": "1"}),
-        );
-        RequestClient::new(channel)
-            .request(payload)
-            .await
-            .map(|_| ())
-            .map_err(|e| format!("{e:?}"))
-    })
-    .await;
-    assert!(
-        !matches!(answer, Ok(Ok(()))),
-        "plaintext gRPC to the TLS port {grpc_port} was answered"
-    );
 }
 
 // ---- SIGTERM of the client's node ------------------------------------------

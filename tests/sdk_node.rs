@@ -70,7 +70,7 @@ async fn run(server_args: &[&str], script_args: &[&str]) {
     let script = sdk_dir.join("node_http_client.js");
     let tls = server_args.contains(&"--cert-file");
     if tls {
-        assert_plaintext_refused(server.port()).await;
+        common::tls::assert_plaintext_refused(server.port(), None).await;
     }
     let scheme = if tls { "https" } else { "http" };
     let addr = format!("{scheme}://127.0.0.1:{}", server.port());
@@ -82,23 +82,5 @@ async fn run(server_args: &[&str], script_args: &[&str]) {
     assert!(
         ok && stdout.contains("all ok"),
         "node SDK run failed:\n{stdout}\n{stderr}"
-    );
-}
-
-/// Fails unless a plaintext HTTP request to `port` fails: the run can then
-/// only have passed over TLS.
-async fn assert_plaintext_refused(port: u16) {
-    let plain = reqwest::Client::builder()
-        .no_proxy()
-        .timeout(Duration::from_secs(5))
-        .build()
-        .unwrap();
-    let reply = plain
-        .get(format!("http://127.0.0.1:{port}/health"))
-        .send()
-        .await;
-    assert!(
-        reply.is_err(),
-        "plaintext HTTP to the TLS port {port} was answered: {reply:?}"
     );
 }

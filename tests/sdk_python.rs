@@ -11,7 +11,6 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::tls::Pki;
-use tacos::grpc::pb::request_client::RequestClient;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn python_sdk_http_client_publishes_reads_and_watches() {
@@ -74,7 +73,7 @@ async fn python_sdk_http_client_over_https() {
     let server_args: Vec<&str> = server_args.iter().map(String::as_str).collect();
     let tmp = tempfile::tempdir().unwrap();
     let server = common::Server::start_with_args(&tmp, &server_args).await;
-    assert_plaintext_refused(server.port(), None).await;
+    common::tls::assert_plaintext_refused(server.port(), None).await;
     let script = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/tests/sdk/python_http_client.py"
@@ -132,7 +131,7 @@ async fn run_grpc_tls(pki: &Pki, mut server_args: Vec<String>, login: bool) {
     let server_args: Vec<&str> = server_args.iter().map(String::as_str).collect();
     let tmp = tempfile::tempdir().unwrap();
     let server = common::Server::start_with_args(&tmp, &server_args).await;
-    assert_plaintext_refused(server.port(), Some(grpc_port)).await;
+    common::tls::assert_plaintext_refused(server.port(), Some(grpc_port)).await;
     let addr = format!("https://127.0.0.1:{}", server.port());
     let grpc = grpc_port.to_string();
     let paths = ["ca.crt", "client.crt", "client.key"]
@@ -160,48 +159,4 @@ async fn run_grpc_tls(pki: &Pki, mut server_args: Vec<String>, login: bool) {
         "python 3.x SDK run over TLS failed:\n{stdout}\n{stderr}\n---- tacos log (tail) ----\n{}",
         common::cluster::tail(&server.log(), 40)
     );
-}
-
-/// Fails unless plaintext is refused: an HTTP/1.1 request to `http_port`
-/// and a gRPC call (HTTP/2 without TLS, a `ServerCheckRequest`) to
-/// `grpc_port`. Without this a client that silently fell back to
-/// plaintext would pass against a server that spoke both.
-async fn assert_plaintext_refused(http_port: u16, grpc_port: Option<u16>) {
-    let plain = reqwest::Client::builder()
-        .no_proxy()
-        .timeout(Duration::from_secs(5))
-        .build()
-        .unwrap();
-    let reply = plain
-        .get(format!("http://127.0.0.1:{http_port}/health"))
-        .send()
-        .await;
-    assert!(
-        reply.is_err(),
-        "plaintext HTTP to the TLS port {http_port} was answered: {reply:?}"
-    );
-    if let Some(grpc_port) = grpc_port {
-        let answer = tokio::time::timeout(Duration::from_secs(10), async {
-            let endpoint =
-                tonic::transport::Endpoint::from_shared(format!("http://127.0.0.1:{grpc_port}"))
-                    .unwrap()
-                    .connect_timeout(Duration::from_secs(5));
-            let channel = endpoint.connect().await.map_err(|e| format!("{e:?}"))?;
-            let payload = common::grpc_payload(
-                "ServerCheckRequest",
-                "127.0.0.1",
-                &serde_json::json!({"headers": {}, "requestId": "1"}),
-            );
-            RequestClient::new(channel)
-                .request(payload)
-                .await
-                .map(|_| ())
-                .map_err(|e| format!("{e:?}"))
-        })
-        .await;
-        assert!(
-            !matches!(answer, Ok(Ok(()))),
-            "plaintext gRPC to the TLS port {grpc_port} was answered"
-        );
-    }
 }

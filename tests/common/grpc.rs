@@ -10,7 +10,6 @@
 //! stream (a push: `ConfigChangeNotifyRequest`, ...) is kept for
 //! [`GrpcClient::take_pushes`] and acknowledged at once, as the SDKs do.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -19,7 +18,7 @@ use futures::StreamExt;
 use serde_json::{json, Value};
 use tacos::grpc::pb::bi_request_stream_client::BiRequestStreamClient;
 use tacos::grpc::pb::request_client::RequestClient;
-use tacos::grpc::pb::{Metadata, Payload};
+use tacos::grpc::pb::Payload;
 use tonic::transport::{Channel, Endpoint};
 
 /// Bound on connecting, and on one call.
@@ -37,19 +36,9 @@ pub struct GrpcClient {
     next_id: u64,
 }
 
-/// A payload of class `kind` with a JSON `body`.
-pub fn payload(kind: &str, body: &Value) -> Payload {
-    Payload {
-        metadata: Some(Metadata {
-            r#type: kind.to_string(),
-            client_ip: "127.0.0.1".to_string(),
-            headers: HashMap::new(),
-        }),
-        body: Some(prost_types::Any {
-            type_url: String::new(),
-            value: serde_json::to_vec(body).expect("JSON"),
-        }),
-    }
+/// A payload of class `kind` with a JSON `body`, from 127.0.0.1.
+fn payload(kind: &str, body: &Value) -> Payload {
+    super::grpc_payload(kind, "127.0.0.1", body)
 }
 
 /// The class and JSON body of a payload.

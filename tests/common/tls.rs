@@ -179,7 +179,8 @@ impl Default for Pki {
     }
 }
 
-fn path_arg(p: &Path) -> String {
+/// A path as a command-line argument.
+pub fn path_arg(p: &Path) -> String {
     p.to_str().expect("utf-8 path").to_string()
 }
 
@@ -218,4 +219,50 @@ fn days_from_now(days: i64) -> time::OffsetDateTime {
         .expect("clock")
         .as_secs() as i64;
     time::OffsetDateTime::from_unix_timestamp(now + days * 86_400).expect("time")
+}
+
+/// Fails unless plaintext is refused on a TLS server: an HTTP/1.1 request
+/// to `http_port` and, when given, a gRPC call (HTTP/2 without TLS, a
+/// `ServerCheckRequest`) to `grpc_port`. Without this a client that
+/// silently fell back to plaintext would pass against a server that spoke
+/// both.
+pub async fn assert_plaintext_refused(http_port: u16, grpc_port: Option<u16>) {
+    let plain = reqwest::Client::builder()
+        .no_proxy()
+        .timeout(Duration::from_secs(5))
+        .build()
+        .expect("client");
+    let reply = plain
+        .get(format!("http://127.0.0.1:{http_port}/health"))
+        .send()
+        .await;
+    assert!(
+        reply.is_err(),
+        "plaintext HTTP to the TLS port {http_port} was answered: {reply:?}"
+    );
+    let Some(grpc_port) = grpc_port else {
+        return;
+    };
+    let answer = tokio::time::timeout(Duration::from_secs(10), async {
+        let endpoint =
+            tonic::transport::Endpoint::from_shared(format!("http://127.0.0.1:{grpc_port}"))
+                .expect("endpoint")
+                .connect_timeout(Duration::from_secs(5));
+        let channel = endpoint.connect().await.map_err(|e| format!("{e:?}"))?;
+        let payload = super::grpc_payload(
+            "ServerCheckRequest",
+            "127.0.0.1",
+            &serde_json::json!({"headers": {}, "requestId": "1"}),
+        );
+        tacos::grpc::pb::request_client::RequestClient::new(channel)
+            .request(payload)
+            .await
+            .map(|_| ())
+            .map_err(|e| format!("{e:?}"))
+    })
+    .await;
+    assert!(
+        !matches!(answer, Ok(Ok(()))),
+        "plaintext gRPC to the TLS port {grpc_port} was answered"
+    );
 }
