@@ -99,7 +99,8 @@ fn server_check() -> Payload {
     }
 }
 
-/// Sends [`server_check`] over TLS (trusting `ca`) and returns the answer.
+/// Sends [`server_check`] over TLS (trusting `ca`, presenting `identity`
+/// when given) and returns the answer.
 async fn grpc_check_over_tls(
     port: u16,
     ca: &std::path::Path,
@@ -108,30 +109,25 @@ async fn grpc_check_over_tls(
     let roots = tacos_tls::load_roots(ca).unwrap();
     let config = tacos_tls::client_config(roots, identity, &[b"h2"]).unwrap();
     let connector = tacos_tls::TlsConnector::new(Arc::new(config), None);
-    let channel = Endpoint::from_shared(format!("http://localhost:{port}"))
+    let endpoint = Endpoint::from_shared(format!("http://localhost:{port}"))
         .unwrap()
-        .connect_timeout(REFUSAL_BOUND)
-        .connect_with_connector(connector)
-        .await
-        .map_err(|e| format!("{e:?}"))?;
-    let reply = tokio::time::timeout(
-        REFUSAL_BOUND,
-        RequestClient::new(channel).request(server_check()),
-    )
-    .await
-    .map_err(|_| "timed out".to_string())?
-    .map_err(|s| format!("{s:?}"))?;
-    let body = reply.into_inner().body.unwrap().value;
-    Ok(serde_json::from_slice(&body).unwrap())
+        .connect_timeout(REFUSAL_BOUND);
+    let channel = endpoint.connect_with_connector(connector).await;
+    grpc_check(channel).await
 }
 
+/// Sends [`server_check`] in plaintext and returns the answer.
 async fn grpc_check_plain(port: u16) -> Result<Value, String> {
-    let channel = Endpoint::from_shared(format!("http://127.0.0.1:{port}"))
+    let endpoint = Endpoint::from_shared(format!("http://127.0.0.1:{port}"))
         .unwrap()
-        .connect_timeout(REFUSAL_BOUND)
-        .connect()
-        .await
-        .map_err(|e| format!("{e:?}"))?;
+        .connect_timeout(REFUSAL_BOUND);
+    grpc_check(endpoint.connect().await).await
+}
+
+async fn grpc_check(
+    channel: Result<tonic::transport::Channel, tonic::transport::Error>,
+) -> Result<Value, String> {
+    let channel = channel.map_err(|e| format!("{e:?}"))?;
     let reply = tokio::time::timeout(
         REFUSAL_BOUND,
         RequestClient::new(channel).request(server_check()),
@@ -139,7 +135,8 @@ async fn grpc_check_plain(port: u16) -> Result<Value, String> {
     .await
     .map_err(|_| "timed out".to_string())?
     .map_err(|s| format!("{s:?}"))?;
-    Ok(serde_json::from_slice(&reply.into_inner().body.unwrap().value).unwrap())
+    let body = reply.into_inner().body.ok_or("an answer without a body")?;
+    serde_json::from_slice(&body.value).map_err(|e| e.to_string())
 }
 
 #[tokio::test]
