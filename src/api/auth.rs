@@ -58,6 +58,7 @@ fn rest_ok(text: &str) -> HttpResponse {
 pub(super) fn write_result(result: Result<(), ServiceError>, message: &str) -> HttpResponse {
     match result {
         Ok(()) => rest_ok(message),
+        Err(ServiceError::Denied(e)) => refusal(&e),
         Err(e) => v1_service_error(&e),
     }
 }
@@ -209,16 +210,16 @@ async fn update_user(
         Ok(f) => f,
         Err(e) => return bad_request(e),
     };
-    let own = principal.name() == username;
-    if !principal.is_admin() && (!own || admin.is_some() || enabled.is_some()) {
-        return refusal(&AuthError::Forbidden(
-            "only admins change other users, admin rights or enabled".into(),
-        ));
-    }
-    let caller = principal.caller("", client_ip(&req));
     write_result(
         app.auth
-            .update_user(username, new_password, admin, enabled, &caller)
+            .update_user(
+                &principal,
+                username,
+                new_password,
+                admin,
+                enabled,
+                &client_ip(&req),
+            )
             .await,
         "update user ok!",
     )

@@ -59,6 +59,7 @@ pub fn status_of(error: &ServiceError) -> StatusCode {
             ApplyError::UserExists(_) | ApplyError::LastAdmin(_) | ApplyError::RoleBound { .. },
         ) => StatusCode::CONFLICT,
         ServiceError::Rejected(_) | ServiceError::AdminNotDeletable(_) => StatusCode::BAD_REQUEST,
+        ServiceError::Denied(e) => super::guard::refusal_status(e),
         ServiceError::Write(
             RouteError::NoLeader
             | RouteError::NotLeader { .. }
@@ -106,6 +107,7 @@ pub fn v2_service_error(error: &ServiceError) -> HttpResponse {
         ServiceError::Invalid(_) | ServiceError::AdminNotDeletable(_) => {
             (20002, "parameter validate error")
         }
+        ServiceError::Denied(_) => (10001, "access denied"),
         ServiceError::Rejected(ApplyError::NamespaceNotFound(_)) => {
             (20001, "'tenant' parameter error")
         }

@@ -125,6 +125,7 @@ fn write_failure(error: &ServiceError) -> (i32, String) {
         ServiceError::Invalid(invalid) => return (code::INVALID_PARAM, invalid_message(invalid)),
         ServiceError::Rejected(ApplyError::CasMismatch) => code::SERVER_ERROR,
         ServiceError::Rejected(_) | ServiceError::AdminNotDeletable(_) => code::INVALID_PARAM,
+        ServiceError::Denied(_) => code::NO_RIGHT,
         ServiceError::Write(_) | ServiceError::Internal(_) => code::SERVER_ERROR,
     };
     (code, error.to_string())

@@ -265,6 +265,7 @@ impl ResponseError for ConsoleError {
                 ServiceError::Rejected(_) | ServiceError::AdminNotDeletable(_) => {
                     StatusCode::BAD_REQUEST
                 }
+                ServiceError::Denied(e) => crate::api::guard::refusal_status(e),
                 ServiceError::Write(RouteError::Stopped(_)) | ServiceError::Internal(_) => {
                     StatusCode::INTERNAL_SERVER_ERROR
                 }

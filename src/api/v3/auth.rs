@@ -89,6 +89,7 @@ fn write_refused(error: &ServiceError) -> Refusal {
         ServiceError::Invalid(_)
         | ServiceError::Rejected(_)
         | ServiceError::AdminNotDeletable(_) => illegal(error),
+        ServiceError::Denied(e) => refusal(e).into(),
         other => super::service_error(other).into(),
     }
 }
@@ -172,19 +173,19 @@ pub async fn update_user(call: FormCall) -> Answer {
     }) = call;
     let username = required_string(&params, "username")?;
     let new_password = required_string(&params, "newPassword")?;
-    if !principal.is_admin() && principal.name() != username {
-        return Err(refusal(&AuthError::Forbidden(
-            "only admins change other users' passwords".into(),
-        ))
-        .into());
-    }
-    if app.service.state().user(username).is_none() {
+    if principal.is_admin() && app.service.state().user(username).is_none() {
         return Err(illegal(format!("user {username} not exist!")));
     }
-    let caller = principal.caller("", client_ip(&req));
     done(
         app.auth
-            .update_user(username, Some(new_password), None, None, &caller)
+            .update_user(
+                &principal,
+                username,
+                Some(new_password),
+                None,
+                None,
+                &client_ip(&req),
+            )
             .await,
         "update user ok!",
     )

@@ -316,6 +316,7 @@ fn service_error(error: &ServiceError) -> HttpResponse {
         ServiceError::Rejected(_) | ServiceError::AdminNotDeletable(_) => {
             fail(status, PARAMETER_VALIDATE_ERROR, error)
         }
+        ServiceError::Denied(_) => fail(status, ACCESS_DENIED, error),
         ServiceError::Write(_) | ServiceError::Internal(_) => fail(status, SERVER_ERROR, error),
     }
 }

@@ -6,7 +6,7 @@ use tacos_core::validate::{InvalidInput, MAX_DATA_ID_LEN, MAX_GROUP_LEN};
 use tacos_core::{now_ms, Op};
 use tacos_state::{Access, Resource, ALL_NAMESPACES};
 
-use super::{check_role, check_username, Auth};
+use super::{check_role, check_username, Auth, AuthError, Principal};
 use crate::service::{Caller, ServiceError};
 
 impl Auth {
@@ -44,14 +44,30 @@ impl Auth {
     }
 
     /// Changes what is `Some`: the password, the admin flag, enabled.
+    /// Users change their own password; only admins change other users,
+    /// admin rights or enabled (one rule for v1, v3 and the console).
     pub async fn update_user(
         &self,
+        by: &Principal,
         username: &str,
         new_password: Option<&str>,
         admin: Option<bool>,
         enabled: Option<bool>,
-        caller: &Caller,
+        client_ip: &str,
     ) -> Result<(), ServiceError> {
+        if !by.is_admin() {
+            if by.name() != username {
+                return Err(ServiceError::Denied(AuthError::Forbidden(
+                    "only admins change other users' passwords".into(),
+                )));
+            }
+            if admin.is_some() || enabled.is_some() {
+                return Err(ServiceError::Denied(AuthError::Forbidden(
+                    "only admins change admin rights or enabled".into(),
+                )));
+            }
+        }
+        let caller = &by.caller("", client_ip.to_string());
         check_username(username)?;
         let password_hash = match new_password {
             Some(password) => Some(self.hash_new(password).await?),

@@ -50,6 +50,9 @@ pub enum ServiceError {
     /// admin flag away first); the last enabled admin is kept by apply too.
     #[error("cannot delete admin: {0}")]
     AdminNotDeletable(String),
+    /// The caller may not do this (a use case that decides who may).
+    #[error(transparent)]
+    Denied(crate::auth::AuthError),
     #[error(transparent)]
     Write(#[from] RouteError),
     #[error("internal error: {0}")]
