@@ -118,7 +118,10 @@ pub fn roots(cacert: Option<&Path>) -> Result<RootCertStore, String> {
     Ok(roots)
 }
 
-/// A client config on ring trusting `roots`, offering `alpn`.
+/// A client config on ring trusting `roots`, offering `alpn`. Session resumption is
+/// off: every new connection makes a full handshake (certificate checked, fresh key
+/// exchange), as a client process that just started does, so `http_config --reconnect`
+/// measures the worst case.
 pub fn client_config(roots: RootCertStore, alpn: &[&[u8]]) -> ClientConfig {
     let mut config =
         ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
@@ -127,6 +130,7 @@ pub fn client_config(roots: RootCertStore, alpn: &[&[u8]]) -> ClientConfig {
             .with_root_certificates(roots)
             .with_no_client_auth();
     config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    config.resumption = rustls::client::Resumption::disabled();
     config
 }
 
