@@ -161,23 +161,11 @@ pub struct Settings {
     /// PEM certificate: the leaf first, then its intermediates. With
     /// --key-file. A rotated pair is picked up without a restart (the files
     /// are checked every 10 s, and reread on SIGHUP). See docs/security.md.
-    #[arg(
-        long,
-        global = true,
-        env = "TACOS_CERT_FILE",
-        value_name = "FILE",
-        requires = "key_file"
-    )]
+    #[arg(long, global = true, env = "TACOS_CERT_FILE", value_name = "FILE")]
     pub cert_file: Option<PathBuf>,
 
     /// The PEM private key of --cert-file (PKCS#8, RSA or EC).
-    #[arg(
-        long,
-        global = true,
-        env = "TACOS_KEY_FILE",
-        value_name = "FILE",
-        requires = "cert_file"
-    )]
+    #[arg(long, global = true, env = "TACOS_KEY_FILE", value_name = "FILE")]
     pub key_file: Option<PathBuf>,
 
     /// With --client-cert-auth: PEM file of the CA(s) client certificates
@@ -186,32 +174,21 @@ pub struct Settings {
         long,
         global = true,
         env = "TACOS_TRUSTED_CA_FILE",
-        value_name = "FILE",
-        requires = "cert_file"
+        value_name = "FILE"
     )]
     pub trusted_ca_file: Option<PathBuf>,
 
     /// Require a client certificate signed by --trusted-ca-file on the
     /// client ports (mutual TLS); clients without one are refused in the
     /// handshake.
-    #[arg(
-        long,
-        global = true,
-        env = "TACOS_CLIENT_CERT_AUTH",
-        requires = "trusted_ca_file"
-    )]
+    #[arg(long, global = true, env = "TACOS_CLIENT_CERT_AUTH")]
     pub client_cert_auth: bool,
 
     /// With --cert-file: also accept plaintext gRPC clients on the gRPC
     /// port while they move over to TLS (as Nacos'
     /// `nacos.remote.server.rpc.tls.compatibility`, which is on there by
     /// default). Off: a plaintext client is refused at once.
-    #[arg(
-        long,
-        global = true,
-        env = "TACOS_GRPC_TLS_COMPATIBILITY",
-        requires = "cert_file"
-    )]
+    #[arg(long, global = true, env = "TACOS_GRPC_TLS_COMPATIBILITY")]
     pub grpc_tls_compatibility: bool,
 
     /// Mutual TLS on the cluster port: this node's PEM certificate, which
@@ -219,23 +196,11 @@ pub struct Settings {
     /// (so it must be valid for the address other nodes reach it at,
     /// --advertise, as a DNS name or IP SAN). With --peer-key-file and
     /// --peer-trusted-ca-file; every node of the cluster needs them.
-    #[arg(
-        long,
-        global = true,
-        env = "TACOS_PEER_CERT_FILE",
-        value_name = "FILE",
-        requires_all = ["peer_key_file", "peer_trusted_ca_file"]
-    )]
+    #[arg(long, global = true, env = "TACOS_PEER_CERT_FILE", value_name = "FILE")]
     pub peer_cert_file: Option<PathBuf>,
 
     /// The PEM private key of --peer-cert-file.
-    #[arg(
-        long,
-        global = true,
-        env = "TACOS_PEER_KEY_FILE",
-        value_name = "FILE",
-        requires = "peer_cert_file"
-    )]
+    #[arg(long, global = true, env = "TACOS_PEER_KEY_FILE", value_name = "FILE")]
     pub peer_key_file: Option<PathBuf>,
 
     /// PEM file of the CA(s) every node's peer certificate is signed by: a
@@ -245,8 +210,7 @@ pub struct Settings {
         long,
         global = true,
         env = "TACOS_PEER_TRUSTED_CA_FILE",
-        value_name = "FILE",
-        requires = "peer_cert_file"
+        value_name = "FILE"
     )]
     pub peer_trusted_ca_file: Option<PathBuf>,
 
@@ -723,6 +687,9 @@ impl Settings {
             }
             _ => {}
         }
+        if let Err((name, reason)) = self.tls_complete() {
+            return invalid(name, reason.into());
+        }
         if let Some(password) = &self.admin_password {
             if let Err(reason) = tacos_app::auth::password::check_new(&password.0) {
                 return invalid("admin-password", reason.to_string());
@@ -930,6 +897,39 @@ impl Settings {
                     .map_err(|e| anyhow::anyhow!("--encryption-key-file: {e}"))
             })
             .transpose()
+    }
+
+    /// The TLS settings come in their groups: a certificate with its key,
+    /// client certificates with their CA, peer TLS with all three files.
+    fn tls_complete(&self) -> Result<(), (&'static str, &'static str)> {
+        let client = self.cert_file.is_some();
+        if client != self.key_file.is_some() {
+            return Err(("cert-file", "--cert-file and --key-file go together"));
+        }
+        if self.trusted_ca_file.is_some() && !client {
+            return Err(("trusted-ca-file", "needs --cert-file and --key-file"));
+        }
+        if self.client_cert_auth && self.trusted_ca_file.is_none() {
+            return Err((
+                "client-cert-auth",
+                "needs --trusted-ca-file (the CA client certificates are checked against)",
+            ));
+        }
+        if self.grpc_tls_compatibility && !client {
+            return Err(("grpc-tls-compatibility", "needs --cert-file and --key-file"));
+        }
+        let peer = [
+            self.peer_cert_file.is_some(),
+            self.peer_key_file.is_some(),
+            self.peer_trusted_ca_file.is_some(),
+        ];
+        if peer.contains(&true) && peer.contains(&false) {
+            return Err((
+                "peer-cert-file",
+                "--peer-cert-file, --peer-key-file and --peer-trusted-ca-file go together",
+            ));
+        }
+        Ok(())
     }
 
     pub fn node_options(&self) -> anyhow::Result<tacos_raft::NodeOptions> {

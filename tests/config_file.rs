@@ -253,8 +253,8 @@ fn bad_config_files_are_refused_with_the_problem_named() {
         // A setting that needs another names the missing one.
         (
             "requires.toml",
-            "client-cert-auth = true\ncert-file = \"tls.crt\"\nkey-file = \"tls.key\"\n",
-            &["required arguments were not provided: --trusted-ca-file <FILE>"],
+            "learner = true\n",
+            &["required arguments were not provided: --join <ADDR>"],
         ),
     ];
     for (name, text, expected) in cases {
@@ -265,6 +265,21 @@ fn bad_config_files_are_refused_with_the_problem_named() {
         let args = [OsString::from("--config"), config.clone().into()];
         refused(tmp.path(), &args, &[], &data, &expected);
     }
+    // TLS settings come in their groups (checked with the other settings).
+    let config = write_config(
+        tmp.path(),
+        "tls.toml",
+        &format!(
+            "{data_line}client-cert-auth = true\ncert-file = \"tls.crt\"\nkey-file = \"tls.key\"\n"
+        ),
+    );
+    refused(
+        tmp.path(),
+        &[OsString::from("--config"), config.into()],
+        &[],
+        &data,
+        &["invalid setting --client-cert-auth: needs --trusted-ca-file"],
+    );
     let missing = tmp.path().join("missing.toml");
     let shown = missing.display().to_string();
     refused(
