@@ -20,11 +20,11 @@
 //! See `docs/architecture.md` for the path of a publish through them.
 
 pub mod api;
+pub mod dashboard_history;
 pub mod grpc;
-pub mod memory;
+pub mod heap_trim;
 pub mod metrics;
 pub mod ops;
-pub mod samples;
 pub mod server;
 pub mod settings;
 pub mod tls;

@@ -127,7 +127,7 @@ pub fn run(settings: Settings) -> anyhow::Result<()> {
             }
         );
         node.watch_freshness();
-        crate::memory::spawn(node.clone());
+        crate::heap_trim::spawn(node.clone());
         if let Some(join) = settings.join.clone() {
             let joining = node.clone();
             tokio::spawn(async move { joining.join(&join).await });
@@ -306,8 +306,8 @@ fn serve(
             settings.bind,
             settings.grpc_port().unwrap_or_default()
         );
-        let samples = Arc::new(crate::samples::Samples::default());
-        crate::samples::spawn(samples.clone(), node.clone(), hub.clone());
+        let samples = Arc::new(crate::dashboard_history::Samples::default());
+        crate::dashboard_history::spawn(samples.clone(), node.clone(), hub.clone());
         let app = Arc::new(AppState {
             samples,
             service,

@@ -417,7 +417,7 @@ pub struct Settings {
         default_value = "local",
         value_parser = parse_precedence
     )]
-    pub ldap_precedence: tacos_app::auth::directory::Precedence,
+    pub ldap_precedence: tacos_app::auth::ldap::Precedence,
 
     /// Bound on connecting to the directory and on each request to it, in
     /// milliseconds; past it the login is answered 503 (local users still
@@ -569,7 +569,7 @@ pub struct Settings {
     pub log_format: LogFormat,
 }
 
-fn parse_precedence(s: &str) -> Result<tacos_app::auth::directory::Precedence, String> {
+fn parse_precedence(s: &str) -> Result<tacos_app::auth::ldap::Precedence, String> {
     s.parse()
 }
 
@@ -813,11 +813,9 @@ impl Settings {
     /// The LDAP directory, when --ldap-url is set (settings checked).
     pub fn directory(
         &self,
-    ) -> Result<
-        Option<tacos_app::auth::directory::Directory>,
-        tacos_app::auth::directory::BadDirectorySetting,
-    > {
-        use tacos_app::auth::directory::{BadDirectorySetting, Directory, DirectorySettings};
+    ) -> Result<Option<tacos_app::auth::ldap::Directory>, tacos_app::auth::ldap::BadDirectorySetting>
+    {
+        use tacos_app::auth::ldap::{BadDirectorySetting, Directory, DirectorySettings};
         let Some(url) = &self.ldap_url else {
             let ldap_only = self.ldap_user_base.is_some()
                 || self.ldap_bind_dn.is_some()

@@ -11,11 +11,11 @@ mod admin;
 mod auth;
 mod call;
 mod console;
-mod core;
 pub mod guard;
 mod health;
 mod listeners;
 mod nacos_config;
+mod nacos_core;
 mod nacos_v1;
 mod nacos_v2;
 pub mod params;
@@ -47,7 +47,7 @@ pub struct AppState {
     /// What each route needs (see [`guard`]).
     pub policy: guard::Policy,
     /// This node's dashboard samples ([`crate::samples`]).
-    pub samples: Arc<crate::samples::Samples>,
+    pub samples: Arc<crate::dashboard_history::Samples>,
     /// This node's `--zone`, if any.
     pub zone: Option<String>,
     /// How to reach the other members' HTTP ports.
@@ -187,7 +187,7 @@ fn declare_part(routes: &mut guard::Routes, port: Port) {
         nacos_v1::routes(routes);
         nacos_v2::routes(routes);
         v3::routes(routes);
-        core::routes(routes);
+        nacos_core::routes(routes);
     }
     health::routes(routes);
     auth::routes(routes);

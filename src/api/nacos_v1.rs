@@ -22,7 +22,7 @@ use super::render::{
 use super::{allow_key, allow_params, allow_some, listeners, transfer, AppState};
 use crate::api::guard::Authed;
 use tacos_app::auth::Principal;
-use tacos_app::gray;
+use tacos_app::gray_match;
 use tacos_app::query::{
     configs_with_ids, visible_namespaces, HistoryLookup, PUBLIC_NAMESPACE_DESC,
 };
@@ -163,7 +163,7 @@ async fn get_config(
     }
     let (labels, explicit_tag) = read_labels(&req, &params, !state.grays(&key).is_empty());
     let config_type = config.map_or("text", |c| c.config_type.as_str());
-    let Some(served) = gray::served(&state, &key, &labels, explicit_tag) else {
+    let Some(served) = gray_match::served(&state, &key, &labels, explicit_tag) else {
         return HttpResponse::NotFound()
             .content_type("text/plain;charset=UTF-8")
             .body("config data not exist\n");
@@ -531,7 +531,7 @@ async fn listener(
     let ip = client_ip(&req);
     // A long poll's tag travels in the `Vipserver-Tag` header (Nacos'
     // NacosMd5Comparator); its IP matches betas.
-    let tag = gray::labels(&ip, header(&req, gray::TAG_LABEL).as_deref()).tag;
+    let tag = gray_match::labels(&ip, header(&req, gray_match::TAG_LABEL).as_deref()).tag;
     let labels = ClientLabels {
         ip: ip.clone(),
         tag: tag.clone(),

@@ -82,7 +82,7 @@ async fn get_config(
     }
     let state = app.service.state();
     let (labels, explicit_tag) = read_labels(&req, &params, !state.grays(&key).is_empty());
-    match tacos_app::gray::served(&state, &key, &labels, explicit_tag) {
+    match tacos_app::gray_match::served(&state, &key, &labels, explicit_tag) {
         Some(served) => v2_ok(served.content()),
         None => not_found("config data not exist"),
     }

@@ -282,7 +282,7 @@ pub fn client_ip(req: &HttpRequest) -> String {
 /// `DefaultChainRequestExtractor`): its IP, and its tag from the `tag`
 /// parameter or else the `Vipserver-Tag` header. The second value says the
 /// tag came as the parameter: then a read that matches no gray finds
-/// nothing (see `tacos_app::gray::served`). `has_grays`: whether the key
+/// nothing (see `tacos_app::gray_match::served`). `has_grays`: whether the key
 /// has a gray version at all; without one, the IP and header cannot change
 /// the answer and are not read (formatting the IP and looking up headers
 /// was 5% of a config read).
@@ -294,16 +294,16 @@ pub fn read_labels(
     let explicit = params.str("tag").trim();
     if !explicit.is_empty() {
         return (
-            tacos_app::gray::labels(&client_ip(req), Some(explicit)),
+            tacos_app::gray_match::labels(&client_ip(req), Some(explicit)),
             true,
         );
     }
     if !has_grays {
         return (tacos_state::ClientLabels::default(), false);
     }
-    let header_tag = header(req, tacos_app::gray::TAG_LABEL);
+    let header_tag = header(req, tacos_app::gray_match::TAG_LABEL);
     (
-        tacos_app::gray::labels(&client_ip(req), header_tag.as_deref()),
+        tacos_app::gray_match::labels(&client_ip(req), header_tag.as_deref()),
         false,
     )
 }

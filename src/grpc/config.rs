@@ -10,7 +10,7 @@ use super::payload::{self, code, Incoming, Reply};
 use super::GrpcState;
 use crate::api::params::url_encode;
 use tacos_app::auth::Principal;
-use tacos_app::gray;
+use tacos_app::gray_match;
 use tacos_app::service::{checked_key, comma_list, PublishRequest, ServiceError};
 use tacos_app::watch::fuzzy::{
     self, FuzzyCancel, FuzzyWatch, GroupKeyPattern, MATCH_COUNT_OVER_LIMIT,
@@ -22,7 +22,7 @@ use tacos_core::validate::InvalidInput;
 use tacos_state::{Access, ApplyError, GrayRule};
 
 /// `ConfigQueryRequest{dataId, group, tenant, tag}` → `ConfigQueryResponse`:
-/// the version the client sees ([`tacos_app::gray`]) by its IP and the
+/// the version the client sees ([`tacos_app::gray_match`]) by its IP and the
 /// request's `tag` (else its connection's tag label). A beta answers with
 /// `beta: true`, a tag gray with its tag (URL-encoded) in `tag`, as Nacos'
 /// `ConfigQueryRequestHandler`.
@@ -68,14 +68,14 @@ pub fn query(
         let tag = peer
             .and_then(|p| app.connections.get(p))
             .and_then(|c| c.tag());
-        (gray::labels(client_ip, tag.as_deref()), false)
+        (gray_match::labels(client_ip, tag.as_deref()), false)
     } else {
-        (gray::labels(client_ip, Some(asked_tag)), true)
+        (gray_match::labels(client_ip, Some(asked_tag)), true)
     };
     let content_type = state
         .config(&key)
         .map_or("text", |c| c.config_type.as_str());
-    let Some(served) = gray::served(&state, &key, &labels, explicit) else {
+    let Some(served) = gray_match::served(&state, &key, &labels, explicit) else {
         return failed(code::CONFIG_NOT_FOUND, "config data not exist");
     };
     let rule = served.gray().map(|g| &g.rule);
@@ -302,10 +302,10 @@ pub async fn batch_listen(
     // Matched to grays by its IP and the request's `Vipserver-Tag` header,
     // else its connection's tag (Nacos' ConfigChangeBatchListenRequestHandler).
     let tag = req
-        .header(gray::TAG_LABEL)
+        .header(gray_match::TAG_LABEL)
         .map(str::to_string)
         .or_else(|| conn.tag());
-    let labels = gray::labels(client_ip, tag.as_deref());
+    let labels = gray_match::labels(client_ip, tag.as_deref());
     let subscribed = app
         .hub
         .send(Subscribe {

@@ -48,7 +48,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tacos_app::gray::CONNECTION_TAG_LABEL;
+use tacos_app::gray_match::CONNECTION_TAG_LABEL;
 
 use actix::Addr;
 use dashmap::DashMap;
@@ -318,11 +318,12 @@ pub async fn read_stream(
                     tracing::debug!(conn = %conn.id, "setup labels ignored: {e}");
                     Default::default()
                 });
-                *conn.tag.lock().unwrap_or_else(|e| e.into_inner()) = tacos_app::gray::labels(
-                    "",
-                    labels.get(CONNECTION_TAG_LABEL).map(String::as_str),
-                )
-                .tag;
+                *conn.tag.lock().unwrap_or_else(|e| e.into_inner()) =
+                    tacos_app::gray_match::labels(
+                        "",
+                        labels.get(CONNECTION_TAG_LABEL).map(String::as_str),
+                    )
+                    .tag;
                 // A client that negotiates abilities waits for ours
                 // (Nacos' GrpcBiStreamRequestAcceptor: only when the setup
                 // carries a table, even an empty one).

@@ -6,7 +6,7 @@
 //! stamped (time, md5, limits) and proposed for a write, and who may do it,
 //! is decided here, never in a handler.
 //!
-//! - [`gray`]: which version of a config (a gray or the formal one) a
+//! - [`gray_match`]: which version of a config (a gray or the formal one) a
 //!   client sees.
 //! - [`service`]: config, gray and namespace writes (validation, stamping,
 //!   proposing one command per use case).
@@ -20,7 +20,7 @@
 
 pub mod auth;
 pub mod cluster;
-pub mod gray;
+pub mod gray_match;
 pub mod query;
 pub mod service;
 pub mod transfer;

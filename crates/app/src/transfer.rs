@@ -48,7 +48,7 @@ pub const MAX_ENTRIES: usize = 10_000;
 /// Most bytes a metadata entry may hold.
 pub const MAX_METADATA_BYTES: usize = 16 * 1024 * 1024;
 /// Most bytes all entries of one zip may hold, uncompressed. An import is
-/// one write of at most [`MAX_IMPORT_BYTES`](tacos_app::service::MAX_IMPORT_BYTES)
+/// one write of at most [`MAX_IMPORT_BYTES`](crate::service::MAX_IMPORT_BYTES)
 /// (the service says so if the configs still come to more).
 pub const MAX_TOTAL_BYTES: u64 = 64 * 1024 * 1024;
 

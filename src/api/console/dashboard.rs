@@ -11,7 +11,7 @@ use actix_web::HttpResponse;
 
 use super::cluster::{authorization, get_json, other_members, peer_client};
 use super::{ok_json, Call, ConsoleError};
-use crate::samples::{NodeSamples, Sample, COARSE, FINE};
+use crate::dashboard_history::{NodeSamples, Sample, COARSE, FINE};
 use tacos_core::validate::InvalidInput;
 
 /// `window=5m` (one sample a second) or `1h` (one every 5 s, the default).

@@ -57,8 +57,8 @@ pub async fn client_get(call: Call) -> Answer {
     // Nacos 3's open API read matches by the client IP only (its
     // `buildQueryChainRequest` sets no tag label), so only a beta can
     // answer here.
-    let labels = tacos_app::gray::labels(&client_ip(&req), None);
-    if let Some(beta) = tacos_app::gray::matching_gray(&state, &key, &labels) {
+    let labels = tacos_app::gray_match::labels(&client_ip(&req), None);
+    if let Some(beta) = tacos_app::gray_match::matching_gray(&state, &key, &labels) {
         let mut found = ConfigQueryResponse::found(
             &beta.content,
             content_type,

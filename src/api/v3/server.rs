@@ -51,7 +51,7 @@ pub async fn login(req: HttpRequest, body: web::Bytes, app: web::Data<AppState>)
 /// string) of the server's modules (`core::server_state`).
 pub async fn state(req: HttpRequest, app: web::Data<AppState>) -> Answer {
     let port = req.app_config().local_addr().port();
-    ok(crate::api::core::server_state(&app, port, false))
+    ok(crate::api::nacos_core::server_state(&app, port, false))
 }
 
 /// `GET .../state/liveness`: the process serves.

@@ -16,7 +16,7 @@
 //!   parameters, as the npm client sends them, or HTTP Basic); a verified
 //!   pair is cached briefly so each request does not pay a hash.
 //! * With `--ldap-url`, a login may instead be checked against an LDAP
-//!   directory ([`directory`]); which account wins for a name both have is
+//!   directory ([`ldap`]); which account wins for a name both have is
 //!   a setting. A directory user's identity and mapped roles ride in its
 //!   token, so it too works on every node.
 //! * Failed logins lock the account for a while and are rate-limited per IP
@@ -29,7 +29,7 @@
 //! (`api::guard`); this module answers "who is this" and "may they".
 
 pub mod bootstrap;
-pub mod directory;
+pub mod ldap;
 pub mod limiter;
 pub mod password;
 pub mod roles;
@@ -50,7 +50,7 @@ use tacos_core::{ApplyError, Op};
 use tacos_raft::node::Node;
 use tacos_state::{Access, Resource, User};
 
-use directory::{Directory, DirectoryUser, Precedence, Verdict};
+use ldap::{Directory, DirectoryUser, Precedence, Verdict};
 use limiter::{Lockout, LoginLimiter, Refused};
 use password::{HashForm, Hasher, PasswordPolicy};
 

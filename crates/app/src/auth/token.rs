@@ -6,7 +6,7 @@
 //!
 //! A directory (LDAP) user has no replicated record: its token says so
 //! (`dir`) and carries its mapped `roles` and `admin` flag (see
-//! [`super::directory`] for why). Tokens of local users leave these out, so
+//! [`super::ldap`] for why). Tokens of local users leave these out, so
 //! they look exactly as before.
 
 use base64::Engine;
@@ -81,7 +81,7 @@ pub fn issue(
 /// Signs a token for a directory user.
 pub fn issue_directory(
     key: &[u8],
-    user: &super::directory::DirectoryUser,
+    user: &super::ldap::DirectoryUser,
     now: u64,
     ttl: u64,
 ) -> Result<String, AuthError> {
@@ -149,7 +149,7 @@ mod tests {
     #[test]
     fn directory_tokens_carry_roles_and_local_ones_stay_as_before() {
         let key = [7u8; 32];
-        let user = super::super::directory::DirectoryUser {
+        let user = super::super::ldap::DirectoryUser {
             username: "carol".into(),
             dn: "uid=carol,ou=people,dc=x".into(),
             roles: vec!["devs".into()],

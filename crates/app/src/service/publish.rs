@@ -120,7 +120,7 @@ impl ConfigService {
 
     /// Publishes several configs as one write: all of them, or (if one is
     /// refused, e.g. its CAS md5 no longer matches) none, with
-    /// [`ApplyError::ImportRefused`] naming it. Every publish is checked
+    /// [`ApplyError::ImportRefused`](tacos_state::ApplyError::ImportRefused) naming it. Every publish is checked
     /// first; gray versions cannot be imported.
     pub async fn import(
         &self,

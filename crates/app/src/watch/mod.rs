@@ -40,7 +40,7 @@ use tokio::sync::oneshot;
 use tacos_state::StateHandle;
 use tacos_state::{Changes, ClientLabels, ConfigKey, State};
 
-use crate::gray::md5_for;
+use crate::gray_match::md5_for;
 
 pub use changes::Changed;
 pub use fuzzy::{FuzzyCancel, FuzzyPush, FuzzyQueue, FuzzyWatch, GroupKeyPattern};
@@ -65,7 +65,7 @@ pub struct ListenKey {
 }
 
 /// The keys of `keys` whose md5 differs from what a client with `labels`
-/// should hold (its gray version's, else the config's: [`crate::gray`]).
+/// should hold (its gray version's, else the config's: [`crate::gray_match`]).
 pub fn changed_keys(state: &State, keys: &[ListenKey], labels: &ClientLabels) -> Vec<ListenKey> {
     keys.iter()
         .filter(|k| md5_for(state, &k.key, labels) != k.md5)

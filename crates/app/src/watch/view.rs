@@ -164,7 +164,7 @@ pub struct ListenerVersion {
     /// (`beta`, `tag_{tag}`); `None` when its md5 is none of them (an older
     /// version, or nothing).
     pub holds: Option<String>,
-    /// The version it should hold, by its labels ([`crate::gray`]); `None`
+    /// The version it should hold, by its labels ([`crate::gray_match`]); `None`
     /// when there is nothing for it (the config is gone).
     pub expected: Option<String>,
     /// Whether its md5 is the expected version's.
@@ -176,8 +176,8 @@ pub struct ListenerVersion {
 /// formal config. When two versions have the same md5 the expected one is
 /// named.
 pub fn version_of(state: &State, key: &ConfigKey, listener: &ListenerInfo) -> ListenerVersion {
-    let labels = crate::gray::labels(&listener.ip, listener.tag.as_deref());
-    let matched = crate::gray::matching_gray(state, key, &labels);
+    let labels = crate::gray_match::labels(&listener.ip, listener.tag.as_deref());
+    let matched = crate::gray_match::matching_gray(state, key, &labels);
     let formal = state.config(key);
     let (expected, expected_md5) = match (matched, formal) {
         (Some(gray), _) => (Some(gray.name.clone()), &*gray.md5),
