@@ -25,6 +25,7 @@ pub mod grpc;
 pub mod heap_trim;
 pub mod metrics;
 pub mod ops;
+pub mod secret;
 pub mod server;
 pub mod settings;
 pub mod tls;

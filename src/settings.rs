@@ -4,6 +4,8 @@
 
 pub mod file;
 
+pub use crate::secret::Secret;
+
 use std::net::IpAddr;
 use std::path::PathBuf;
 
@@ -573,23 +575,6 @@ fn parse_precedence(s: &str) -> Result<tacos_app::auth::ldap::Precedence, String
     s.parse()
 }
 
-/// A secret setting: never shown by `Debug`.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(pub String);
-
-impl std::str::FromStr for Secret {
-    type Err = std::convert::Infallible;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Ok(Secret(s.to_string()))
-    }
-}
-
-impl std::fmt::Debug for Secret {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Secret(..)")
-    }
-}
-
 /// How log lines are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum LogFormat {
@@ -989,6 +974,32 @@ impl Settings {
             }
         };
         advertised && self.bind.is_loopback()
+    }
+}
+
+impl crate::ops::NodeSettings for Settings {
+    fn data_dir(&self) -> &std::path::Path {
+        &self.data_dir
+    }
+
+    fn node_id(&self) -> u64 {
+        self.node_id
+    }
+
+    fn cluster_addr(&self) -> String {
+        Settings::cluster_addr(self)
+    }
+
+    fn http_addr(&self) -> String {
+        Settings::http_addr(self)
+    }
+
+    fn kek(&self) -> anyhow::Result<Option<std::sync::Arc<tacos_store::Kek>>> {
+        Settings::kek(self)
+    }
+
+    fn validate(&self) -> anyhow::Result<()> {
+        Ok(Settings::validate(self)?)
     }
 }
 

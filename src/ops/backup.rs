@@ -113,7 +113,7 @@ pub struct BackupArgs {
 
     /// That admin's password.
     #[arg(long, env = "TACOS_PASSWORD", hide_env_values = true)]
-    pub password: crate::settings::Secret,
+    pub password: crate::secret::Secret,
 }
 
 /// The backup URL of a node given as HOST:PORT or a URL.

@@ -24,8 +24,8 @@ use anyhow::{anyhow, bail, Context};
 use openraft::EntryPayload;
 use serde::Serialize;
 
+use super::NodeSettings;
 use super::{decode_snapshot, show_log_id, LogIdView, MembershipView, Summary, VoteView};
-use crate::settings::Settings;
 use tacos_core::types::{Entry, LogId, StoredMembership};
 use tacos_state::State;
 use tacos_store::log::{lock_data_dir, LOG_DIR};
@@ -150,11 +150,11 @@ pub struct TornTail {
 }
 
 /// Runs `tacos inspect`: prints the report as text or JSON.
-pub fn run(args: &InspectArgs, settings: &Settings) -> anyhow::Result<()> {
+pub fn run(args: &InspectArgs, settings: &dyn NodeSettings) -> anyhow::Result<()> {
     let dir = args
         .dir
         .clone()
-        .unwrap_or_else(|| settings.data_dir.clone());
+        .unwrap_or_else(|| settings.data_dir().to_path_buf());
     let report = inspect(&dir, settings.kek()?.as_deref())?;
     if args.json {
         super::print_out(&format!("{}\n", serde_json::to_string_pretty(&report)?))?;

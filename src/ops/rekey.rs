@@ -14,7 +14,7 @@ use std::path::PathBuf;
 
 use anyhow::{anyhow, bail, Context};
 
-use crate::settings::Settings;
+use super::NodeSettings;
 use tacos_store::log::lock_data_dir;
 use tacos_store::{crypt, Kek, StdFs, StoreError};
 
@@ -29,8 +29,8 @@ pub struct RekeyArgs {
 }
 
 /// Rewraps the data key of `--data-dir` from the current KEK to the new one.
-pub fn run(args: &RekeyArgs, settings: &Settings) -> anyhow::Result<()> {
-    let dir = settings.data_dir.as_path();
+pub fn run(args: &RekeyArgs, settings: &dyn NodeSettings) -> anyhow::Result<()> {
+    let dir = settings.data_dir();
     let old = settings.kek()?.context(
         "give the current key with --encryption-key-file (and the new one with --new-key-file)",
     )?;

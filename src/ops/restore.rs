@@ -27,8 +27,8 @@ use std::sync::Arc;
 use anyhow::{anyhow, bail, Context};
 
 use super::backup::contents;
+use super::NodeSettings;
 use super::{decode_snapshot, parent_dir, sync_dir, Summary};
-use crate::settings::Settings;
 use tacos_core::types::{LogId, Membership, NodeInfo, SnapshotMeta, StoredMembership, Vote};
 use tacos_state::State;
 use tacos_store::log::{lock_data_dir, LOCK_FILE, LOG_DIR};
@@ -98,7 +98,7 @@ fn rename(from: &Path, to: &Path) -> anyhow::Result<()> {
 }
 
 /// Restores `--from` into the data dir of `settings`.
-pub fn run(args: &RestoreArgs, settings: &Settings) -> anyhow::Result<()> {
+pub fn run(args: &RestoreArgs, settings: &dyn NodeSettings) -> anyhow::Result<()> {
     settings.validate()?;
     let kek = settings.kek()?;
     let bytes = std::fs::read(&args.from)
@@ -123,7 +123,7 @@ pub fn run(args: &RestoreArgs, settings: &Settings) -> anyhow::Result<()> {
     })?;
     let summary = Summary::of(&state);
 
-    let target = settings.data_dir.as_path();
+    let target = settings.data_dir();
     let name = target.file_name().with_context(|| {
         format!(
             "--data-dir {} must name a directory (not . or ..)",
@@ -241,7 +241,7 @@ pub fn run(args: &RestoreArgs, settings: &Settings) -> anyhow::Result<()> {
         "next: start tacos with the same settings (--data-dir {}, --node-id {}); it is the only voter of a new cluster. \
          Add other nodes with empty data dirs and --join {}\n",
         target.display(),
-        settings.node_id,
+        settings.node_id(),
         settings.cluster_addr()
     ));
     super::print_out(&out)?;
@@ -267,7 +267,7 @@ fn aside_path(target: &Path, name: &str) -> PathBuf {
 /// dir is encrypted (a new keyring, a sealed snapshot).
 fn build(
     staging: &Path,
-    settings: &Settings,
+    settings: &dyn NodeSettings,
     kek: Option<&Kek>,
     state: &State,
     last: LogId,
@@ -275,7 +275,7 @@ fn build(
     std::fs::create_dir(staging).with_context(|| format!("cannot create {}", staging.display()))?;
     let fs: Arc<dyn Fs> = Arc::new(StdFs);
 
-    let id = settings.node_id;
+    let id = settings.node_id();
     let me = NodeInfo {
         cluster_addr: settings.cluster_addr(),
         http_addr: settings.http_addr(),

@@ -8,6 +8,9 @@ use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
 use clap::Parser;
+
+// The tests parse whole command lines: the settings hold the subcommands.
+use crate::settings::Settings;
 use futures::executor::block_on;
 
 use super::*;
