@@ -36,11 +36,17 @@ async fn run(server_args: &[&str], credentials: &[&str]) {
     );
     let tmp = tempfile::tempdir().unwrap();
     let server = common::Server::start_with_args(&tmp, server_args).await;
+    let tls = server_args.contains(&"--cert-file");
+    if tls {
+        // TLS-only: a run that passes can only have passed over TLS.
+        common::tls::assert_plaintext_refused(server.port(), None).await;
+    }
     let script = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/tests/sdk/python_http_client.py"
     );
-    let addr = format!("127.0.0.1:{}", server.port());
+    let scheme = if tls { "https://" } else { "" };
+    let addr = format!("{scheme}127.0.0.1:{}", server.port());
     let mut args = vec!["-u", script, addr.as_str()];
     args.extend_from_slice(credentials);
     let (ok, stdout, stderr) =
@@ -49,7 +55,7 @@ async fn run(server_args: &[&str], credentials: &[&str]) {
     let stderr: Vec<&str> = stderr.lines().filter(|l| !l.contains("DEBUG")).collect();
     assert!(
         ok && stdout.contains("all ok"),
-        "python SDK run failed:\n{stdout}\n{}",
+        "python SDK run (tls: {tls}) failed:\n{stdout}\n{}",
         stderr.join("\n")
     );
 }
@@ -71,30 +77,7 @@ async fn python_sdk_http_client_over_https() {
     let mut server_args = pki.server_args();
     server_args.push("--open-api-auth".into());
     let server_args: Vec<&str> = server_args.iter().map(String::as_str).collect();
-    let tmp = tempfile::tempdir().unwrap();
-    let server = common::Server::start_with_args(&tmp, &server_args).await;
-    common::tls::assert_plaintext_refused(server.port(), None).await;
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/sdk/python_http_client.py"
-    );
-    let addr = format!("https://127.0.0.1:{}", server.port());
-    let args = [
-        "-u",
-        script,
-        addr.as_str(),
-        common::ADMIN_USER,
-        common::ADMIN_PASSWORD,
-    ];
-    let (ok, stdout, stderr) =
-        common::run_sdk_script("python3", &args, tmp.path(), Duration::from_secs(90));
-    println!("{stdout}");
-    let stderr: Vec<&str> = stderr.lines().filter(|l| !l.contains("DEBUG")).collect();
-    assert!(
-        ok && stdout.contains("all ok"),
-        "python SDK run over HTTPS failed:\n{stdout}\n{}",
-        stderr.join("\n")
-    );
+    run(&server_args, &[common::ADMIN_USER, common::ADMIN_PASSWORD]).await;
 }
 
 /// The 3.x client (gRPC) over TLS: `TLSConfig(enabled=True, ca_file,

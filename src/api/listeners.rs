@@ -120,15 +120,7 @@ pub async fn other_members<T: serde::de::DeserializeOwned>(
     app: &AppState,
     req: &HttpRequest,
 ) -> Vec<T> {
-    let members: Vec<String> = {
-        let metrics = app.node.metrics();
-        let membership = metrics.membership_config.membership();
-        membership
-            .nodes()
-            .filter(|(id, _)| **id != app.node.id)
-            .map(|(_, node)| node.http_addr.clone())
-            .collect()
-    };
+    let members: Vec<String> = app.other_members().into_iter().map(|(_, a)| a).collect();
     if members.is_empty() {
         return Vec::new();
     }

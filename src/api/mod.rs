@@ -54,6 +54,20 @@ pub struct AppState {
     pub peer_http: crate::tls::PeerHttp,
 }
 
+impl AppState {
+    /// Every member but this node: id and HTTP address (what the console's
+    /// cluster pages, the listener views and the health probe ask).
+    pub fn other_members(&self) -> Vec<(tacos_raft::NodeId, String)> {
+        let metrics = self.node.metrics();
+        let membership = metrics.membership_config.membership();
+        membership
+            .nodes()
+            .filter(|(id, _)| **id != self.node.id)
+            .map(|(id, node)| (*id, node.http_addr.clone()))
+            .collect()
+    }
+}
+
 /// 403 unless `principal` may do `access` on `namespace` / `group` /
 /// `data_id` ([`Principal::can`]).
 pub fn allow(

@@ -203,15 +203,7 @@ struct Probe {
 /// Asks `GET /health` of every other member, in parallel, each within
 /// [`LISTENERS_TIMEOUT`].
 async fn probe_others(app: &AppState) -> BTreeMap<NodeId, Probe> {
-    let others: Vec<(NodeId, String)> = {
-        let metrics = app.node.metrics();
-        let membership = metrics.membership_config.membership();
-        membership
-            .nodes()
-            .filter(|(id, _)| **id != app.node.id)
-            .map(|(id, node)| (*id, node.http_addr.clone()))
-            .collect()
-    };
+    let others = app.other_members();
     if others.is_empty() {
         return BTreeMap::new();
     }

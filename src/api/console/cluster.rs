@@ -96,17 +96,6 @@ pub(super) fn authorization(req: &HttpRequest) -> Option<String> {
         .map(str::to_string)
 }
 
-/// Every member but this node: id and HTTP address.
-pub(super) fn other_members(app: &AppState) -> Vec<(NodeId, String)> {
-    let metrics = app.node.metrics();
-    let membership = metrics.membership_config.membership();
-    membership
-        .nodes()
-        .filter(|(id, _)| **id != app.node.id)
-        .map(|(id, node)| (*id, node.http_addr.clone()))
-        .collect()
-}
-
 /// `GET http://{http_addr}{path_and_query}` as JSON, forwarding the
 /// caller's credentials.
 pub(super) async fn get_json<T: serde::de::DeserializeOwned>(

@@ -9,7 +9,7 @@
 
 use actix_web::HttpResponse;
 
-use super::cluster::{authorization, get_json, other_members, peer_client};
+use super::cluster::{authorization, get_json, peer_client};
 use super::{ok_json, Call, ConsoleError};
 use crate::dashboard_history::{NodeSamples, Sample, COARSE, FINE};
 use tacos_core::validate::InvalidInput;
@@ -28,7 +28,7 @@ pub async fn dashboard(call: Call) -> Result<HttpResponse, ConsoleError> {
     let own = pick(call.app.samples.snapshot(call.app.node.id));
     let client = peer_client(&call.app)?;
     let auth = authorization(&call.req);
-    let asks = other_members(&call.app).into_iter().map(|(id, addr)| {
+    let asks = call.app.other_members().into_iter().map(|(id, addr)| {
         let (client, auth) = (&client, auth.as_deref());
         async move {
             let answer: Result<NodeSamples, String> =

@@ -113,16 +113,14 @@ pub async fn listeners(call: Call) -> Result<HttpResponse, ConsoleError> {
         ])
         .map_err(|e| ConsoleError::Internal(e.to_string()))?;
         let path = format!("/tacos/api/console/config/listeners?{query}");
-        let asks = super::cluster::other_members(&call.app)
-            .into_iter()
-            .map(|(id, addr)| {
-                let (client, path, authorization) = (&client, &path, authorization.as_deref());
-                async move {
-                    let answer: Result<NodeListeners, String> =
-                        super::cluster::get_json(client, &addr, path, authorization).await;
-                    (id, answer)
-                }
-            });
+        let asks = call.app.other_members().into_iter().map(|(id, addr)| {
+            let (client, path, authorization) = (&client, &path, authorization.as_deref());
+            async move {
+                let answer: Result<NodeListeners, String> =
+                    super::cluster::get_json(client, &addr, path, authorization).await;
+                (id, answer)
+            }
+        });
         for (id, answer) in futures::future::join_all(asks).await {
             match answer {
                 Ok(found) => rows.extend(found.listeners),
