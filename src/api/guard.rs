@@ -12,8 +12,10 @@
 //! * `OpenApi` with open-API auth off: passes as [`Principal::Open`];
 //! * otherwise: authenticates (token, or username/password), refuses with
 //!   403 (429 when rate-limited), checks `Admin`, and hands the handler a
-//!   [`Principal`]. Namespace checks need the request's namespace, so
-//!   handlers do them with [`Principal::require`].
+//!   [`Principal`]. What the principal may do with the configs a request
+//!   names is the application's to decide: each write use case asks of its
+//!   `Caller`, and reads are opened with `tacos_app::read::Reader`. No
+//!   handler can ask itself (`Principal`'s checks are private to the app).
 //!
 //! No header grants trust: not `User-Agent: Nacos-Server`, not
 //! `serverIdentity`. `tacos routes` prints the table ([`declared`]).

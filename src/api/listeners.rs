@@ -20,8 +20,9 @@ use actix_web::HttpRequest;
 use super::params::header;
 use super::AppState;
 use tacos_app::auth::Principal;
+use tacos_app::read::Reader;
 use tacos_app::watch::{peer_ip, ListenedBy, ListenersOf};
-use tacos_state::{Access, ConfigKey};
+use tacos_state::ConfigKey;
 
 /// How long the hub and each other member may take.
 pub const LISTENERS_TIMEOUT: Duration = Duration::from_secs(2);
@@ -85,10 +86,11 @@ pub async fn listened_by(
         .send(ListenedBy(ip.to_string()))
         .timeout(LISTENERS_TIMEOUT)
         .await?;
+    let reader = Reader::new(principal);
     Ok(found
         .into_iter()
         .filter(|l| shown.shows(&l.key))
-        .filter(|l| principal.can_key(&l.key, Access::Read))
+        .filter(|l| reader.shows(&l.key))
         .map(|l| (group_key(&l.key), l.md5))
         .collect())
 }

@@ -27,13 +27,12 @@ mod v3;
 use std::sync::Arc;
 
 use actix::Addr;
-use actix_web::{web, HttpResponse};
+use actix_web::web;
 
-use tacos_app::auth::{Auth, Principal};
+use tacos_app::auth::Auth;
 use tacos_app::service::ConfigService;
 use tacos_app::watch::WatchHub;
 use tacos_raft::Node;
-use tacos_state::Access;
 
 /// What every handler can reach.
 pub struct AppState {
@@ -66,60 +65,6 @@ impl AppState {
             .map(|(id, node)| (*id, node.http_addr.clone()))
             .collect()
     }
-}
-
-/// 403 unless `principal` may do `access` on `namespace` / `group` /
-/// `data_id` ([`Principal::can`]).
-pub fn allow(
-    principal: &Principal,
-    namespace: &str,
-    group: &str,
-    data_id: &str,
-    access: Access,
-) -> Result<(), Box<HttpResponse>> {
-    principal
-        .require(namespace, group, data_id, access)
-        .map_err(|e| Box::new(guard::refusal(&e)))
-}
-
-/// [`allow`] on what a request's parameters name, as Nacos'
-/// `ConfigHttpResourceParser` reads them: the namespace parameter,
-/// `group` and `dataId` (a blank one is `*`: every group or dataId).
-pub fn allow_params(
-    principal: &Principal,
-    params: &params::Params,
-    namespace_param: &str,
-    access: Access,
-) -> Result<(), Box<HttpResponse>> {
-    principal
-        .require_named(
-            params.str(namespace_param),
-            params.str("group"),
-            params.str("dataId"),
-            access,
-        )
-        .map_err(|e| Box::new(guard::refusal(&e)))
-}
-
-/// [`allow`] on one config.
-pub fn allow_key(
-    principal: &Principal,
-    key: &tacos_core::ConfigKey,
-    access: Access,
-) -> Result<(), Box<HttpResponse>> {
-    allow(principal, &key.namespace, &key.group, &key.data_id, access)
-}
-
-/// 403 unless `principal` may do `access` on some config of `namespace`
-/// (a list, which then shows only what it may read).
-pub fn allow_some(
-    principal: &Principal,
-    namespace: &str,
-    access: Access,
-) -> Result<(), Box<HttpResponse>> {
-    principal
-        .require_some(namespace, access)
-        .map_err(|e| Box::new(guard::refusal(&e)))
 }
 
 /// Counts every request and times it, labelled by the matched route

@@ -19,18 +19,19 @@ use super::render::{
     content_type_for, filter_refusal, http_date, rest_ok, v1_error, v1_service_error, BetaInfo,
     ConfigDetail,
 };
-use super::{allow_key, allow_params, allow_some, listeners, transfer, AppState};
-use crate::api::guard::Authed;
+use super::{listeners, transfer, AppState};
+use crate::api::guard::{refusal, Authed};
 use tacos_app::auth::Principal;
 use tacos_app::gray_match;
 use tacos_app::query::{
     configs_with_ids, visible_namespaces, HistoryLookup, PUBLIC_NAMESPACE_DESC,
 };
+use tacos_app::read::Reader;
 use tacos_app::service::{Caller, ServiceError};
 use tacos_app::transfer::Layout;
 use tacos_app::watch::{changed_keys, Cancel, Hold, HoldOutcome, ListenKey, Polled, WatchHub};
 use tacos_core::validate::{self, InvalidInput, KeyRules};
-use tacos_state::{canonical_namespace, Access, ConfigKey, State};
+use tacos_state::{canonical_namespace, ConfigKey, State};
 use tacos_state::{ClientLabels, GrayRule, BETA_GRAY};
 
 pub fn routes(r: &mut Routes) {
@@ -119,13 +120,18 @@ async fn get_config(
         .iter()
         .any(|p| params.get(p) == Some("true"))
         || params.get("search").is_some();
+    let reader = Reader::new(&principal);
     let allowed = if listing {
-        allow_some(&principal, params.str("tenant"), Access::Read)
+        reader.list(params.str("tenant"))
     } else {
-        allow_params(&principal, &params, "tenant", Access::Read)
+        reader.named(
+            params.str("tenant"),
+            params.str("group"),
+            params.str("dataId"),
+        )
     };
     if let Err(denied) = allowed {
-        return *denied;
+        return refusal(&denied);
     }
     if let Err(response) = super::read_barrier(&app, &req, &params).await {
         return response;
@@ -206,9 +212,6 @@ async fn publish_config(
     if params.get("clone") == Some("true") {
         return clone(&req, &body, &app, &principal, &params).await;
     }
-    if let Err(denied) = allow_params(&principal, &params, "tenant", Access::Write) {
-        return *denied;
-    }
     let request = match publish_request(
         &params,
         "tenant",
@@ -237,9 +240,6 @@ async fn delete_config(
     let params = Params::parse(&req, &body);
     if params.get("delType") == Some("ids") {
         return delete_configs_by_id(&req, &body, &app, &principal, &params).await;
-    }
-    if let Err(denied) = allow_params(&principal, &params, "tenant", Access::Write) {
-        return *denied;
     }
     let caller = caller(&req, &params, &principal);
     let (namespace, group, data_id) = match (params.required("dataId"), params.required("group")) {
@@ -285,11 +285,6 @@ async fn delete_configs_by_id(
         Err(_) => return bad_request(InvalidInput::Other("ids", raw.join(","))),
     };
     let keys = configs_with_ids(&app.service.state(), &ids);
-    for key in &keys {
-        if let Err(denied) = allow_key(principal, key, Access::Write) {
-            return *denied;
-        }
-    }
     match app
         .service
         .remove_each(&keys, &caller(req, params, principal))
@@ -381,7 +376,7 @@ async fn import(
     let namespace = field("namespace").unwrap_or_default();
     let caller = principal.caller(field("src_user").unwrap_or_default(), client_ip(req));
     let file = form.files.get("file").cloned();
-    let result = transfer::import_zip(app, principal, &caller, namespace, policy, file, true).await;
+    let result = transfer::import_zip(app, &caller, namespace, policy, file, true).await;
     transfer_answer(result, "import success")
 }
 
@@ -408,7 +403,7 @@ async fn clone(
         Err(reason) => return v1_error(StatusCode::BAD_REQUEST, reason),
     };
     let caller = caller(req, params, principal);
-    let result = transfer::clone(app, principal, &caller, namespace, policy, &targets).await;
+    let result = transfer::clone(app, &caller, namespace, policy, &targets).await;
     transfer_answer(result, "Clone Completed Successfully")
 }
 
@@ -523,10 +518,8 @@ async fn listener(
     if let Err(behind) = app.service.readable() {
         return v1_error(StatusCode::SERVICE_UNAVAILABLE, behind);
     }
-    for key in &keys {
-        if let Err(denied) = allow_key(&principal, &key.key, Access::Read) {
-            return *denied;
-        }
+    if let Err(denied) = Reader::new(&principal).watch(keys.iter().map(|k| &k.key)) {
+        return refusal(&denied);
     }
     let ip = client_ip(&req);
     // A long poll's tag travels in the `Vipserver-Tag` header (Nacos'
@@ -653,8 +646,8 @@ async fn listeners_of_config(
         Ok(flags) => flags,
         Err(e) => return bad_request(e),
     };
-    if let Err(denied) = allow_key(&principal, &key, Access::Read) {
-        return *denied;
+    if let Err(denied) = Reader::new(&principal).key(&key) {
+        return refusal(&denied);
     }
     match listeners::listening_to(&app, &key).await {
         Ok(status) => listener_view(&app, &req, aggregation, status).await,
@@ -709,8 +702,13 @@ async fn history(
             Err(e) => v1_row_error(e),
         };
     }
-    if let Err(denied) = allow_params(&principal, &params, "tenant", Access::Read) {
-        return *denied;
+    let reader = Reader::new(&principal);
+    if let Err(denied) = reader.named(
+        params.str("tenant"),
+        params.str("group"),
+        params.str("dataId"),
+    ) {
+        return refusal(&denied);
     }
     let result = key_from(&params, "tenant").and_then(|key| Ok((key, paging(&params, 100)?)));
     match result {
@@ -748,8 +746,8 @@ async fn history_configs(
 ) -> HttpResponse {
     let params = Params::parse(&req, &[]);
     let namespace = params.str("tenant");
-    if let Err(denied) = allow_some(&principal, namespace, Access::Read) {
-        return *denied;
+    if let Err(denied) = Reader::new(&principal).list(namespace) {
+        return refusal(&denied);
     }
     if let Err(e) = validate::namespace(namespace) {
         return bad_request(e);

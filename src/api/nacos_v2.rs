@@ -14,12 +14,12 @@ use super::params::paging;
 use super::params::{client_ip, header, read_labels, Params};
 use super::render::{v2_error, v2_ok, v2_service_error};
 use super::v3::namespaces;
-use super::{allow_params, allow_some, AppState};
-use crate::api::guard::Authed;
+use super::AppState;
+use crate::api::guard::{refusal, Authed};
 use tacos_app::query::HistoryLookup;
+use tacos_app::read::Reader;
 use tacos_app::service::ServiceError;
 use tacos_core::validate::{self, InvalidInput};
-use tacos_state::Access;
 
 pub fn routes(r: &mut Routes) {
     r.get("/nacos/v2/cs/config", Need::OpenApi, get_config)
@@ -70,8 +70,12 @@ async fn get_config(
     Authed(principal): Authed,
 ) -> HttpResponse {
     let params = Params::parse(&req, &[]);
-    if let Err(denied) = allow_params(&principal, &params, "namespaceId", Access::Read) {
-        return *denied;
+    if let Err(denied) = Reader::new(&principal).named(
+        params.str("namespaceId"),
+        params.str("group"),
+        params.str("dataId"),
+    ) {
+        return refusal(&denied);
     }
     let key = match key_from(&params, "namespaceId") {
         Ok(key) => key,
@@ -94,8 +98,8 @@ async fn search_config(
     Authed(principal): Authed,
 ) -> HttpResponse {
     let params = Params::parse(&req, &[]);
-    if let Err(denied) = allow_some(&principal, params.str("namespaceId"), Access::Read) {
-        return *denied;
+    if let Err(denied) = Reader::new(&principal).list(params.str("namespaceId")) {
+        return refusal(&denied);
     }
     let mode = params.get("search").unwrap_or("blur");
     match search(
@@ -117,9 +121,6 @@ async fn publish_config(
     Authed(principal): Authed,
 ) -> HttpResponse {
     let params = Params::parse(&req, &body);
-    if let Err(denied) = allow_params(&principal, &params, "namespaceId", Access::Write) {
-        return *denied;
-    }
     let beta_ips = header(&req, "betaIps").or_else(|| params.get("betaIps").map(str::to_string));
     let cas_md5 = header(&req, "casMd5").or_else(|| params.get("casMd5").map(str::to_string));
     let request = match publish_request(&params, "namespaceId", beta_ips, cas_md5) {
@@ -140,9 +141,6 @@ async fn delete_config(
     Authed(principal): Authed,
 ) -> HttpResponse {
     let params = Params::parse(&req, &body);
-    if let Err(denied) = allow_params(&principal, &params, "namespaceId", Access::Write) {
-        return *denied;
-    }
     let (data_id, group) = match (params.required("dataId"), params.required("group")) {
         (Ok(d), Ok(g)) => (d, g),
         (Err(e), _) | (_, Err(e)) => return invalid(e),
@@ -170,8 +168,12 @@ async fn history_list(
     Authed(principal): Authed,
 ) -> HttpResponse {
     let params = Params::parse(&req, &[]);
-    if let Err(denied) = allow_params(&principal, &params, "namespaceId", Access::Read) {
-        return *denied;
+    if let Err(denied) = Reader::new(&principal).named(
+        params.str("namespaceId"),
+        params.str("group"),
+        params.str("dataId"),
+    ) {
+        return refusal(&denied);
     }
     match key_from(&params, "namespaceId").and_then(|k| Ok((k, paging(&params, 100)?))) {
         Ok((key, (page_no, page_size))) => {
@@ -224,8 +226,8 @@ async fn history_configs(
 ) -> HttpResponse {
     let params = Params::parse(&req, &[]);
     let namespace = params.str("namespaceId");
-    if let Err(denied) = allow_some(&principal, namespace, Access::Read) {
-        return *denied;
+    if let Err(denied) = Reader::new(&principal).list(namespace) {
+        return refusal(&denied);
     }
     if let Err(e) = validate::namespace(namespace) {
         return invalid(e);

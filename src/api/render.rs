@@ -75,6 +75,9 @@ pub fn status_of(error: &ServiceError) -> StatusCode {
 
 /// A service error as Nacos v1 reports it.
 pub fn v1_service_error(error: &ServiceError) -> HttpResponse {
+    if let ServiceError::Denied(e) = error {
+        return super::guard::refusal(e);
+    }
     service_filter_refusal(error).unwrap_or_else(|| v1_error(status_of(error), error))
 }
 
@@ -96,6 +99,9 @@ pub fn v2_error(
 
 /// A service error as Nacos v2 reports it.
 pub fn v2_service_error(error: &ServiceError) -> HttpResponse {
+    if let ServiceError::Denied(e) = error {
+        return super::guard::refusal(e);
+    }
     if let Some(refused) = service_filter_refusal(error) {
         return refused;
     }

@@ -16,7 +16,7 @@ use tacos_app::service::{
     clone_items, Caller, CloneTarget, ImportError, ImportOutcome, ServiceError,
 };
 use tacos_app::transfer::{self, any_content, EntryProblem, Item, Layout, Policy, TransferError};
-use tacos_state::{canonical_namespace, Access};
+use tacos_state::canonical_namespace;
 
 /// Nacos' import/clone refusals that are answers, not HTTP errors (status
 /// 200, a code of their own, `data` with `succCount: 0` mostly).
@@ -84,8 +84,8 @@ pub fn policy(raw: Option<&str>) -> Result<Policy, String> {
 /// The zip download of Nacos' export routes: the configs of `namespace`
 /// the filter and `ids` pick (an empty zip when none does, as Nacos), in
 /// `layout`.
-/// The zip holds only the configs `principal` may read (the caller checks
-/// it may read some of `namespace`: [`super::allow_some`]).
+/// The zip holds only the configs `principal` may read (the caller has
+/// opened the list: `tacos_app::read::Reader::list`).
 pub async fn export(
     app: &AppState,
     principal: &Principal,
@@ -202,15 +202,22 @@ fn deny(e: tacos_app::auth::AuthError) -> Refused {
     Refused::Denied(Box::new(super::guard::refusal(&e)))
 }
 
-/// An import or clone writes every item or none: refused whole (403) when
-/// the caller may not write one of them.
-fn writable(principal: &Principal, namespace: &str, items: &[Item]) -> Result<(), Refused> {
-    for item in items {
-        principal
-            .require(namespace, &item.group, &item.data_id, Access::Write)
-            .map_err(deny)?;
+/// Where an import or clone goes ([`ConfigService::import_target`]: a
+/// valid namespace the caller may write in, that exists), before its items
+/// are read.
+///
+/// [`ConfigService::import_target`]: tacos_app::service::ConfigService::import_target
+fn target(app: &AppState, namespace: &str, caller: &Caller) -> Result<(), Refused> {
+    match app.service.import_target(namespace, caller) {
+        Ok(_) => Ok(()),
+        Err(ImportError::NamespaceNotFound(_)) => {
+            Err(Refused::Coded(Coded::NamespaceNotExist, succ_zero()))
+        }
+        Err(ImportError::Service(ServiceError::Invalid(e))) => Err(Refused::Invalid(e.to_string())),
+        Err(ImportError::Service(ServiceError::Denied(e))) => Err(deny(e)),
+        Err(ImportError::Service(e)) => Err(Refused::Service(e)),
+        Err(e) => Err(Refused::Invalid(e.to_string())),
     }
-    Ok(())
 }
 
 /// A zip import (`file`) into `namespace`: read with Nacos' rules (keys,
@@ -218,7 +225,6 @@ fn writable(principal: &Principal, namespace: &str, items: &[Item]) -> Result<()
 /// not configs are `unrecognizedData`. `v1` picks Nacos' wording.
 pub async fn import_zip(
     app: &AppState,
-    principal: &Principal,
     caller: &Caller,
     namespace: &str,
     policy: Policy,
@@ -228,19 +234,7 @@ pub async fn import_zip(
     let Some(file) = file else {
         return Err(Refused::Coded(Coded::DataEmpty, json!({})));
     };
-    if let Err(e) = tacos_core::validate::namespace(namespace) {
-        return Err(Refused::Invalid(e.to_string()));
-    }
-    principal
-        .require_some(namespace, Access::Write)
-        .map_err(deny)?;
-    if !app
-        .service
-        .state()
-        .has_namespace(canonical_namespace(namespace))
-    {
-        return Err(Refused::Coded(Coded::NamespaceNotExist, succ_zero()));
-    }
+    target(app, namespace, caller)?;
     let max = app.service.max_content_size();
     let unzipped = actix_web::web::block(move || transfer::read_zip(&file, max, &any_content))
         .await
@@ -261,7 +255,6 @@ pub async fn import_zip(
             problem.entry, problem.reason
         )));
     }
-    writable(principal, namespace, &unzipped.items)?;
     let mut result = import_items(app, namespace, unzipped.items, policy, caller).await?;
     if !unzipped.unrecognized.is_empty() {
         result.insert(
@@ -362,7 +355,6 @@ pub fn clone_targets(body: &[u8], v1: bool) -> Result<Vec<CloneTarget>, String> 
 /// source and write the target), as one import.
 pub async fn clone(
     app: &AppState,
-    principal: &Principal,
     caller: &Caller,
     namespace: &str,
     policy: Policy,
@@ -371,23 +363,8 @@ pub async fn clone(
     if targets.is_empty() {
         return Err(Refused::Coded(Coded::NoSelectedConfig, succ_zero()));
     }
-    if let Err(e) = tacos_core::validate::namespace(namespace) {
-        return Err(Refused::Invalid(e.to_string()));
-    }
-    principal
-        .require_some(namespace, Access::Write)
-        .map_err(deny)?;
-    let state = app.service.state();
-    if !state.has_namespace(canonical_namespace(namespace)) {
-        return Err(Refused::Coded(Coded::NamespaceNotExist, succ_zero()));
-    }
-    for target in targets {
-        if let Some((key, _)) = tacos_app::query::config_with_id(&state, target.id) {
-            principal.require_key(key, Access::Read).map_err(deny)?;
-        }
-    }
-    let items = clone_items(&state, targets);
-    drop(state);
+    target(app, namespace, caller)?;
+    let items = clone_items(&app.service.state(), &caller.principal, targets).map_err(deny)?;
     if items.is_empty() {
         return Err(Refused::Coded(Coded::DataEmpty, succ_zero()));
     }
@@ -395,7 +372,6 @@ pub async fn clone(
         tacos_app::service::checked_key(namespace, &item.group, &item.data_id)
             .map_err(|e| Refused::Invalid(e.to_string()))?;
     }
-    writable(principal, namespace, &items)?;
     import_items(app, namespace, items, policy, caller).await
 }
 

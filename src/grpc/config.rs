@@ -11,6 +11,7 @@ use super::GrpcState;
 use crate::api::params::url_encode;
 use tacos_app::auth::Principal;
 use tacos_app::gray_match;
+use tacos_app::read::Reader;
 use tacos_app::service::{checked_key, comma_list, PublishRequest, ServiceError};
 use tacos_app::watch::fuzzy::{
     self, FuzzyCancel, FuzzyWatch, GroupKeyPattern, MATCH_COUNT_OVER_LIMIT,
@@ -19,7 +20,7 @@ use tacos_app::watch::fuzzy::{
 use tacos_app::watch::{changed_keys, ListenKey, Subscribe, Unsubscribe};
 use tacos_core::command::Expect;
 use tacos_core::validate::InvalidInput;
-use tacos_state::{Access, ApplyError, GrayRule};
+use tacos_state::{ApplyError, GrayRule};
 
 /// `ConfigQueryRequest{dataId, group, tenant, tag}` → `ConfigQueryResponse`:
 /// the version the client sees ([`tacos_app::gray_match`]) by its IP and the
@@ -60,7 +61,7 @@ pub fn query(
     if let Err(behind) = app.service.readable() {
         return failed(code::SERVER_ERROR, &behind.to_string());
     }
-    if let Err(e) = principal.require_key(&key, Access::Read) {
+    if let Err(e) = Reader::new(principal).key(&key) {
         return failed(code::NO_RIGHT, &e.to_string());
     }
     let state = app.service.state();
@@ -131,16 +132,6 @@ fn write_failure(error: &ServiceError) -> (i32, String) {
     (code, error.to_string())
 }
 
-/// What a config request names (Nacos' `ConfigGrpcResourceParser`:
-/// `tenant`, `group`, `dataId`; a blank one is `*`), checked for `need`.
-fn require_request(
-    principal: &Principal,
-    req: &Incoming,
-    need: Access,
-) -> Result<(), tacos_app::auth::AuthError> {
-    principal.require_named(req.str("tenant"), req.str("group"), req.str("dataId"), need)
-}
-
 /// `ConfigPublishRequest{dataId, group, tenant, content, casMd5, additionMap}`.
 pub async fn publish(
     app: &GrpcState,
@@ -150,9 +141,6 @@ pub async fn publish(
 ) -> Reply {
     const KIND: &str = "ConfigPublishResponse";
     let rid = req.request_id();
-    if let Err(e) = require_request(principal, req, Access::Write) {
-        return payload::fail(KIND, &rid, code::NO_RIGHT, &e.to_string());
-    }
     let addition: std::collections::HashMap<String, String> = match req.field("additionMap") {
         Ok(map) => map.unwrap_or_default(),
         Err(e) => return payload::fail(KIND, &rid, code::INVALID_PARAM, &e.to_string()),
@@ -193,9 +181,6 @@ pub async fn remove(
 ) -> Reply {
     const KIND: &str = "ConfigRemoveResponse";
     let rid = req.request_id();
-    if let Err(e) = require_request(principal, req, Access::Write) {
-        return payload::fail(KIND, &rid, code::NO_RIGHT, &e.to_string());
-    }
     let caller = principal.caller(req.str("srcUser"), client_ip.to_string());
     let removed = app
         .service
@@ -262,7 +247,7 @@ pub async fn batch_listen(
             Err(e) => return payload::fail(KIND, &rid, code::INVALID_PARAM, &invalid_message(&e)),
         };
         // Every key, where Nacos checks the first one's namespace only.
-        if let Err(e) = principal.require_key(&key, Access::Read) {
+        if let Err(e) = Reader::new(principal).key(&key) {
             return payload::fail(KIND, &rid, code::NO_RIGHT, &e.to_string());
         }
         keys.push(ListenKey {
@@ -347,11 +332,10 @@ pub async fn fuzzy_watch(
         Err(e) => return payload::fail(KIND, &rid, code::INVALID_PARAM, &e.to_string()),
     };
     // The pattern itself: a grant must cover every key it could match.
-    if let Err(e) = principal.require(
+    if let Err(e) = Reader::new(principal).watch_pattern(
         pattern.namespace(),
         pattern.group(),
         pattern.data_id(),
-        Access::Read,
     ) {
         return payload::fail(KIND, &rid, code::NO_RIGHT, &e.to_string());
     }

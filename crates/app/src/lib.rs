@@ -12,6 +12,7 @@
 //!   proposing one command per use case).
 //! - [`auth`]: users, passwords, tokens, permissions, roles, login limits.
 //! - [`cluster`]: the member view of Nacos' cluster node routes.
+//! - [`read`]: who may read or watch what, decided once per operation.
 //! - [`query`]: the rules of list routes (name filters, paging).
 //! - [`transfer`]: the Nacos zip layouts of export and import, and the
 //!   import plan (what to create, overwrite, skip).
@@ -22,6 +23,7 @@ pub mod auth;
 pub mod cluster;
 pub mod gray_match;
 pub mod query;
+pub mod read;
 pub mod service;
 pub mod transfer;
 pub mod watch;

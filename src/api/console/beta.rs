@@ -11,7 +11,6 @@ use serde::Deserialize;
 use super::{json_body, ok_json, ConsoleError};
 use tacos_app::service::{checked_key, PublishRequest};
 use tacos_core::validate::{self, InvalidInput};
-use tacos_state::Access;
 
 use super::configs::checked_publish;
 use super::Call;
@@ -109,15 +108,13 @@ struct Gray {
 async fn publish_gray_version(call: Call, form: Gray) -> Result<HttpResponse, ConsoleError> {
     validate::namespace(&form.namespace)?;
     let key = checked_key(&form.namespace, &form.group, &form.data_id)?;
-    call.principal.require_key(&key, Access::Write)?;
-    let state = call.app.service.state();
-    let Some(config) = state.config(&key).cloned() else {
+    let caller = call.caller();
+    let Some(config) = call.app.service.gray_base(&key, &caller)? else {
         return Err(ConsoleError::NotFound(format!(
             "config {}/{} does not exist: publish it before a gray version",
             key.group, key.data_id
         )));
     };
-    drop(state);
     checked_publish(
         &form.namespace,
         &form.group,
@@ -137,13 +134,12 @@ async fn publish_gray_version(call: Call, form: Gray) -> Result<HttpResponse, Co
         tag: form.tag,
         ..Default::default()
     };
-    let caller = call.caller();
     call.app.service.publish(request, &caller).await?;
     Ok(ok_json(serde_json::json!({ "ok": true })))
 }
 
 pub async fn stop_beta(call: Call) -> Result<HttpResponse, ConsoleError> {
-    let key = call.config(Access::Write)?;
+    let key = call.config()?;
     let caller = call.caller();
     let existed = call
         .app
@@ -172,7 +168,6 @@ struct PromoteBody {
 pub async fn promote_beta(call: Call, body: web::Bytes) -> Result<HttpResponse, ConsoleError> {
     let form: PromoteBody = json_body(&body)?;
     let key = checked_key(&form.namespace, &form.group, &form.data_id)?;
-    call.principal.require_key(&key, Access::Write)?;
     let caller = call.caller();
     call.app
         .service
@@ -202,7 +197,6 @@ struct GrayPromoteBody {
 pub async fn promote_gray(call: Call, body: web::Bytes) -> Result<HttpResponse, ConsoleError> {
     let form: GrayPromoteBody = json_body(&body)?;
     let key = checked_key(&form.namespace, &form.group, &form.data_id)?;
-    call.principal.require_key(&key, Access::Write)?;
     let caller = call.caller();
     call.app
         .service
@@ -213,7 +207,7 @@ pub async fn promote_gray(call: Call, body: web::Bytes) -> Result<HttpResponse, 
 
 /// Ends the gray version `grayName`.
 pub async fn stop_gray(call: Call) -> Result<HttpResponse, ConsoleError> {
-    let key = call.config(Access::Write)?;
+    let key = call.config()?;
     let name = call.params.str("grayName").to_string();
     if name.is_empty() {
         return Err(InvalidInput::Missing("grayName").into());

@@ -24,7 +24,7 @@ use tacos_core::command::Expect;
 use tacos_core::md5_hex;
 use tacos_core::shown_namespace;
 use tacos_core::validate::{self, InvalidInput};
-use tacos_state::{canonical_namespace, Access, Config, ConfigKey, State, BETA_GRAY};
+use tacos_state::{canonical_namespace, Config, ConfigKey, State, BETA_GRAY};
 
 /// The config key named by the `namespace`, `group` and `dataId` query
 /// parameters.
@@ -112,7 +112,7 @@ pub(super) fn blur_of(params: &Params) -> Result<bool, ConsoleError> {
 pub async fn list(call: Call) -> Result<HttpResponse, ConsoleError> {
     let namespace = call.params.str("namespace");
     validate::namespace(namespace)?;
-    call.principal.require_some(namespace, Access::Read)?;
+    call.reader().list(namespace)?;
     let (page_no, page_size) = paging(&call.params, 20)?;
     let state = call.app.service.state();
     let namespace = canonical_namespace(namespace);
@@ -149,7 +149,7 @@ struct BetaView {
 }
 
 pub async fn get(call: Call) -> Result<HttpResponse, ConsoleError> {
-    let key = call.config(Access::Read)?;
+    let key = call.readable_config()?;
     let state = call.app.service.state();
     let config = state.config(&key).map(|c| ConfigView {
         row: ConfigRow::of(&state, &key, c),
@@ -239,8 +239,6 @@ pub(super) fn checked_publish(
 pub async fn publish(call: Call, body: web::Bytes) -> Result<HttpResponse, ConsoleError> {
     let form: PublishBody = json_body(&body)?;
     validate::namespace(&form.namespace)?;
-    call.principal
-        .require(&form.namespace, &form.group, &form.data_id, Access::Write)?;
     checked_publish(
         &form.namespace,
         &form.group,
@@ -282,7 +280,7 @@ pub async fn publish(call: Call, body: web::Bytes) -> Result<HttpResponse, Conso
 }
 
 pub async fn remove(call: Call) -> Result<HttpResponse, ConsoleError> {
-    let key = call.config(Access::Write)?;
+    let key = call.config()?;
     let caller = call.caller();
     let existed = call
         .app
@@ -349,7 +347,7 @@ struct PreviewBody {
 pub async fn preview(call: Call, body: web::Bytes) -> Result<HttpResponse, ConsoleError> {
     let form: PreviewBody = json_body(&body)?;
     let key = checked_key(&form.namespace, &form.group, &form.data_id)?;
-    call.principal.require_key(&key, Access::Read)?;
+    call.reader().key(&key)?;
     let content_error = validate::content(&form.content, call.app.service.max_content_size())
         .err()
         .map(|e| e.to_string());

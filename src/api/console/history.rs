@@ -18,8 +18,9 @@ use super::{diff, json_body, ok_json, ConsoleError};
 use crate::api::params::paging;
 use crate::api::render::Page;
 use tacos_app::auth::Principal;
+use tacos_app::read::Reader;
 use tacos_core::validate::InvalidInput;
-use tacos_state::{Access, HistoryRow, State};
+use tacos_state::{HistoryRow, State};
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -65,7 +66,7 @@ fn current_md5<'a>(state: &'a State, row: &HistoryRow) -> &'a str {
 }
 
 pub async fn list(call: Call) -> Result<HttpResponse, ConsoleError> {
-    let key = call.config(Access::Read)?;
+    let key = call.readable_config()?;
     let (page_no, page_size) = paging(&call.params, 20)?;
     let state = call.app.service.state();
     let current = state.config(&key).map_or("", |c| c.md5.as_ref());
@@ -89,7 +90,7 @@ fn readable_row(
     let row = state
         .history_row(id)
         .ok_or_else(|| ConsoleError::NotFound(format!("history row {id} does not exist")))?;
-    principal.require_key(&row.key, Access::Read)?;
+    Reader::new(principal).key(&row.key)?;
     Ok(row)
 }
 
@@ -165,7 +166,6 @@ pub async fn rollback(call: Call, body: web::Bytes) -> Result<HttpResponse, Cons
     let form: RollbackBody = json_body(&body)?;
     let state = call.app.service.state();
     let row = readable_row(&state, &call.principal, form.id)?;
-    call.principal.require_key(&row.key, Access::Write)?;
     drop(state);
     let caller = call.caller();
     call.app

@@ -13,7 +13,7 @@ use tacos_app::service::{ImportError, ServiceError};
 use tacos_app::transfer::{self, Layout, Policy, TransferError};
 use tacos_core::shown_namespace;
 use tacos_core::validate::{self, InvalidInput};
-use tacos_state::{canonical_namespace, Access, ApplyError};
+use tacos_state::{canonical_namespace, ApplyError};
 
 use super::Call;
 use crate::api::params::config_filter;
@@ -21,7 +21,7 @@ use crate::api::params::config_filter;
 pub async fn export(call: Call) -> Result<HttpResponse, ConsoleError> {
     let namespace = call.params.str("namespace");
     validate::namespace(namespace)?;
-    call.principal.require_some(namespace, Access::Read)?;
+    call.reader().list(namespace)?;
     let ids: Vec<u64> = call
         .params
         .str("ids")
@@ -86,24 +86,17 @@ fn syntax_ok(config_type: &str, content: &str) -> Result<(), String> {
 
 pub async fn import(call: Call, body: web::Bytes) -> Result<HttpResponse, ConsoleError> {
     let namespace = call.params.str("namespace").to_string();
-    validate::namespace(&namespace)?;
-    call.principal.require_some(&namespace, Access::Write)?;
+    let caller = call.caller();
+    call.app
+        .service
+        .import_target(&namespace, &caller)
+        .map_err(|e| import_refusal(e, &namespace))?;
     let policy = Policy::parse(call.params.str("policy")).ok_or_else(|| {
         InvalidInput::Other(
             "policy",
             format!("{:?} (abort, skip or overwrite)", call.params.str("policy")),
         )
     })?;
-    if !call
-        .app
-        .service
-        .state()
-        .has_namespace(canonical_namespace(&namespace))
-    {
-        return Err(ConsoleError::NotFound(format!(
-            "namespace {namespace} does not exist"
-        )));
-    }
     if body.is_empty() {
         return Err(ConsoleError::Body("send the zip file as the body".into()));
     }
@@ -114,42 +107,12 @@ pub async fn import(call: Call, body: web::Bytes) -> Result<HttpResponse, Consol
     if !unzipped.invalid.is_empty() {
         return Err(TransferError::Invalid(unzipped.invalid).into());
     }
-    // Every entry or none: refused whole when one may not be written.
-    for item in &unzipped.items {
-        call.principal
-            .require(&namespace, &item.group, &item.data_id, Access::Write)?;
-    }
     let outcome = call
         .app
         .service
-        .import_items(&namespace, unzipped.items, policy, &call.caller())
+        .import_items(&namespace, unzipped.items, policy, &caller)
         .await
-        // The refusals a user can cause by racing the import get the
-        // console's own words.
-        .map_err(|e| match e {
-            ImportError::NamespaceNotFound(_) => {
-                ConsoleError::NotFound(format!("namespace {namespace} does not exist"))
-            }
-            ImportError::Transfer(e) => ConsoleError::Transfer(e),
-            ImportError::Conflicts { conflicts, .. } => {
-                ConsoleError::Transfer(TransferError::Conflicts(conflicts))
-            }
-            ImportError::Service(e) => match &e {
-                ServiceError::Rejected(ApplyError::ImportRefused { entry, reason }) => {
-                    match **reason {
-                        ApplyError::CasMismatch => ConsoleError::Conflict(format!(
-                            "nothing imported: {entry} was changed by someone else during the \
-                             import; import again to see the new plan"
-                        )),
-                        ApplyError::NamespaceNotFound(_) => ConsoleError::NotFound(format!(
-                            "nothing imported: namespace {namespace} was removed during the import"
-                        )),
-                        _ => ConsoleError::Service(e),
-                    }
-                }
-                _ => ConsoleError::Service(e),
-            },
-        })?;
+        .map_err(|e| import_refusal(e, &namespace))?;
     Ok(ok_json(ImportReport {
         created: outcome.created,
         overwritten: outcome.overwritten,
@@ -157,4 +120,31 @@ pub async fn import(call: Call, body: web::Bytes) -> Result<HttpResponse, Consol
         unchanged: outcome.unchanged,
         unrecognized: unzipped.unrecognized,
     }))
+}
+
+/// A refused import in the console's words (the refusals a user can cause
+/// by racing the import get words of their own).
+fn import_refusal(e: ImportError, namespace: &str) -> ConsoleError {
+    match e {
+        ImportError::NamespaceNotFound(_) => {
+            ConsoleError::NotFound(format!("namespace {namespace} does not exist"))
+        }
+        ImportError::Transfer(e) => ConsoleError::Transfer(e),
+        ImportError::Conflicts { conflicts, .. } => {
+            ConsoleError::Transfer(TransferError::Conflicts(conflicts))
+        }
+        ImportError::Service(e) => match &e {
+            ServiceError::Rejected(ApplyError::ImportRefused { entry, reason }) => match **reason {
+                ApplyError::CasMismatch => ConsoleError::Conflict(format!(
+                    "nothing imported: {entry} was changed by someone else during the \
+                         import; import again to see the new plan"
+                )),
+                ApplyError::NamespaceNotFound(_) => ConsoleError::NotFound(format!(
+                    "nothing imported: namespace {namespace} was removed during the import"
+                )),
+                _ => ConsoleError::Service(e),
+            },
+            _ => ConsoleError::Service(e),
+        },
+    }
 }

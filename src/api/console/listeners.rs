@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::{ok_json, ConsoleError};
 use crate::api::AppState;
 use tacos_app::watch::{version_of, ListenProtocol, ListenState, ListenersOf};
-use tacos_state::{Access, ConfigKey};
+use tacos_state::ConfigKey;
 
 use super::Call;
 
@@ -99,7 +99,7 @@ async fn local_listeners(
 /// the caller's credentials). A member that does not answer is listed in
 /// `unreachable`.
 pub async fn listeners(call: Call) -> Result<HttpResponse, ConsoleError> {
-    let key = call.config(Access::Read)?;
+    let key = call.readable_config()?;
     let mut rows = local_listeners(&call.app, &key).await?;
     let mut unreachable = Vec::new();
     if call.params.get("local") != Some("true") {

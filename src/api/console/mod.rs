@@ -59,12 +59,13 @@ use super::call::Call;
 use super::guard::{Need, Routes};
 use syntax::SyntaxError;
 use tacos_app::auth::AuthError;
+use tacos_app::read::Reader;
 use tacos_app::service::ServiceError;
 use tacos_app::transfer::TransferError;
 use tacos_core::validate::InvalidInput;
 use tacos_raft::rpc::RouteError;
 use tacos_state::ApplyError;
-use tacos_state::{Access, ConfigKey};
+use tacos_state::ConfigKey;
 
 pub fn routes(r: &mut Routes) {
     assets::routes(r);
@@ -322,11 +323,21 @@ fn ok_json(value: impl serde::Serialize) -> HttpResponse {
 /// What console handlers ask of a [`Call`].
 impl Call {
     /// The config the route names by its `namespace`, `group` and `dataId`
-    /// parameters, once the caller may do `access` on it.
-    pub fn config(&self, access: Access) -> Result<ConfigKey, ConsoleError> {
-        let key = configs::key_param(&self.params)?;
-        self.principal.require_key(&key, access)?;
+    /// parameters (a write's use case decides whether the caller may).
+    pub fn config(&self) -> Result<ConfigKey, ConsoleError> {
+        configs::key_param(&self.params)
+    }
+
+    /// [`config`](Self::config), once the caller may read it.
+    pub fn readable_config(&self) -> Result<ConfigKey, ConsoleError> {
+        let key = self.config()?;
+        self.reader().key(&key)?;
         Ok(key)
+    }
+
+    /// The caller's reads ([`tacos_app::read`]).
+    pub fn reader(&self) -> Reader<'_> {
+        Reader::new(&self.principal)
     }
 }
 

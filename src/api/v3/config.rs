@@ -11,9 +11,9 @@ use super::model::{
     ConfigBasicInfo, ConfigDetailInfo, ConfigGrayInfo, ConfigListenerInfo, ConfigQueryResponse,
 };
 use super::{
-    allow, allow_some, config_key, fail, fail_without_data, filled, invalid, missing_field,
-    missing_param, namespace_of, not_a_number, ok, page, param_filter, required_string,
-    service_error, Answer, Refusal, PARAMETER_VALIDATE_ERROR, RESOURCE_NOT_FOUND,
+    config_key, fail, fail_without_data, filled, invalid, missing_field, missing_param,
+    namespace_of, not_a_number, ok, page, param_filter, required_string, service_error, Answer,
+    Refusal, PARAMETER_VALIDATE_ERROR, RESOURCE_NOT_FOUND,
 };
 use crate::api::guard::Authed;
 use crate::api::listeners;
@@ -22,11 +22,12 @@ use crate::api::render::{v1_error, Page};
 use crate::api::transfer;
 use crate::api::AppState;
 use tacos_app::query::{configs_with_ids, search_configs, ConfigFilter};
+use tacos_app::read::Reader;
 use tacos_app::service::{comma_list, PublishRequest};
 use tacos_app::transfer::{Layout, Policy};
 use tacos_core::command::Expect;
 use tacos_core::validate;
-use tacos_state::{canonical_namespace, Access};
+use tacos_state::canonical_namespace;
 
 // ---- the client's read ----------------------------------------------------------
 
@@ -49,7 +50,7 @@ pub async fn client_get(call: Call) -> Answer {
         .ok_or_else(|| plain("Required parameter 'dataId' type String is not present".into()))?;
     let key = tacos_app::service::checked_key(namespace_of(&params), group, data_id)
         .map_err(|e| invalid(&e))?;
-    allow(&principal, &key, Access::Read)?;
+    Reader::new(&principal).key(&key)?;
     crate::api::read_barrier(&app, &req, &params).await?;
     let state = app.service.state();
     let config = state.config(&key);
@@ -90,7 +91,7 @@ pub async fn get(call: Call) -> Answer {
         req,
     } = call;
     let key = config_key(&params)?;
-    allow(&principal, &key, Access::Read)?;
+    Reader::new(&principal).key(&key)?;
     crate::api::read_barrier(&app, &req, &params).await?;
     match app.service.state().config(&key) {
         Some(config) => ok(ConfigDetailInfo::of(&key, config)),
@@ -116,7 +117,6 @@ pub async fn publish(call: FormCall) -> Answer {
     }) = call;
     let key = config_key(&params)?;
     let content = filled(&params, "content").ok_or_else(|| missing_field("content"))?;
-    allow(&principal, &key, Access::Write)?;
     let request = PublishRequest {
         namespace: key.namespace.clone(),
         group: key.group.clone(),
@@ -150,7 +150,6 @@ pub async fn delete(call: FormCall) -> Answer {
         req,
     }) = call;
     let key = config_key(&params)?;
-    allow(&principal, &key, Access::Write)?;
     let caller = principal.caller("", client_ip(&req));
     match app
         .service
@@ -200,7 +199,7 @@ pub async fn list(call: Call) -> Answer {
     let paging = page(&params)?;
     let namespace = namespace_of(&params);
     validate::namespace(namespace).map_err(|e| invalid(&e))?;
-    allow_some(&principal, namespace, Access::Read)?;
+    Reader::new(&principal).list(namespace)?;
     let filter = ConfigFilter {
         data_id: params.str("dataId").trim(),
         group: params.str("groupName").trim(),
@@ -248,9 +247,6 @@ pub async fn delete_batch(
         })
         .collect::<Result<Vec<u64>, _>>()?;
     let keys = configs_with_ids(&app.service.state(), &ids);
-    for key in &keys {
-        allow(&principal, key, Access::Write)?;
-    }
     let caller = principal.caller("", client_ip(&req));
     match app.service.remove_each(&keys, &caller).await {
         Ok(_) => ok(true),
@@ -269,7 +265,7 @@ pub async fn beta(call: Call) -> Answer {
         ..
     } = call;
     let key = config_key(&params)?;
-    allow(&principal, &key, Access::Read)?;
+    Reader::new(&principal).key(&key)?;
     let state = app.service.state();
     match state.gray(&key, tacos_state::BETA_GRAY) {
         Some(beta) => ok(ConfigGrayInfo::of(
@@ -290,7 +286,6 @@ pub async fn stop_beta(call: FormCall) -> Answer {
         req,
     }) = call;
     let key = config_key(&params)?;
-    allow(&principal, &key, Access::Write)?;
     let caller = principal.caller("", client_ip(&req));
     match app
         .service
@@ -356,7 +351,7 @@ pub async fn export(call: Call) -> Answer {
         ids.push(id.parse().map_err(|_| not_a_number(id, "java.lang.Long"))?);
     }
     let namespace = namespace_of(&params);
-    allow_some(&principal, namespace, Access::Read)?;
+    Reader::new(&principal).list(namespace)?;
     let filter = crate::api::nacos_config::export_filter(&params);
     Ok(
         transfer::export(&app, &principal, namespace, filter, &ids, Layout::Nacos2)
@@ -389,9 +384,7 @@ pub async fn import(call: Call, body: web::Bytes) -> Answer {
         .unwrap_or("");
     let caller = principal.caller(field("src_user").unwrap_or_default(), client_ip(&req));
     let file = form.files.get("file").cloned();
-    transfer_answer(
-        transfer::import_zip(&app, &principal, &caller, namespace, policy, file, false).await,
-    )
+    transfer_answer(transfer::import_zip(&app, &caller, namespace, policy, file, false).await)
 }
 
 /// `POST /clone?namespaceId=`: the configs of a JSON body `[{configId,
@@ -409,7 +402,7 @@ pub async fn clone(call: Call, body: web::Bytes) -> Answer {
     let targets = transfer::clone_targets(&body, false)
         .map_err(|reason| fail(StatusCode::BAD_REQUEST, PARAMETER_VALIDATE_ERROR, reason))?;
     let caller = principal.caller(params.str("src_user"), client_ip(&req));
-    transfer_answer(transfer::clone(&app, &principal, &caller, namespace, policy, &targets).await)
+    transfer_answer(transfer::clone(&app, &caller, namespace, policy, &targets).await)
 }
 
 // ---- admin: listeners -------------------------------------------------------------
@@ -448,7 +441,7 @@ pub async fn listeners(call: Call) -> Answer {
     } = call;
     let key = config_key(&params)?;
     let aggregation = aggregation(&params)?;
-    allow(&principal, &key, Access::Write)?;
+    Reader::new(&principal).admin_listeners(&key)?;
     let mut status = listeners::listening_to(&app, &key)
         .await
         .map_err(|e| fail(StatusCode::INTERNAL_SERVER_ERROR, super::SERVER_ERROR, e))?;

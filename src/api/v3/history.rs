@@ -12,15 +12,16 @@ use actix_web::HttpResponse;
 
 use super::model::{ConfigBasicInfo, ConfigHistoryBasicInfo, ConfigHistoryDetailInfo};
 use super::{
-    allow, allow_some, config_key, fail, invalid, ok, page, param_filter, required_id,
-    required_string, Answer, ACCESS_DENIED, RESOURCE_NOT_FOUND,
+    config_key, fail, invalid, ok, page, param_filter, required_id, required_string, Answer,
+    ACCESS_DENIED, RESOURCE_NOT_FOUND,
 };
 use crate::api::params::Params;
 use crate::api::render::Page;
 use crate::api::AppState;
 use tacos_app::query::{config_history_row, ConfigHistoryLookup, ConfigRowError};
+use tacos_app::read::Reader;
 use tacos_core::validate;
-use tacos_state::{canonical_namespace, Access};
+use tacos_state::canonical_namespace;
 
 /// `GET /list`: the config's rows, newest first (`pageSize` cut to 500).
 pub async fn list(call: Call) -> Answer {
@@ -32,7 +33,7 @@ pub async fn list(call: Call) -> Answer {
     } = call;
     let key = config_key(&params)?;
     let paging = page(&params)?;
-    allow(&principal, &key, Access::Read)?;
+    Reader::new(&principal).key(&key)?;
     let state = app.service.state();
     let rows = state.history(&key);
     let total = rows.len();
@@ -96,7 +97,7 @@ fn row(
     not_found: impl FnOnce() -> String,
 ) -> Answer {
     let key = config_key(params)?;
-    allow(principal, &key, Access::Read)?;
+    Reader::new(principal).key(&key)?;
     let state = app.service.state();
     match config_history_row(&state, &key, lookup) {
         Ok(row) => ok(ConfigHistoryDetailInfo::of(&row)),
@@ -126,7 +127,7 @@ pub async fn configs(call: Call) -> Answer {
     param_filter(&params)?;
     let namespace = required_string(&params, "namespaceId")?.trim();
     validate::namespace(namespace).map_err(|e| invalid(&e))?;
-    allow_some(&principal, namespace, Access::Read)?;
+    Reader::new(&principal).list(namespace)?;
     let state = app.service.state();
     let items: Vec<ConfigBasicInfo> =
         tacos_app::query::readable_configs(&state, &principal, canonical_namespace(namespace))

@@ -53,11 +53,10 @@ use actix_web::HttpResponse;
 use super::guard::{Need, Routes};
 use super::params::Params;
 use super::render::{filter_refusal, status_of, v2_error};
-use tacos_app::auth::Principal;
 use tacos_app::query::Paging;
 use tacos_app::service::{checked_key, ServiceError};
 use tacos_core::validate::{self, InvalidInput};
-use tacos_state::{Access, ApplyError, ConfigKey};
+use tacos_state::{ApplyError, ConfigKey};
 
 pub fn routes(r: &mut Routes) {
     const CONFIG: &str = "/nacos/v3/admin/cs/config";
@@ -264,15 +263,12 @@ fn missing_param(name: &str, java_type: &str, blank: bool) -> HttpResponse {
     )
 }
 
-/// 403 (the guard's answer) unless `principal` may do `access` on `key`.
-fn allow(principal: &Principal, key: &tacos_core::ConfigKey, access: Access) -> Refused<()> {
-    super::allow_key(principal, key, access).map_err(Refusal)
-}
-
-/// 403 unless `principal` may do `access` on some config of `namespace`
-/// (lists, which then show only what it may read).
-fn allow_some(principal: &Principal, namespace: &str, access: Access) -> Refused<()> {
-    super::allow_some(principal, namespace, access).map_err(Refusal)
+/// A read the app refused: the guard's answer (Nacos' auth filter, before
+/// its controllers), as on every surface.
+impl From<tacos_app::auth::AuthError> for Refusal {
+    fn from(error: tacos_app::auth::AuthError) -> Self {
+        Refusal(Box::new(crate::api::guard::refusal(&error)))
+    }
 }
 
 /// Bad input as Nacos 3 answers it: the parameter filter's text for keys
@@ -316,7 +312,9 @@ fn service_error(error: &ServiceError) -> HttpResponse {
         ServiceError::Rejected(_) | ServiceError::AdminNotDeletable(_) => {
             fail(status, PARAMETER_VALIDATE_ERROR, error)
         }
-        ServiceError::Denied(_) => fail(status, ACCESS_DENIED, error),
+        // What the guard answers a refusal with, on every surface (Nacos'
+        // auth filter, before its controllers).
+        ServiceError::Denied(e) => crate::api::guard::refusal(e),
         ServiceError::Write(_) | ServiceError::Internal(_) => fail(status, SERVER_ERROR, error),
     }
 }

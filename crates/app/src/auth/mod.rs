@@ -148,7 +148,7 @@ impl Principal {
     /// asks for every config it could name: a list of a whole namespace is
     /// `(NS, *, *)`. The one rule every surface calls (as Nacos'
     /// `hasPermission`; see [`tacos_state::Resource::covers`]).
-    pub fn can(&self, namespace: &str, group: &str, data_id: &str, need: Access) -> bool {
+    pub(crate) fn can(&self, namespace: &str, group: &str, data_id: &str, need: Access) -> bool {
         match self {
             Principal::Open => true,
             Principal::User(user) => user.allows(namespace, group, data_id, need),
@@ -156,19 +156,19 @@ impl Principal {
     }
 
     /// [`can`](Self::can) on one config.
-    pub fn can_key(&self, key: &ConfigKey, need: Access) -> bool {
+    pub(crate) fn can_key(&self, key: &ConfigKey, need: Access) -> bool {
         self.can(&key.namespace, &key.group, &key.data_id, need)
     }
 
     /// [`can`](Self::can) on every config of `namespace`.
-    pub fn can_namespace(&self, namespace: &str, need: Access) -> bool {
+    pub(crate) fn can_namespace(&self, namespace: &str, need: Access) -> bool {
         self.can(namespace, "*", "*", need)
     }
 
     /// Whether this principal may do `need` on some config of `namespace`:
     /// whether a list of it may show anything (lists then show only what
     /// [`can_key`](Self::can_key) allows).
-    pub fn can_some(&self, namespace: &str, need: Access) -> bool {
+    pub(crate) fn can_some(&self, namespace: &str, need: Access) -> bool {
         match self {
             Principal::Open => true,
             Principal::User(user) => user.allows_some(namespace, need),
@@ -176,7 +176,7 @@ impl Principal {
     }
 
     /// [`can`](Self::can), as an error naming what is missing.
-    pub fn require(
+    pub(crate) fn require(
         &self,
         namespace: &str,
         group: &str,
@@ -194,7 +194,7 @@ impl Principal {
     /// resource parsers read it (`ConfigHttpResourceParser`,
     /// `ConfigGrpcResourceParser`): a blank group or dataId is `*`, every
     /// group or every dataId. The one reading for every surface.
-    pub fn require_named(
+    pub(crate) fn require_named(
         &self,
         namespace: &str,
         group: &str,
@@ -206,17 +206,12 @@ impl Principal {
     }
 
     /// [`require`](Self::require) on one config.
-    pub fn require_key(&self, key: &ConfigKey, need: Access) -> Result<(), AuthError> {
+    pub(crate) fn require_key(&self, key: &ConfigKey, need: Access) -> Result<(), AuthError> {
         self.require(&key.namespace, &key.group, &key.data_id, need)
     }
 
-    /// [`require`](Self::require) on every config of `namespace`.
-    pub fn require_namespace(&self, namespace: &str, need: Access) -> Result<(), AuthError> {
-        self.require(namespace, "*", "*", need)
-    }
-
     /// [`can_some`](Self::can_some), as an error.
-    pub fn require_some(&self, namespace: &str, need: Access) -> Result<(), AuthError> {
+    pub(crate) fn require_some(&self, namespace: &str, need: Access) -> Result<(), AuthError> {
         if self.can_some(namespace, need) {
             return Ok(());
         }
@@ -240,12 +235,14 @@ impl Principal {
         let claimed = claimed_user.trim();
         match self {
             Principal::Open => Caller {
+                principal: self.clone(),
                 user: claimed_user.to_string(),
                 src_user: claimed_user.to_string(),
                 ip,
                 authenticated: false,
             },
             Principal::User(user) => Caller {
+                principal: self.clone(),
                 user: user.username.clone(),
                 src_user: if claimed.is_empty() {
                     user.username.clone()
@@ -542,6 +539,7 @@ impl Auth {
             new_hash,
         });
         let caller = Caller {
+            principal: Principal::Open,
             user: user.username.clone(),
             src_user: user.username.clone(),
             ip: ip.to_string(),

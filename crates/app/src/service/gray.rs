@@ -2,10 +2,14 @@
 //! beta by client IPs, or a tag), stop one, promote one to the config.
 //! A publish with `beta_ips` or `tag` lands here from `publish`.
 
+use std::sync::Arc;
 use tacos_core::command as pb;
 use tacos_core::validate::{self, InvalidInput};
 use tacos_core::{ConfigKey, Op};
-use tacos_state::{tag_gray_name, BETA_GRAY, BETA_PRIORITY, GRAY_RULE_VERSION, TAG_PRIORITY};
+
+use tacos_state::{
+    tag_gray_name, Config, BETA_GRAY, BETA_PRIORITY, GRAY_RULE_VERSION, TAG_PRIORITY,
+};
 
 use super::{checked_key, origin, Caller, ConfigService, ServiceError};
 
@@ -47,6 +51,19 @@ pub fn checked_tag(tag: &str) -> Result<Option<String>, InvalidInput> {
 }
 
 impl ConfigService {
+    /// The config a gray version of `key` is made from (the console takes
+    /// its type and app name for the gray), once the caller may write it:
+    /// `Ok(None)` when there is none. Asked before the gray's content is
+    /// checked, so a caller who may not write learns nothing of the key.
+    pub fn gray_base(
+        &self,
+        key: &ConfigKey,
+        caller: &Caller,
+    ) -> Result<Option<Arc<Config>>, ServiceError> {
+        caller.may_write_key(key)?;
+        Ok(self.state().config(key).cloned())
+    }
+
     /// Publishes or replaces a gray version from a checked publish.
     pub(super) async fn publish_gray(
         &self,
@@ -81,6 +98,7 @@ impl ConfigService {
         name: &str,
         caller: &Caller,
     ) -> Result<bool, ServiceError> {
+        caller.may_write(namespace, group, data_id)?;
         let key = checked_key(namespace, group, data_id)?;
         let op = Op::StopGray(pb::StopGray {
             key: Some((&key).into()),
@@ -115,6 +133,7 @@ impl ConfigService {
         cas_md5: Option<String>,
         caller: &Caller,
     ) -> Result<(), ServiceError> {
+        caller.may_write_key(key)?;
         let op = Op::PromoteGray(pb::PromoteGray {
             key: Some(key.into()),
             name: name.to_string(),

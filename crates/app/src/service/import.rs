@@ -6,9 +6,10 @@
 use serde::Serialize;
 
 use tacos_core::command::Expect;
-use tacos_state::{canonical_namespace, ConfigKey, State};
+use tacos_state::{canonical_namespace, Access, ConfigKey, State};
 
 use super::{Caller, ConfigService, PublishRequest, ServiceError};
+use crate::auth::{AuthError, Principal};
 use crate::query::config_with_id;
 use crate::transfer::{self, Existing, Item, Policy, TransferError};
 
@@ -49,10 +50,20 @@ pub enum ImportError {
 
 /// The items a clone of configs `ids` makes (Nacos' clone: each config's
 /// content, type, desc and app, under the group and dataId it is given, or
-/// its own); unknown ids are left out, each config once.
-pub fn clone_items(state: &State, targets: &[CloneTarget]) -> Vec<Item> {
+/// its own); unknown ids are left out, each config once. The caller must
+/// read every source (writing the copies is the import's to decide).
+pub fn clone_items(
+    state: &State,
+    who: &Principal,
+    targets: &[CloneTarget],
+) -> Result<Vec<Item>, AuthError> {
+    for target in targets {
+        if let Some((key, _)) = config_with_id(state, target.id) {
+            who.require_key(key, Access::Read)?;
+        }
+    }
     let mut seen = std::collections::BTreeSet::new();
-    targets
+    Ok(targets
         .iter()
         .filter(|t| seen.insert(t.id))
         .filter_map(|t| {
@@ -70,7 +81,7 @@ pub fn clone_items(state: &State, targets: &[CloneTarget]) -> Vec<Item> {
                 app_name: config.app_name.clone(),
             })
         })
-        .collect()
+        .collect())
 }
 
 /// One config to clone: its id, and the group and dataId of the copy
@@ -83,8 +94,24 @@ pub struct CloneTarget {
 }
 
 impl ConfigService {
-    /// Imports `items` into `namespace` (which must exist) with `policy`:
-    /// one write of every create and overwrite, or none. An overwrite is a
+    /// Where an import (a zip, a clone) into `namespace` goes, before its
+    /// items are read: the namespace as sent must be a valid one the
+    /// caller may write something in, and exist. Answers it canonical.
+    pub fn import_target(&self, namespace: &str, caller: &Caller) -> Result<String, ImportError> {
+        tacos_core::validate::namespace(namespace).map_err(ServiceError::from)?;
+        caller
+            .principal
+            .require_some(namespace, Access::Write)
+            .map_err(ServiceError::Denied)?;
+        let ns = canonical_namespace(namespace).to_string();
+        if !self.state().has_namespace(&ns) {
+            return Err(ImportError::NamespaceNotFound(namespace.to_string()));
+        }
+        Ok(ns)
+    }
+
+    /// Imports `items` into `namespace` (which must exist, and which the
+    /// caller must be able to write each item in) with `policy`: one write of every create and overwrite, or none. An overwrite is a
     /// compare-and-set against the version planned, a create requires the
     /// config to be still absent (checked in apply, for the whole import).
     pub async fn import_items(
@@ -94,12 +121,13 @@ impl ConfigService {
         policy: Policy,
         caller: &Caller,
     ) -> Result<ImportOutcome, ImportError> {
-        tacos_core::validate::namespace(namespace).map_err(ServiceError::from)?;
-        let ns = canonical_namespace(namespace).to_string();
-        let state = self.state();
-        if !state.has_namespace(&ns) {
-            return Err(ImportError::NamespaceNotFound(namespace.to_string()));
+        let ns = self.import_target(namespace, caller)?;
+        // Every item or none: refused whole when the caller may not write
+        // one of them (skipped ones too: what a file would write is asked).
+        for item in &items {
+            caller.may_write(namespace, &item.group, &item.data_id)?;
         }
+        let state = self.state();
         let entries: Vec<String> = items.iter().map(Item::entry).collect();
         let plan = transfer::plan(items, policy, |group, data_id| {
             state

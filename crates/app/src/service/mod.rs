@@ -10,9 +10,11 @@
 //! with the list rules of `crate::query`.
 //!
 //! Who did it, by layer: a request is made by a `Principal` (who the route
-//! guard authenticated: `crate::auth`, which also answers "may they" with
-//! `Principal::can` / `require`); a write is recorded as a [`Caller`] (that
-//! user, or the `src_user` an open-API client claims, and the client IP).
+//! guard authenticated: `crate::auth`); a write is asked for by a
+//! [`Caller`] (that principal, the user or the `src_user` an open-API
+//! client claims, and the client IP). Each use case decides here whether
+//! its caller may (one check per use case, before it checks the input, as
+//! Nacos' auth filter runs before its controllers); no handler does.
 //! From the one caller the writer stamps the command's `Actor` (the audit
 //! row) and the use case the config's `Origin` (its history row); those two
 //! names are the replicated log's, kept for the data already on disk.
@@ -37,7 +39,9 @@ use tacos_core::validate::{self, InvalidInput};
 use tacos_core::{now_ms, Command, Op};
 use tacos_raft::node::Node;
 use tacos_raft::rpc::RouteError;
-use tacos_state::{ApplyError, ConfigKey, Response, State};
+use tacos_state::{Access, ApplyError, ConfigKey, Response, State};
+
+use crate::auth::Principal;
 
 /// Why a write was not done.
 #[derive(Debug, thiserror::Error)]
@@ -60,8 +64,11 @@ pub enum ServiceError {
 }
 
 /// Who is writing and from where.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Caller {
+    /// Who the route guard authenticated: what each use case asks "may
+    /// they" (made by [`Principal::caller`], the one way in).
+    pub principal: Principal,
     /// The logged-in user, or (open API without auth) the `src_user` the
     /// client claims: the audit log's actor.
     pub user: String,
@@ -79,11 +86,35 @@ impl Caller {
     /// The server itself (bootstrap).
     pub fn system() -> Self {
         Caller {
+            principal: Principal::Open,
             user: "system".into(),
             src_user: "system".into(),
             ip: String::new(),
             authenticated: true,
         }
+    }
+
+    /// The one check of a config write: may this caller write the config
+    /// (or configs) the names cover, read as Nacos' resource parsers read
+    /// a request (a blank group or dataId is every one). Made before the
+    /// names are checked, as Nacos' auth filter runs before its
+    /// controllers.
+    pub(crate) fn may_write(
+        &self,
+        namespace: &str,
+        group: &str,
+        data_id: &str,
+    ) -> Result<(), ServiceError> {
+        self.principal
+            .require_named(namespace, group, data_id, Access::Write)
+            .map_err(ServiceError::Denied)
+    }
+
+    /// [`may_write`](Self::may_write) on one (checked) config.
+    pub(crate) fn may_write_key(&self, key: &ConfigKey) -> Result<(), ServiceError> {
+        self.principal
+            .require_key(key, Access::Write)
+            .map_err(ServiceError::Denied)
     }
 
     /// The audit actor for a command accepted now.

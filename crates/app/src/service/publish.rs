@@ -60,13 +60,14 @@ pub struct PublishRequest {
 pub const MAX_ENCRYPTED_DATA_KEY: usize = 1024;
 
 impl ConfigService {
-    /// Checks a publish and stamps it; the gray it is for (if any) comes
-    /// back beside it.
+    /// Checks a publish (may the caller, then the input) and stamps it; the
+    /// gray it is for (if any) comes back beside it.
     fn checked_publish(
         &self,
         req: PublishRequest,
         caller: &Caller,
-    ) -> Result<(pb::PublishConfig, Option<GrayTarget>), InvalidInput> {
+    ) -> Result<(pb::PublishConfig, Option<GrayTarget>), ServiceError> {
+        caller.may_write(&req.namespace, &req.group, &req.data_id)?;
         let key = checked_key(&req.namespace, &req.group, &req.data_id)?;
         let tag = checked_tag(&req.tag)?;
         let gray = if !req.beta_ips.is_empty() {
@@ -79,7 +80,8 @@ impl ConfigService {
             return Err(InvalidInput::Other(
                 "encryptedDataKey",
                 format!("it is longer than {MAX_ENCRYPTED_DATA_KEY} bytes"),
-            ));
+            )
+            .into());
         }
         let publish = pb::PublishConfig {
             key: Some((&key).into()),

@@ -19,6 +19,7 @@ impl ConfigService {
         tag: &str,
         caller: &Caller,
     ) -> Result<bool, ServiceError> {
+        caller.may_write(namespace, group, data_id)?;
         let key = checked_key(namespace, group, data_id)?;
         if let Some(tag) = checked_tag(tag)? {
             return self
@@ -42,6 +43,10 @@ impl ConfigService {
         keys: &[ConfigKey],
         caller: &Caller,
     ) -> Result<usize, ServiceError> {
+        // The caller must write every one before any is removed.
+        for key in keys {
+            caller.may_write_key(key)?;
+        }
         let mut existed = 0;
         for key in keys {
             if self

@@ -15,6 +15,7 @@ impl ConfigService {
         cas_md5: Option<String>,
         caller: &Caller,
     ) -> Result<(), ServiceError> {
+        caller.may_write_key(&row.key)?;
         let state = self.state();
         if state.config(&row.key).is_some_and(|c| c.md5 == row.md5) {
             return Err(InvalidInput::Other(
