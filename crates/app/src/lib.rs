@@ -8,6 +8,8 @@
 //!
 //! - [`gray_match`]: which version of a config (a gray or the formal one) a
 //!   client sees.
+//! - [`engine`]: where commands go: the Raft node, or a local state (unit
+//!   tests of every use case without a node).
 //! - [`service`]: config, gray and namespace writes (validation, stamping,
 //!   proposing one command per use case).
 //! - [`auth`]: users, passwords, tokens, permissions, roles, login limits.
@@ -21,9 +23,13 @@
 
 pub mod auth;
 pub mod cluster;
+pub mod engine;
 pub mod gray_match;
 pub mod query;
 pub mod read;
 pub mod service;
 pub mod transfer;
 pub mod watch;
+
+#[cfg(test)]
+mod testing;

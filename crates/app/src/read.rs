@@ -117,23 +117,10 @@ impl<'a> Reader<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tacos_state::{Resource, User};
+    use crate::testing::user;
 
-    /// A user holding `grants` (namespace, group, dataId, access).
-    pub(crate) fn user_with(grants: &[(&str, &str, &str, Access)]) -> Principal {
-        Principal::User(Arc::new(User {
-            username: "u".into(),
-            password_hash: String::new(),
-            admin: false,
-            enabled: true,
-            create_time: 0,
-            modify_time: 0,
-            generation: 0,
-            permissions: grants
-                .iter()
-                .map(|(ns, group, data_id, access)| (Resource::new(ns, group, data_id), *access))
-                .collect(),
-        }))
+    fn user_with(grants: &[(&str, &str, &str, Access)]) -> Principal {
+        user("u", false, grants)
     }
 
     #[test]

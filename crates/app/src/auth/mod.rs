@@ -43,11 +43,11 @@ use dashmap::DashMap;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
+use crate::engine::Engine;
 use crate::service::{Caller, ServiceError, Writer};
 use tacos_core::validate::InvalidInput;
 use tacos_core::{canonical_namespace, ConfigKey};
 use tacos_core::{ApplyError, Op};
-use tacos_raft::node::Node;
 use tacos_state::{Access, Resource, User};
 
 use ldap::{Directory, DirectoryUser, Precedence, Verdict};
@@ -324,7 +324,7 @@ impl AuthSettings {
 
 /// Logins, request authentication, and user writes.
 pub struct Auth {
-    node: Arc<Node>,
+    engine: Arc<dyn Engine>,
     writer: Writer,
     hasher: Hasher,
     limiter: LoginLimiter,
@@ -342,11 +342,11 @@ pub struct Login {
 }
 
 impl Auth {
-    pub fn new(node: Arc<Node>, settings: AuthSettings) -> Result<Self, AuthError> {
+    pub fn new(engine: Arc<dyn Engine>, settings: AuthSettings) -> Result<Self, AuthError> {
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
         Ok(Auth {
-            writer: Writer::new(node.clone(), settings.audit_limit),
-            node,
+            writer: Writer::new(engine.clone(), settings.audit_limit),
+            engine,
             hasher: Hasher::new(cores),
             limiter: LoginLimiter::new(settings.lockout, limiter::IP_LIMIT),
             verified: DashMap::new(),
@@ -412,7 +412,7 @@ impl Auth {
             .check(username, ip, now)
             .map_err(Self::refused)?;
         // With its roles' permissions: what the request may do.
-        let user = self.node.state().user_with_roles(username);
+        let user = self.engine.state().user_with_roles(username);
         let digest = self.digest(password);
         // A name that cannot be a Tacos username never reaches the
         // directory (its tokens name users; the filter escapes it anyway).
@@ -498,7 +498,7 @@ impl Auth {
     /// A directory user as a request sees it: its roles' permissions as
     /// the replicated roles table has them now (grants add up).
     fn directory_user(&self, identity: &DirectoryUser) -> Arc<User> {
-        let state = self.node.state();
+        let state = self.engine.state();
         let mut permissions = tacos_state::Permissions::new();
         if !identity.admin {
             for role in identity.roles.iter().filter_map(|name| state.role(name)) {
@@ -559,7 +559,7 @@ impl Auth {
     /// The user a token names, if the token is signed by the cluster key,
     /// unexpired, and issued since the user's last password change.
     pub fn check_token(&self, token: &str) -> Result<Arc<User>, AuthError> {
-        let state = self.node.state();
+        let state = self.engine.state();
         let key = state.auth_key().ok_or(AuthError::NotInitialized)?;
         let claims = token::verify(&key.token_key, token)?;
         if claims.dir {
@@ -594,7 +594,7 @@ impl Auth {
     /// on its way, and a request then should wait a moment, not fail.
     async fn wait_initialized(&self) -> Result<(), AuthError> {
         let deadline = Instant::now() + INIT_WAIT;
-        while self.node.state().auth_key().is_none() {
+        while self.engine.state().auth_key().is_none() {
             if Instant::now() >= deadline {
                 return Err(AuthError::NotInitialized);
             }
@@ -633,7 +633,7 @@ impl Auth {
         let checked = self.verify_password(username, password, ip).await;
         record_login(username, ip, &checked);
         let (user, directory) = checked?;
-        let state = self.node.state();
+        let state = self.engine.state();
         let key = state.auth_key().ok_or(AuthError::NotInitialized)?;
         let now = jsonwebtoken::get_current_timestamp();
         let ttl = self.settings.token_ttl;

@@ -88,7 +88,7 @@ impl Auth {
 
     pub async fn remove_user(&self, username: &str, caller: &Caller) -> Result<(), ServiceError> {
         check_username(username)?;
-        if self.node.state().user(username).is_some_and(|u| u.admin) {
+        if self.engine.state().user(username).is_some_and(|u| u.admin) {
             return Err(ServiceError::AdminNotDeletable(username.to_string()));
         }
         let op = Op::RemoveUser(pb::RemoveUser {

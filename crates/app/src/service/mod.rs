@@ -25,6 +25,8 @@ mod namespaces;
 mod publish;
 mod remove;
 mod rollback;
+#[cfg(test)]
+mod tests;
 
 pub use gray::{checked_tag, GrayTarget};
 pub use import::{clone_items, CloneTarget, ImportError, ImportOutcome};
@@ -34,10 +36,10 @@ use std::sync::Arc;
 
 use tacos_raft::freshness::Behind;
 
+use crate::engine::Engine;
 use tacos_core::command as pb;
 use tacos_core::validate::{self, InvalidInput};
 use tacos_core::{now_ms, Command, Op};
-use tacos_raft::node::Node;
 use tacos_raft::rpc::RouteError;
 use tacos_state::{Access, ApplyError, ConfigKey, Response, State};
 
@@ -164,24 +166,27 @@ pub fn checked_key(namespace: &str, group: &str, data_id: &str) -> Result<Config
 }
 
 /// Every write of the application goes through here: it stamps the audit
-/// actor on the operation, proposes it through the node (which routes it to
-/// the leader and waits for the apply), and turns a deterministic refusal
-/// into an error.
+/// actor on the operation, proposes it through the [`Engine`] (the node,
+/// which routes it to the leader and waits for the apply; or a local state
+/// in tests), and turns a deterministic refusal into an error.
 #[derive(Clone)]
 pub struct Writer {
-    node: Arc<Node>,
+    engine: Arc<dyn Engine>,
     audit_limit: u32,
 }
 
 impl Writer {
-    pub fn new(node: Arc<Node>, audit_limit: u32) -> Self {
-        Writer { node, audit_limit }
+    pub fn new(engine: Arc<dyn Engine>, audit_limit: u32) -> Self {
+        Writer {
+            engine,
+            audit_limit,
+        }
     }
 
     /// Proposes `op` on behalf of `caller` (audited).
     pub async fn propose(&self, op: Op, caller: &Caller) -> Result<Response, ServiceError> {
         let command = Command::by(op, caller.actor(self.audit_limit));
-        let (_, response) = self.node.write(command).await?;
+        let response = self.engine.write(command).await?;
         match response {
             Response::Rejected(error) => Err(error.into()),
             other => Ok(other),
@@ -197,12 +202,12 @@ impl Writer {
 
     /// The current state (lock-free).
     pub fn state(&self) -> Arc<State> {
-        self.node.state()
+        self.engine.state()
     }
 
     /// Whether reads may be served here now (see [`ConfigService::readable`]).
     pub fn readable(&self) -> Result<(), Behind> {
-        self.node.check_fresh()
+        self.engine.readable()
     }
 }
 
@@ -215,9 +220,9 @@ pub(crate) fn origin(caller: &Caller) -> pb::Origin {
 }
 
 impl ConfigService {
-    pub fn new(node: Arc<Node>, limits: Limits) -> Self {
+    pub fn new(engine: Arc<dyn Engine>, limits: Limits) -> Self {
         ConfigService {
-            writer: Writer::new(node, limits.audit_limit),
+            writer: Writer::new(engine, limits.audit_limit),
             limits,
         }
     }
