@@ -204,6 +204,7 @@ macro_rules! scenarios {
 }
 
 scenarios! {
+    rules_across_surfaces,
     console_beta_promote,
     console_publish_conditions,
     core_server_cluster,

@@ -8,7 +8,7 @@ use tacos_app::auth::Principal;
 use tacos_app::query::{
     readable_configs, search_configs, visible_history_row, ConfigFilter, HistoryLookup,
 };
-use tacos_app::service::{checked_key, comma_list, PublishRequest};
+use tacos_app::service::{beta_list, checked_key, PublishRequest};
 use tacos_core::command::Expect;
 use tacos_core::validate::{self, InvalidInput};
 use tacos_state::{canonical_namespace, Config, ConfigKey, State};
@@ -89,7 +89,7 @@ pub fn publish_request(
         cas_md5,
         expect: Expect::Any,
         tag: params.str("tag").to_string(),
-        beta_ips: comma_list(&beta_ips.unwrap_or_default()),
+        beta_ips: beta_list(&beta_ips.unwrap_or_default()),
         encrypted_data_key: params.str("encryptedDataKey").to_string(),
     })
 }

@@ -12,7 +12,7 @@ use crate::api::params::url_encode;
 use tacos_app::auth::Principal;
 use tacos_app::gray_match;
 use tacos_app::read::Reader;
-use tacos_app::service::{checked_key, comma_list, PublishRequest, ServiceError};
+use tacos_app::service::{beta_list, checked_key, PublishRequest, ServiceError};
 use tacos_app::watch::fuzzy::{
     self, FuzzyCancel, FuzzyWatch, GroupKeyPattern, MATCH_COUNT_OVER_LIMIT,
     MATCH_COUNT_OVER_LIMIT_MESSAGE,
@@ -158,7 +158,7 @@ pub async fn publish(
         cas_md5: req.opt_str("casMd5").map(str::to_string),
         expect: Expect::Any,
         tag: extra("tag"),
-        beta_ips: comma_list(&extra("betaIps")),
+        beta_ips: beta_list(&extra("betaIps")),
         // Nacos' ConfigPublishRequestHandler reads it from the additionMap.
         encrypted_data_key: extra("encryptedDataKey"),
     };

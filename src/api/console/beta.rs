@@ -3,13 +3,11 @@
 //! config and ends), a tag gray's publish, and stop and promote for any
 //! gray by name.
 
-use std::net::IpAddr;
-
 use actix_web::{web, HttpResponse};
 use serde::Deserialize;
 
 use super::{json_body, ok_json, ConsoleError};
-use tacos_app::service::{checked_key, PublishRequest};
+use tacos_app::service::{beta_list, checked_key, PublishRequest};
 use tacos_core::validate::{self, InvalidInput};
 
 use super::configs::checked_publish;
@@ -27,24 +25,14 @@ struct BetaBody {
     beta_ips: String,
 }
 
-/// Client IPs, each checked.
+/// The client IPs of the console's beta form: at least one (each is
+/// checked by the publish, as on every surface).
 fn beta_ips(text: &str) -> Result<Vec<String>, InvalidInput> {
-    let ips: Vec<String> = text
-        .split([',', ' ', '\n'])
-        .map(str::trim)
-        .filter(|ip| !ip.is_empty())
-        .map(str::to_string)
-        .collect();
+    let ips = beta_list(text);
     if ips.is_empty() {
         return Err(InvalidInput::Other(
             "betaIps",
             "list at least one client IP".into(),
-        ));
-    }
-    if let Some(bad) = ips.iter().find(|ip| ip.parse::<IpAddr>().is_err()) {
-        return Err(InvalidInput::Other(
-            "betaIps",
-            format!("{bad:?} is not an IP"),
         ));
     }
     Ok(ips)

@@ -23,7 +23,7 @@ use crate::api::transfer;
 use crate::api::AppState;
 use tacos_app::query::{configs_with_ids, search_configs, ConfigFilter};
 use tacos_app::read::Reader;
-use tacos_app::service::{comma_list, PublishRequest};
+use tacos_app::service::{beta_list, PublishRequest};
 use tacos_app::transfer::{Layout, Policy};
 use tacos_core::command::Expect;
 use tacos_core::validate;
@@ -128,7 +128,7 @@ pub async fn publish(call: FormCall) -> Answer {
         tags: params.get("configTags").map(str::to_string),
         cas_md5: header(&req, "casMd5"),
         expect: Expect::Any,
-        beta_ips: comma_list(&header(&req, "betaIps").unwrap_or_default()),
+        beta_ips: beta_list(&header(&req, "betaIps").unwrap_or_default()),
         tag: params.str("tag").to_string(),
         encrypted_data_key: params.str("encryptedDataKey").to_string(),
     };

@@ -15,10 +15,12 @@ const _: () =
     assert!(MAX_IMPORT_BYTES + 1024 * 1024 < tacos_store::record::MAX_RECORD_LEN as usize);
 const _: () = assert!(MAX_IMPORT_BYTES + 1024 * 1024 < tacos_raft::rpc::MAX_FRAME);
 
-/// The items of one of Nacos' comma-separated lists (`betaIps`): trimmed,
-/// empty ones left out.
-pub fn comma_list(text: &str) -> Vec<String> {
-    text.split(',')
+/// The client IPs of a beta (Nacos' comma-separated `betaIps`; the
+/// console's box takes spaces and lines too): trimmed, empty ones left
+/// out. Each must be an IP, which [`ConfigService::publish`] checks on
+/// every surface.
+pub fn beta_list(text: &str) -> Vec<String> {
+    text.split([',', ' ', '\n', '\r', '\t'])
         .map(str::trim)
         .filter(|item| !item.is_empty())
         .map(str::to_string)
@@ -55,6 +57,22 @@ pub struct PublishRequest {
     pub encrypted_data_key: String,
 }
 
+/// A beta is served to the clients whose IP is listed: an entry that is no
+/// IP could never match one, so it is refused rather than stored (Nacos
+/// stores any text; see docs/gray.md).
+fn checked_beta_ips(ips: &[String]) -> Result<(), InvalidInput> {
+    match ips
+        .iter()
+        .find(|ip| ip.parse::<std::net::IpAddr>().is_err())
+    {
+        Some(bad) => Err(InvalidInput::Other(
+            "betaIps",
+            format!("{bad:?} is not an IP (a beta is served to the client IPs it lists)"),
+        )),
+        None => Ok(()),
+    }
+}
+
 /// The longest `encryptedDataKey` accepted (Nacos' column is
 /// `varchar(1024)`).
 pub const MAX_ENCRYPTED_DATA_KEY: usize = 1024;
@@ -70,6 +88,7 @@ impl ConfigService {
         caller.may_write(&req.namespace, &req.group, &req.data_id)?;
         let key = checked_key(&req.namespace, &req.group, &req.data_id)?;
         let tag = checked_tag(&req.tag)?;
+        checked_beta_ips(&req.beta_ips)?;
         let gray = if !req.beta_ips.is_empty() {
             Some(GrayTarget::Beta(req.beta_ips))
         } else {
