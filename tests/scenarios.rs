@@ -80,8 +80,8 @@
 //!     missing).
 //!
 //!   Requests are answered within [`AT_ONCE`] or the script fails.
-//! * `login [user] [password]`: `POST /nacos/v1/auth/login` (the test admin
-//!   by default); later requests carry the token as `accessToken` in the
+//! * `login [user] [password] [v3]`: `POST /nacos/v1/auth/login` (the test
+//!   admin by default; `v3`: `POST /nacos/v3/auth/user/login`); later requests carry the token as `accessToken` in the
 //!   query string (unless they send an `accessToken` of their own).
 //! * `let name=path...`: sets `${name}` to a field of the last JSON answer
 //!   (`data.1.namespace`: object keys and array indexes, dot separated).
@@ -792,10 +792,17 @@ impl Scenario {
             None => common::ADMIN_PASSWORD,
         };
         let password = args.next_pos().unwrap_or(default_password).to_string();
+        // Nacos 3 logs users in on its v3 route only (its v1 login refuses
+        // a user who is not an admin).
+        let route = match args.next_pos() {
+            None => "/nacos/v1/auth/login",
+            Some("v3") => "/nacos/v3/auth/user/login",
+            Some(other) => return Err(format!("login route {other:?} (only v3)").into()),
+        };
         args.reject_next()?;
         let builder = self
             .client
-            .post(format!("{base}/nacos/v1/auth/login"))
+            .post(format!("{base}{route}"))
             .timeout(AT_ONCE)
             .form(&[("username", user), ("password", password)]);
         let answer = self.rt.block_on(send(builder))?;
