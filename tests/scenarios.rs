@@ -204,7 +204,6 @@ macro_rules! scenarios {
 }
 
 scenarios! {
-    rules_across_surfaces,
     console_beta_promote,
     console_publish_conditions,
     core_server_cluster,
@@ -226,6 +225,7 @@ scenarios! {
     listener_views,
     listener_views_auth,
     listener_wake,
+    rules_across_surfaces,
     v1_auth_users,
     v1_bad_input,
     v1_beta,

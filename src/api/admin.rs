@@ -22,7 +22,7 @@ use serde::Serialize;
 use super::guard::{Need, Routes};
 use super::params::{client_ip, Params};
 use super::AppState;
-use crate::api::guard::Authed;
+use crate::api::call::{Call, FormCall};
 use tacos_app::auth::Principal;
 use tacos_app::service::Caller;
 use tacos_raft::rpc::{ForwardReply, Request, RouteError};
@@ -228,13 +228,15 @@ fn caller_of(req: &HttpRequest, principal: &Principal) -> Caller {
     principal.caller("", client_ip(req))
 }
 
-async fn add_learner(
-    app: web::Data<AppState>,
-    req: HttpRequest,
-    body: web::Bytes,
-    Authed(principal): Authed,
-) -> HttpResponse {
-    let params = Params::parse(&req, &body);
+async fn add_learner(call: FormCall) -> HttpResponse {
+    let FormCall(Call {
+        app,
+        principal,
+        params,
+        req,
+        body: _,
+        ..
+    }) = call;
     let parsed = (|| {
         Ok::<_, String>(Request::AddLearner {
             id: node_id(&params)?,
@@ -250,26 +252,30 @@ async fn add_learner(
     }
 }
 
-async fn promote(
-    app: web::Data<AppState>,
-    req: HttpRequest,
-    body: web::Bytes,
-    Authed(principal): Authed,
-) -> HttpResponse {
-    let params = Params::parse(&req, &body);
+async fn promote(call: FormCall) -> HttpResponse {
+    let FormCall(Call {
+        app,
+        principal,
+        params,
+        req,
+        body: _,
+        ..
+    }) = call;
     match node_id(&params) {
         Ok(id) => run(&app, Request::Promote { id }, caller_of(&req, &principal)).await,
         Err(message) => bad_request(message),
     }
 }
 
-async fn remove(
-    app: web::Data<AppState>,
-    req: HttpRequest,
-    body: web::Bytes,
-    Authed(principal): Authed,
-) -> HttpResponse {
-    let params = Params::parse(&req, &body);
+async fn remove(call: FormCall) -> HttpResponse {
+    let FormCall(Call {
+        app,
+        principal,
+        params,
+        req,
+        body: _,
+        ..
+    }) = call;
     match node_id(&params) {
         Ok(id) => run(&app, Request::Remove { id }, caller_of(&req, &principal)).await,
         Err(message) => bad_request(message),

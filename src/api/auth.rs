@@ -24,7 +24,7 @@ use super::guard::{refusal, Need, Routes};
 use super::params::{client_ip, name_filter, paging, Params};
 use super::render::{self, v1_error, v1_service_error, Page};
 use super::AppState;
-use crate::api::guard::Authed;
+use crate::api::call::{Call, FormCall};
 use tacos_app::auth::{AuthError, Principal};
 use tacos_app::service::ServiceError;
 use tacos_core::validate::InvalidInput;
@@ -132,8 +132,8 @@ impl UserView {
     }
 }
 
-async fn list_users(req: HttpRequest, app: web::Data<AppState>) -> HttpResponse {
-    let params = Params::parse(&req, &[]);
+async fn list_users(call: Call) -> HttpResponse {
+    let Call { app, params, .. } = call;
     let (page_no, page_size) = match paging(&params, 100) {
         Ok(p) => p,
         Err(e) => return bad_request(e),
@@ -164,13 +164,15 @@ fn flag(params: &Params, name: &'static str) -> Result<Option<bool>, InvalidInpu
     }
 }
 
-async fn create_user(
-    req: HttpRequest,
-    body: web::Bytes,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> HttpResponse {
-    let params = Params::parse(&req, &body);
+async fn create_user(call: FormCall) -> HttpResponse {
+    let FormCall(Call {
+        app,
+        principal,
+        params,
+        req,
+        body: _,
+        ..
+    }) = call;
     let fields = (|| {
         Ok::<_, InvalidInput>((
             params.required("username")?,
@@ -191,13 +193,15 @@ async fn create_user(
     )
 }
 
-async fn update_user(
-    req: HttpRequest,
-    body: web::Bytes,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> HttpResponse {
-    let params = Params::parse(&req, &body);
+async fn update_user(call: FormCall) -> HttpResponse {
+    let FormCall(Call {
+        app,
+        principal,
+        params,
+        req,
+        body: _,
+        ..
+    }) = call;
     let fields = (|| {
         Ok::<_, InvalidInput>((
             params.required("username")?,
@@ -225,13 +229,15 @@ async fn update_user(
     )
 }
 
-async fn delete_user(
-    req: HttpRequest,
-    body: web::Bytes,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> HttpResponse {
-    let params = Params::parse(&req, &body);
+async fn delete_user(call: FormCall) -> HttpResponse {
+    let FormCall(Call {
+        app,
+        principal,
+        params,
+        req,
+        body: _,
+        ..
+    }) = call;
     let username = match params.required("username") {
         Ok(u) => u,
         Err(e) => return bad_request(e),
@@ -243,15 +249,16 @@ async fn delete_user(
     )
 }
 
-async fn me(Authed(principal): Authed) -> HttpResponse {
+async fn me(call: Call) -> HttpResponse {
+    let Call { principal, .. } = call;
     match &principal {
         Principal::User(user) => HttpResponse::Ok().json(UserView::of(user)),
         Principal::Open => refusal(&AuthError::NoCredentials),
     }
 }
 
-async fn list_permissions(req: HttpRequest, app: web::Data<AppState>) -> HttpResponse {
-    let params = Params::parse(&req, &[]);
+async fn list_permissions(call: Call) -> HttpResponse {
+    let Call { app, params, .. } = call;
     let username = match params.required("username") {
         Ok(u) => u,
         Err(e) => return bad_request(e),
@@ -293,13 +300,15 @@ async fn set_permission(
     )
 }
 
-async fn grant(
-    req: HttpRequest,
-    body: web::Bytes,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> HttpResponse {
-    let params = Params::parse(&req, &body);
+async fn grant(call: FormCall) -> HttpResponse {
+    let FormCall(Call {
+        app,
+        principal,
+        params,
+        req,
+        body: _,
+        ..
+    }) = call;
     let action = params.str("action");
     let Some(access) = Access::parse(action) else {
         return bad_request(InvalidInput::Other(
@@ -310,13 +319,15 @@ async fn grant(
     set_permission(&req, &params, &app, &principal, Some(access)).await
 }
 
-async fn revoke(
-    req: HttpRequest,
-    body: web::Bytes,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> HttpResponse {
-    let params = Params::parse(&req, &body);
+async fn revoke(call: FormCall) -> HttpResponse {
+    let FormCall(Call {
+        app,
+        principal,
+        params,
+        req,
+        body: _,
+        ..
+    }) = call;
     set_permission(&req, &params, &app, &principal, None).await
 }
 
@@ -348,8 +359,8 @@ impl<'a> AuditView<'a> {
     }
 }
 
-async fn audit(req: HttpRequest, app: web::Data<AppState>) -> HttpResponse {
-    let params = Params::parse(&req, &[]);
+async fn audit(call: Call) -> HttpResponse {
+    let Call { app, params, .. } = call;
     let filters = (|| {
         Ok::<_, InvalidInput>((
             paging(&params, 100)?,

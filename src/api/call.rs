@@ -5,7 +5,9 @@
 //!
 //! [`Call`] reads the query string only, so a handler can still take its
 //! body as it needs it (JSON, multipart); [`FormCall`] also reads a form
-//! body into the parameters (Nacos' write routes take either).
+//! body into the parameters (Nacos' write routes take either) and keeps
+//! the body. Every HTTP surface's handlers start from one of the two (the
+//! Nacos v1, v2 and v3 routes, users and roles, admin, the console).
 
 use std::future::{ready, Ready};
 use std::ops::Deref;
@@ -26,18 +28,22 @@ pub struct Call {
     pub principal: Principal,
     pub params: Params,
     pub req: HttpRequest,
+    /// The body as sent ([`FormCall`]; empty for a [`Call`]): for what is
+    /// not a form field (a multipart zip, a JSON list, repeated `ids`).
+    pub body: web::Bytes,
 }
 
 impl Call {
-    fn of(req: &HttpRequest, body: &[u8]) -> Result<Call, actix_web::Error> {
+    fn of(req: &HttpRequest, body: web::Bytes) -> Result<Call, actix_web::Error> {
         let app = req.app_data::<web::Data<AppState>>().cloned();
         let principal = req.extensions().get::<Principal>().cloned();
         match (app, principal) {
             (Some(app), Some(principal)) => Ok(Call {
                 app,
                 principal,
-                params: Params::parse(req, body),
+                params: Params::parse(req, &body),
                 req: req.clone(),
+                body,
             }),
             (None, _) => Err(actix_web::error::ErrorInternalServerError(
                 "the server has no app state",
@@ -63,7 +69,7 @@ impl FromRequest for Call {
     type Future = Ready<Result<Self, Self::Error>>;
 
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        ready(Call::of(req, &[]))
+        ready(Call::of(req, web::Bytes::new()))
     }
 }
 
@@ -85,6 +91,6 @@ impl FromRequest for FormCall {
     fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
         let body = web::Bytes::from_request(req, payload);
         let req = req.clone();
-        Box::pin(async move { Call::of(&req, &body.await?).map(FormCall) })
+        Box::pin(async move { Call::of(&req, body.await?).map(FormCall) })
     }
 }

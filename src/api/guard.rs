@@ -21,7 +21,6 @@
 //! `serverIdentity`. `tacos routes` prints the table ([`declared`]).
 
 use std::collections::{HashMap, HashSet};
-use std::future::{ready, Ready};
 use std::sync::RwLock;
 
 use actix_web::body::{EitherBody, MessageBody};
@@ -378,26 +377,6 @@ pub async fn guard(
     next.call(req)
         .await
         .map(ServiceResponse::map_into_left_body)
-}
-
-/// The [`Principal`] the guard established, as a handler argument
-/// (`Authed(principal): Authed`); a route that asks for one without having
-/// been authenticated gets 403 (fail closed).
-pub struct Authed(pub Principal);
-
-impl FromRequest for Authed {
-    type Error = actix_web::Error;
-    type Future = Ready<Result<Self, Self::Error>>;
-
-    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        ready(
-            req.extensions()
-                .get::<Principal>()
-                .cloned()
-                .map(Authed)
-                .ok_or_else(|| actix_web::error::ErrorForbidden("not authenticated")),
-        )
-    }
 }
 
 #[cfg(test)]

@@ -20,6 +20,7 @@ use actix_web::http::{Method, StatusCode};
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Serialize;
 
+use super::call::Call;
 use super::guard::{Need, Routes};
 use super::listeners::LISTENERS_TIMEOUT;
 use super::params::Params;
@@ -375,8 +376,8 @@ fn v1_ok(data: impl Serialize) -> HttpResponse {
 
 /// `GET /nacos/v1/core/cluster/nodes?keyword=`: `RestResult` of the
 /// members whose address starts with `keyword` (blank: all), by address.
-async fn v1_nodes(req: HttpRequest, app: web::Data<AppState>) -> HttpResponse {
-    let params = Params::parse(&req, &[]);
+async fn v1_nodes(call: Call) -> HttpResponse {
+    let Call { app, params, .. } = call;
     let keyword = params.str("keyword").to_string();
     let members = member_views(&app, |m| cluster::matches(m, &keyword, None)).await;
     v1_ok(members)
@@ -386,8 +387,8 @@ async fn v1_nodes(req: HttpRequest, app: web::Data<AppState>) -> HttpResponse {
 /// `/nacos/v3/admin/core/cluster/node/list`: `address` (prefix, blank:
 /// any), `state` (Nacos' `NodeState`, any case) → the members in the
 /// `Result` envelope; an unknown state is 400 code 23000.
-async fn node_list(req: HttpRequest, app: web::Data<AppState>) -> HttpResponse {
-    let params = Params::parse(&req, &[]);
+async fn node_list(call: Call) -> HttpResponse {
+    let Call { app, params, .. } = call;
     let address = params.str("address").to_string();
     let state = match params.get("state").filter(|s| !s.trim().is_empty()) {
         None => None,

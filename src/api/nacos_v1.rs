@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use actix_web::http::header::{self, HeaderName, HeaderValue};
 use actix_web::http::StatusCode;
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::{HttpRequest, HttpResponse};
 
 use super::guard::{Need, Routes};
 use super::nacos_config::{
@@ -20,7 +20,8 @@ use super::render::{
     ConfigDetail,
 };
 use super::{listeners, transfer, AppState};
-use crate::api::guard::{refusal, Authed};
+use crate::api::call::{Call, FormCall};
+use crate::api::guard::refusal;
 use tacos_app::auth::Principal;
 use tacos_app::gray_match;
 use tacos_app::query::{
@@ -107,13 +108,15 @@ const NO_STORE: HeaderValue = HeaderValue::from_static("no-cache,no-store");
 const CONFIG_TYPE: HeaderName = HeaderName::from_static("config-type");
 const CONTENT_MD5: HeaderName = HeaderName::from_static("content-md5");
 
-async fn get_config(
-    req: HttpRequest,
-    body: web::Bytes,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> HttpResponse {
-    let params = Params::parse(&req, &body);
+async fn get_config(call: FormCall) -> HttpResponse {
+    let FormCall(Call {
+        app,
+        principal,
+        params,
+        req,
+        body,
+        ..
+    }) = call;
     // Exports and searches show what the caller may read; one config needs
     // read on it.
     let listing = ["export", "exportV2"]
@@ -199,13 +202,15 @@ async fn get_config(
         .body(served.content().to_string())
 }
 
-async fn publish_config(
-    req: HttpRequest,
-    body: web::Bytes,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> HttpResponse {
-    let params = Params::parse(&req, &body);
+async fn publish_config(call: FormCall) -> HttpResponse {
+    let FormCall(Call {
+        app,
+        principal,
+        params,
+        req,
+        body,
+        ..
+    }) = call;
     if params.get("import") == Some("true") {
         return import(&req, &body, &app, &principal, &params).await;
     }
@@ -231,13 +236,15 @@ async fn publish_config(
     }
 }
 
-async fn delete_config(
-    req: HttpRequest,
-    body: web::Bytes,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> HttpResponse {
-    let params = Params::parse(&req, &body);
+async fn delete_config(call: FormCall) -> HttpResponse {
+    let FormCall(Call {
+        app,
+        principal,
+        params,
+        req,
+        body,
+        ..
+    }) = call;
     if params.get("delType") == Some("ids") {
         return delete_configs_by_id(&req, &body, &app, &principal, &params).await;
     }
@@ -494,14 +501,15 @@ impl Drop for HoldGuard {
     }
 }
 
-async fn listener(
-    req: HttpRequest,
-    body: web::Bytes,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> HttpResponse {
+async fn listener(call: FormCall) -> HttpResponse {
+    let FormCall(Call {
+        app,
+        principal,
+        params,
+        req,
+        body,
+    }) = call;
     let keys = {
-        let params = Params::parse(&req, &body);
         let Some(raw) = params.get("Listening-Configs") else {
             return bad_request(InvalidInput::Missing("Listening-Configs"));
         };
@@ -512,8 +520,9 @@ async fn listener(
     };
     // actix reads a body into a buffer of at least 8 KiB; kept, it would stay
     // allocated for as long as the poll is held (a quarter of a held poll's
-    // memory, heaptrack with 5,000 of them).
+    // memory, heaptrack with 5,000 of them); so would the parameters.
     drop(body);
+    drop(params);
     // A learner too far behind: 503, and the client polls another node.
     if let Err(behind) = app.service.readable() {
         return v1_error(StatusCode::SERVICE_UNAVAILABLE, behind);
@@ -627,12 +636,14 @@ async fn listener_view(
 /// `GET /nacos/v1/cs/configs/listener`: who listens to one config (`dataId`,
 /// `group`: blank is `DEFAULT_GROUP`, `tenant`), client IP → md5, on every
 /// member (Nacos' `ConfigController.getListeners`).
-async fn listeners_of_config(
-    req: HttpRequest,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> HttpResponse {
-    let params = Params::parse(&req, &[]);
+async fn listeners_of_config(call: Call) -> HttpResponse {
+    let Call {
+        app,
+        principal,
+        params,
+        req,
+        ..
+    } = call;
     let (data_id, group) = match (params.required("dataId"), params.required("group")) {
         (Ok(d), Ok(g)) if g.trim().is_empty() => (d, "DEFAULT_GROUP"),
         (Ok(d), Ok(g)) => (d, g),
@@ -659,12 +670,14 @@ async fn listeners_of_config(
 /// group key → md5, on every member (Nacos' `ListenerController`): the
 /// public namespace's keys and those of `tenant`, or every key with
 /// `all=true`; only namespaces the caller may read.
-async fn listened_by_ip(
-    req: HttpRequest,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> HttpResponse {
-    let params = Params::parse(&req, &[]);
+async fn listened_by_ip(call: Call) -> HttpResponse {
+    let Call {
+        app,
+        principal,
+        params,
+        req,
+        ..
+    } = call;
     let ip = match params.required("ip") {
         Ok(ip) => ip.trim(),
         Err(e) => return bad_request(e),
@@ -689,12 +702,14 @@ async fn listened_by_ip(
 
 // ---- history ----------------------------------------------------------------
 
-async fn history(
-    req: HttpRequest,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> HttpResponse {
-    let params = Params::parse(&req, &[]);
+async fn history(call: Call) -> HttpResponse {
+    let Call {
+        app,
+        principal,
+        params,
+        req: _,
+        ..
+    } = call;
     let state = app.service.state();
     if params.get("nid").is_some() {
         return match history_row(&state, &principal, &params, HistoryLookup::This) {
@@ -719,12 +734,14 @@ async fn history(
     }
 }
 
-async fn history_previous(
-    req: HttpRequest,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> HttpResponse {
-    let params = Params::parse(&req, &[]);
+async fn history_previous(call: Call) -> HttpResponse {
+    let Call {
+        app,
+        principal,
+        params,
+        req: _,
+        ..
+    } = call;
     let state = app.service.state();
     match history_row(&state, &principal, &params, HistoryLookup::Previous) {
         Ok(item) => HttpResponse::Ok().json(item),
@@ -739,12 +756,14 @@ fn v1_row_error(error: RowLookupError) -> HttpResponse {
     }
 }
 
-async fn history_configs(
-    req: HttpRequest,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> HttpResponse {
-    let params = Params::parse(&req, &[]);
+async fn history_configs(call: Call) -> HttpResponse {
+    let Call {
+        app,
+        principal,
+        params,
+        req: _,
+        ..
+    } = call;
     let namespace = params.str("tenant");
     if let Err(denied) = Reader::new(&principal).list(namespace) {
         return refusal(&denied);
@@ -788,12 +807,14 @@ fn namespace_items(state: &State, principal: &Principal) -> Vec<NamespaceItem> {
         .collect()
 }
 
-async fn list_namespaces(
-    req: HttpRequest,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> HttpResponse {
-    let params = Params::parse(&req, &[]);
+async fn list_namespaces(call: Call) -> HttpResponse {
+    let Call {
+        app,
+        principal,
+        params,
+        req: _,
+        ..
+    } = call;
     let state = app.service.state();
     let items = namespace_items(&state, &principal);
     if params.get("show") == Some("all") {
@@ -813,13 +834,15 @@ fn namespace_result(result: Result<(), ServiceError>) -> HttpResponse {
     }
 }
 
-async fn create_namespace(
-    req: HttpRequest,
-    body: web::Bytes,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> HttpResponse {
-    let params = Params::parse(&req, &body);
+async fn create_namespace(call: FormCall) -> HttpResponse {
+    let FormCall(Call {
+        app,
+        principal,
+        params,
+        req,
+        body: _,
+        ..
+    }) = call;
     let caller = caller(&req, &params, &principal);
     let result = app
         .service
@@ -833,13 +856,15 @@ async fn create_namespace(
     namespace_result(result.map(|_| ()))
 }
 
-async fn update_namespace(
-    req: HttpRequest,
-    body: web::Bytes,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> HttpResponse {
-    let params = Params::parse(&req, &body);
+async fn update_namespace(call: FormCall) -> HttpResponse {
+    let FormCall(Call {
+        app,
+        principal,
+        params,
+        req,
+        body: _,
+        ..
+    }) = call;
     let caller = caller(&req, &params, &principal);
     let id = match params.required("namespace") {
         Ok(id) => id,
@@ -857,13 +882,15 @@ async fn update_namespace(
     namespace_result(result)
 }
 
-async fn delete_namespace(
-    req: HttpRequest,
-    body: web::Bytes,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> HttpResponse {
-    let params = Params::parse(&req, &body);
+async fn delete_namespace(call: FormCall) -> HttpResponse {
+    let FormCall(Call {
+        app,
+        principal,
+        params,
+        req,
+        body: _,
+        ..
+    }) = call;
     let caller = caller(&req, &params, &principal);
     let id = match params.required("namespaceId") {
         Ok(id) => id,

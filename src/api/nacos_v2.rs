@@ -4,18 +4,18 @@
 //! change), whose handlers are shared with v3 (`v3::namespaces`).
 
 use actix_web::http::StatusCode;
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::HttpResponse;
 
 use super::guard::{Need, Routes};
 use super::nacos_config::{
     history_page, history_row, key_from, namespace_configs, publish_request, search, RowLookupError,
 };
 use super::params::paging;
-use super::params::{client_ip, header, read_labels, Params};
+use super::params::{client_ip, header, read_labels};
 use super::render::{v2_error, v2_ok, v2_service_error};
 use super::v3::namespaces;
-use super::AppState;
-use crate::api::guard::{refusal, Authed};
+use crate::api::call::{Call, FormCall};
+use crate::api::guard::refusal;
 use tacos_app::query::HistoryLookup;
 use tacos_app::read::Reader;
 use tacos_app::service::ServiceError;
@@ -64,12 +64,14 @@ fn not_found(detail: impl std::fmt::Display) -> HttpResponse {
     v2_error(StatusCode::NOT_FOUND, 20004, "resource not found", detail)
 }
 
-async fn get_config(
-    req: HttpRequest,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> HttpResponse {
-    let params = Params::parse(&req, &[]);
+async fn get_config(call: Call) -> HttpResponse {
+    let Call {
+        app,
+        principal,
+        params,
+        req,
+        ..
+    } = call;
     if let Err(denied) = Reader::new(&principal).named(
         params.str("namespaceId"),
         params.str("group"),
@@ -92,12 +94,14 @@ async fn get_config(
     }
 }
 
-async fn search_config(
-    req: HttpRequest,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> HttpResponse {
-    let params = Params::parse(&req, &[]);
+async fn search_config(call: Call) -> HttpResponse {
+    let Call {
+        app,
+        principal,
+        params,
+        req: _,
+        ..
+    } = call;
     if let Err(denied) = Reader::new(&principal).list(params.str("namespaceId")) {
         return refusal(&denied);
     }
@@ -114,13 +118,15 @@ async fn search_config(
     }
 }
 
-async fn publish_config(
-    req: HttpRequest,
-    body: web::Bytes,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> HttpResponse {
-    let params = Params::parse(&req, &body);
+async fn publish_config(call: FormCall) -> HttpResponse {
+    let FormCall(Call {
+        app,
+        principal,
+        params,
+        req,
+        body: _,
+        ..
+    }) = call;
     let beta_ips = header(&req, "betaIps").or_else(|| params.get("betaIps").map(str::to_string));
     let cas_md5 = header(&req, "casMd5").or_else(|| params.get("casMd5").map(str::to_string));
     let request = match publish_request(&params, "namespaceId", beta_ips, cas_md5) {
@@ -134,13 +140,15 @@ async fn publish_config(
     }
 }
 
-async fn delete_config(
-    req: HttpRequest,
-    body: web::Bytes,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> HttpResponse {
-    let params = Params::parse(&req, &body);
+async fn delete_config(call: FormCall) -> HttpResponse {
+    let FormCall(Call {
+        app,
+        principal,
+        params,
+        req,
+        body: _,
+        ..
+    }) = call;
     let (data_id, group) = match (params.required("dataId"), params.required("group")) {
         (Ok(d), Ok(g)) => (d, g),
         (Err(e), _) | (_, Err(e)) => return invalid(e),
@@ -162,12 +170,14 @@ async fn delete_config(
     }
 }
 
-async fn history_list(
-    req: HttpRequest,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> HttpResponse {
-    let params = Params::parse(&req, &[]);
+async fn history_list(call: Call) -> HttpResponse {
+    let Call {
+        app,
+        principal,
+        params,
+        req: _,
+        ..
+    } = call;
     if let Err(denied) = Reader::new(&principal).named(
         params.str("namespaceId"),
         params.str("group"),
@@ -183,12 +193,14 @@ async fn history_list(
     }
 }
 
-async fn history_one(
-    req: HttpRequest,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> HttpResponse {
-    let params = Params::parse(&req, &[]);
+async fn history_one(call: Call) -> HttpResponse {
+    let Call {
+        app,
+        principal,
+        params,
+        req: _,
+        ..
+    } = call;
     match history_row(
         &app.service.state(),
         &principal,
@@ -201,12 +213,14 @@ async fn history_one(
     }
 }
 
-async fn history_previous(
-    req: HttpRequest,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> HttpResponse {
-    let params = Params::parse(&req, &[]);
+async fn history_previous(call: Call) -> HttpResponse {
+    let Call {
+        app,
+        principal,
+        params,
+        req: _,
+        ..
+    } = call;
     match history_row(
         &app.service.state(),
         &principal,
@@ -219,12 +233,14 @@ async fn history_previous(
     }
 }
 
-async fn history_configs(
-    req: HttpRequest,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> HttpResponse {
-    let params = Params::parse(&req, &[]);
+async fn history_configs(call: Call) -> HttpResponse {
+    let Call {
+        app,
+        principal,
+        params,
+        req: _,
+        ..
+    } = call;
     let namespace = params.str("namespaceId");
     if let Err(denied) = Reader::new(&principal).list(namespace) {
         return refusal(&denied);

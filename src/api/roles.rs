@@ -26,7 +26,7 @@ use super::guard::{Need, Routes};
 use super::params::{client_ip, name_filter, paging, Params};
 use super::render::Page;
 use super::AppState;
-use crate::api::guard::Authed;
+use crate::api::call::{Call, FormCall};
 use tacos_app::auth::roles::{
     action, parse_resource, permission_rows, role_bindings, role_names, PermissionRow, RoleBinding,
 };
@@ -71,13 +71,15 @@ async fn search_roles(req: HttpRequest, app: web::Data<AppState>) -> HttpRespons
     HttpResponse::Ok().json(role_names(&state, params.str("role")))
 }
 
-async fn bind(
-    req: HttpRequest,
-    body: web::Bytes,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> HttpResponse {
-    let params = Params::parse(&req, &body);
+async fn bind(call: FormCall) -> HttpResponse {
+    let FormCall(Call {
+        app,
+        principal,
+        params,
+        req,
+        body: _,
+        ..
+    }) = call;
     let fields =
         (|| Ok::<_, InvalidInput>((params.required("role")?, params.required("username")?)))();
     let (role, username) = match fields {
@@ -91,13 +93,15 @@ async fn bind(
     )
 }
 
-async fn unbind(
-    req: HttpRequest,
-    body: web::Bytes,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> HttpResponse {
-    let params = Params::parse(&req, &body);
+async fn unbind(call: FormCall) -> HttpResponse {
+    let FormCall(Call {
+        app,
+        principal,
+        params,
+        req,
+        body: _,
+        ..
+    }) = call;
     let role = match params.required("role") {
         Ok(role) => role,
         Err(e) => return bad_request(e),
@@ -133,13 +137,15 @@ async fn list_permissions(req: HttpRequest, app: web::Data<AppState>) -> HttpRes
     HttpResponse::Ok().json(Page::of(found.into_iter(), total, page_no, page_size))
 }
 
-async fn grant(
-    req: HttpRequest,
-    body: web::Bytes,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> HttpResponse {
-    let params = Params::parse(&req, &body);
+async fn grant(call: FormCall) -> HttpResponse {
+    let FormCall(Call {
+        app,
+        principal,
+        params,
+        req,
+        body: _,
+        ..
+    }) = call;
     let (role, resource, access) = match permission_fields(&params) {
         Ok(f) => f,
         Err(e) => return bad_request(e),
@@ -153,13 +159,15 @@ async fn grant(
     )
 }
 
-async fn revoke(
-    req: HttpRequest,
-    body: web::Bytes,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> HttpResponse {
-    let params = Params::parse(&req, &body);
+async fn revoke(call: FormCall) -> HttpResponse {
+    let FormCall(Call {
+        app,
+        principal,
+        params,
+        req,
+        body: _,
+        ..
+    }) = call;
     let (role, resource, access) = match permission_fields(&params) {
         Ok(f) => f,
         Err(e) => return bad_request(e),

@@ -6,8 +6,6 @@ use serde::{Deserialize, Serialize};
 
 use super::Call;
 use super::{json_body, ok_json, ConsoleError};
-use crate::api::guard::Authed;
-use crate::api::AppState;
 use tacos_app::query::visible_namespaces;
 use tacos_core::validate::InvalidInput;
 use tacos_state::canonical_namespace;
@@ -25,7 +23,8 @@ struct NamespaceView {
     create_time: i64,
 }
 
-pub async fn list_namespaces(app: web::Data<AppState>, Authed(principal): Authed) -> HttpResponse {
+pub async fn list_namespaces(call: Call) -> HttpResponse {
+    let Call { app, principal, .. } = call;
     let state = app.service.state();
     let visible: Vec<NamespaceView> =
         visible_namespaces(&state, &principal, "the default namespace")

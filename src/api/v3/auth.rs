@@ -110,6 +110,7 @@ pub async fn create_user(call: FormCall) -> Answer {
         principal,
         params,
         req,
+        ..
     }) = call;
     let username = required_string(&params, "username")?;
     let password = required_string(&params, "password")?;
@@ -152,6 +153,7 @@ pub async fn delete_user(call: FormCall) -> Answer {
         principal,
         params,
         req,
+        ..
     }) = call;
     let username = required_string(&params, "username")?;
     let caller = principal.caller("", client_ip(&req));
@@ -170,6 +172,7 @@ pub async fn update_user(call: FormCall) -> Answer {
         principal,
         params,
         req,
+        ..
     }) = call;
     let username = required_string(&params, "username")?;
     let new_password = required_string(&params, "newPassword")?;
@@ -239,6 +242,7 @@ pub async fn bind_role(call: FormCall) -> Answer {
         principal,
         params,
         req,
+        ..
     }) = call;
     let role = required_string(&params, "role")?;
     let username = required_string(&params, "username")?;
@@ -257,6 +261,7 @@ pub async fn unbind_role(call: FormCall) -> Answer {
         principal,
         params,
         req,
+        ..
     }) = call;
     let role = required_string(&params, "role")?;
     let username = params.str("username");
@@ -312,6 +317,7 @@ pub async fn grant(call: FormCall) -> Answer {
         principal,
         params,
         req,
+        ..
     }) = call;
     let (role, resource, access) = permission_of(&params)?;
     let caller = principal.caller("", client_ip(&req));
@@ -331,6 +337,7 @@ pub async fn revoke(call: FormCall) -> Answer {
         principal,
         params,
         req,
+        ..
     }) = call;
     let (role, resource, access) = permission_of(&params)?;
     let held = app

@@ -4,7 +4,7 @@
 
 use crate::api::call::{Call, FormCall};
 use actix_web::http::StatusCode;
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::{web, HttpResponse};
 use serde::Deserialize;
 
 use super::model::{
@@ -15,12 +15,10 @@ use super::{
     namespace_of, not_a_number, ok, page, param_filter, required_string, service_error, Answer,
     Refusal, PARAMETER_VALIDATE_ERROR, RESOURCE_NOT_FOUND,
 };
-use crate::api::guard::Authed;
 use crate::api::listeners;
 use crate::api::params::{all_values, client_ip, header, multipart, Params};
 use crate::api::render::{v1_error, Page};
 use crate::api::transfer;
-use crate::api::AppState;
 use tacos_app::query::{configs_with_ids, search_configs, ConfigFilter};
 use tacos_app::read::Reader;
 use tacos_app::service::{beta_list, PublishRequest};
@@ -41,6 +39,7 @@ pub async fn client_get(call: Call) -> Answer {
         principal,
         params,
         req,
+        ..
     } = call;
     param_filter(&params)?;
     let plain = |message: String| v1_error(StatusCode::BAD_REQUEST, message);
@@ -89,6 +88,7 @@ pub async fn get(call: Call) -> Answer {
         principal,
         params,
         req,
+        ..
     } = call;
     let key = config_key(&params)?;
     Reader::new(&principal).key(&key)?;
@@ -114,6 +114,7 @@ pub async fn publish(call: FormCall) -> Answer {
         principal,
         params,
         req,
+        ..
     }) = call;
     let key = config_key(&params)?;
     let content = filled(&params, "content").ok_or_else(|| missing_field("content"))?;
@@ -148,6 +149,7 @@ pub async fn delete(call: FormCall) -> Answer {
         principal,
         params,
         req,
+        ..
     }) = call;
     let key = config_key(&params)?;
     let caller = principal.caller("", client_ip(&req));
@@ -230,14 +232,16 @@ pub async fn list(call: Call) -> Answer {
 }
 
 /// `DELETE /batch?ids=1,2`: removes the configs with these ids, one after
-/// the other as Nacos does; unknown ids are skipped. The caller must may
-/// write every namespace they are in (checked before any is removed).
-pub async fn delete_batch(
-    req: HttpRequest,
-    body: web::Bytes,
-    app: web::Data<AppState>,
-    Authed(principal): Authed,
-) -> Answer {
+/// the other as Nacos does; unknown ids are skipped. The caller must
+/// write every one of them (checked before any is removed).
+pub async fn delete_batch(call: FormCall) -> Answer {
+    let FormCall(Call {
+        app,
+        principal,
+        req,
+        body,
+        ..
+    }) = call;
     let raw = all_values(&req, &body, "ids").ok_or_else(|| missing_param("ids", "List", false))?;
     let ids = raw
         .iter()
@@ -284,6 +288,7 @@ pub async fn stop_beta(call: FormCall) -> Answer {
         principal,
         params,
         req,
+        ..
     }) = call;
     let key = config_key(&params)?;
     let caller = principal.caller("", client_ip(&req));
@@ -343,6 +348,7 @@ pub async fn export(call: Call) -> Answer {
         principal,
         params,
         req,
+        ..
     } = call;
     param_filter(&params)?;
     let raw = all_values(&req, &[], "ids").unwrap_or_default();
@@ -368,6 +374,7 @@ pub async fn import(call: Call, body: web::Bytes) -> Answer {
         principal,
         params,
         req,
+        ..
     } = call;
     let form = multipart(&req, &body)
         .transpose()
@@ -396,6 +403,7 @@ pub async fn clone(call: Call, body: web::Bytes) -> Answer {
         principal,
         params,
         req,
+        ..
     } = call;
     let namespace = required_string(&params, "namespaceId")?;
     let policy = same_config_policy(params.get("policy"))?;
@@ -438,6 +446,7 @@ pub async fn listeners(call: Call) -> Answer {
         principal,
         params,
         req,
+        ..
     } = call;
     let key = config_key(&params)?;
     let aggregation = aggregation(&params)?;
@@ -467,6 +476,7 @@ pub async fn listened_by_ip(call: Call) -> Answer {
         principal,
         params,
         req,
+        ..
     } = call;
     let ip = params
         .get("ip")

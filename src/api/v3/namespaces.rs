@@ -11,14 +11,13 @@
 
 use crate::api::call::{Call, FormCall};
 use actix_web::http::StatusCode;
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::{HttpRequest, HttpResponse};
 
 use super::model::Namespace;
 use super::{
     fail, ok, required_string, service_error, Answer, Refusal, Refused, ILLEGAL_NAMESPACE,
     NAMESPACE_ALREADY_EXIST, NAMESPACE_NOT_EXIST, PARAMETER_MISSING,
 };
-use crate::api::guard::Authed;
 use crate::api::params::{client_ip, Params};
 use crate::api::AppState;
 use tacos_app::auth::Principal;
@@ -56,7 +55,13 @@ fn visible(app: &AppState, principal: &Principal, generation: Generation) -> Vec
         .collect()
 }
 
-pub async fn list(req: HttpRequest, app: web::Data<AppState>, Authed(principal): Authed) -> Answer {
+pub async fn list(call: Call) -> Answer {
+    let Call {
+        app,
+        principal,
+        req,
+        ..
+    } = call;
     ok(visible(&app, &principal, Generation::of(&req)))
 }
 
@@ -70,6 +75,7 @@ pub async fn one(call: Call) -> Answer {
         principal,
         params,
         req,
+        ..
     } = call;
     let generation = Generation::of(&req);
     let id = required_string(&params, "namespaceId")?;
@@ -170,6 +176,7 @@ pub async fn create(call: FormCall) -> Answer {
         principal,
         params,
         req,
+        ..
     }) = call;
     let generation = Generation::of(&req);
     let (id, name) = form(&params)?;
@@ -193,6 +200,7 @@ pub async fn update(call: FormCall) -> Answer {
         principal,
         params,
         req,
+        ..
     }) = call;
     let generation = Generation::of(&req);
     let (id, name) = form(&params)?;
@@ -216,6 +224,7 @@ pub async fn delete(call: FormCall) -> Answer {
         principal,
         params,
         req,
+        ..
     }) = call;
     let generation = Generation::of(&req);
     let id = required_string(&params, "namespaceId")?;
