@@ -21,7 +21,7 @@ use serde::Serialize;
 
 use super::guard::{Need, Routes};
 use super::params::{client_ip, Params};
-use super::AppState;
+use crate::api::app_state::AppState;
 use crate::api::call::{Call, FormCall};
 use tacos_app::auth::Principal;
 use tacos_app::service::Caller;
@@ -297,7 +297,7 @@ async fn digest(app: web::Data<AppState>) -> HttpResponse {
 async fn backup(app: web::Data<AppState>, req: HttpRequest, body: web::Bytes) -> HttpResponse {
     use crate::ops::backup::{APPLIED_HEADER, DIGEST_HEADER};
     let params = Params::parse(&req, &body);
-    if let Err(response) = super::read_barrier(&app, &req, &params).await {
+    if let Err(response) = crate::api::consistency::read_barrier(&app, &req, &params).await {
         return response;
     }
     let state = app.node.state();

@@ -23,7 +23,7 @@ use serde::Serialize;
 use super::guard::{refusal, Need, Routes};
 use super::params::{client_ip, name_filter, paging, Params};
 use super::render::{self, v1_error, v1_service_error, Page};
-use super::AppState;
+use crate::api::app_state::AppState;
 use crate::api::call::{Call, FormCall};
 use tacos_app::auth::{AuthError, Principal};
 use tacos_app::service::ServiceError;

@@ -17,7 +17,7 @@ use actix_web::{web, FromRequest, HttpMessage, HttpRequest};
 use futures::future::LocalBoxFuture;
 
 use super::params::{client_ip, Params};
-use super::AppState;
+use crate::api::app_state::AppState;
 use tacos_app::auth::Principal;
 use tacos_app::service::Caller;
 

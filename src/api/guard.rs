@@ -33,7 +33,7 @@ use base64::Engine;
 use serde::Serialize;
 
 use super::params::{client_ip, Params};
-use super::AppState;
+use crate::api::app_state::AppState;
 use tacos_app::auth::{AuthError, Credentials, Principal};
 
 /// What a route needs from the caller.

@@ -9,7 +9,7 @@
 use actix_web::{web, HttpResponse};
 
 use super::guard::{Need, Routes};
-use super::AppState;
+use crate::api::app_state::AppState;
 
 pub fn routes(r: &mut Routes) {
     r.get("/health", Need::Public, health)

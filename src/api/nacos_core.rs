@@ -22,10 +22,10 @@ use serde::Serialize;
 
 use super::call::Call;
 use super::guard::{Need, Routes};
-use super::listeners::LISTENERS_TIMEOUT;
+use super::listener_views::LISTENERS_TIMEOUT;
 use super::params::Params;
 use super::render::{rest_ok, v1_error, v2_error, v2_ok};
-use super::AppState;
+use crate::api::app_state::AppState;
 use tacos_app::cluster::{self, Health, Member, NodeState};
 use tacos_raft::NodeId;
 

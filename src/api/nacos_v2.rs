@@ -83,7 +83,7 @@ async fn get_config(call: Call) -> HttpResponse {
         Ok(key) => key,
         Err(e) => return invalid(e),
     };
-    if let Err(response) = super::read_barrier(&app, &req, &params).await {
+    if let Err(response) = crate::api::consistency::read_barrier(&app, &req, &params).await {
         return response;
     }
     let state = app.service.state();

@@ -25,7 +25,7 @@ use super::auth::{bad_request, write_result};
 use super::guard::{Need, Routes};
 use super::params::{client_ip, name_filter, paging, Params};
 use super::render::Page;
-use super::AppState;
+use crate::api::app_state::AppState;
 use crate::api::call::{Call, FormCall};
 use tacos_app::auth::roles::{
     action, parse_resource, permission_rows, role_bindings, role_names, PermissionRow, RoleBinding,

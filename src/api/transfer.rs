@@ -10,7 +10,7 @@ use actix_web::HttpResponse;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
-use super::AppState;
+use crate::api::app_state::AppState;
 use tacos_app::auth::Principal;
 use tacos_app::service::{
     clone_items, Caller, CloneTarget, ImportError, ImportOutcome, ServiceError,

@@ -19,7 +19,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde::{Deserialize, Serialize};
 
 use super::{ok_json, ConsoleError};
-use crate::api::AppState;
+use crate::api::app_state::AppState;
 use crate::tls::PeerClient;
 use tacos_raft::NodeId;
 

@@ -8,7 +8,7 @@ use actix_web::HttpResponse;
 use serde::{Deserialize, Serialize};
 
 use super::{ok_json, ConsoleError};
-use crate::api::AppState;
+use crate::api::app_state::AppState;
 use tacos_app::watch::{version_of, ListenProtocol, ListenState, ListenersOf};
 use tacos_state::ConfigKey;
 

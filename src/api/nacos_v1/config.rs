@@ -36,7 +36,7 @@ pub(super) async fn opened(call: &Call, listing: bool) -> Result<(), HttpRespons
         )
     };
     allowed.map_err(|denied| refusal(&denied))?;
-    crate::api::read_barrier(&call.app, &call.req, params).await
+    crate::api::consistency::read_barrier(&call.app, &call.req, params).await
 }
 
 /// `GET ?search=accurate|blur`: a page of the configs of `tenant` the

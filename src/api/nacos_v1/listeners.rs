@@ -8,11 +8,12 @@ use std::collections::BTreeMap;
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse};
 
+use crate::api::app_state::AppState;
 use crate::api::call::Call;
 use crate::api::guard::refusal;
+use crate::api::listener_views;
 use crate::api::params::Params;
 use crate::api::render::v1_error;
-use crate::api::{listeners, AppState};
 use tacos_app::read::Reader;
 use tacos_core::validate::{self, InvalidInput};
 use tacos_state::canonical_namespace;
@@ -31,7 +32,7 @@ pub(super) struct GroupkeyListenserStatus {
 /// boolean is 400.
 pub(super) fn view_flags(params: &Params) -> Result<(bool, bool), InvalidInput> {
     let flag = |name: &'static str, default| {
-        listeners::boolean(params.get(name), default).map_err(|v| InvalidInput::Other(name, v))
+        listener_views::boolean(params.get(name), default).map_err(|v| InvalidInput::Other(name, v))
     };
     Ok((flag("aggregation", true)?, flag("all", false)?))
 }
@@ -45,7 +46,7 @@ pub(super) async fn listener_view(
     mut status: BTreeMap<String, String>,
 ) -> HttpResponse {
     if aggregation {
-        for answer in listeners::other_members::<GroupkeyListenserStatus>(app, req).await {
+        for answer in listener_views::other_members::<GroupkeyListenserStatus>(app, req).await {
             status.extend(answer.lisenters_groupkey_status);
         }
     }
@@ -82,7 +83,7 @@ pub(super) async fn listeners_of_config(call: Call) -> HttpResponse {
     if let Err(denied) = Reader::new(&principal).key(&key) {
         return refusal(&denied);
     }
-    match listeners::listening_to(&app, &key).await {
+    match listener_views::listening_to(&app, &key).await {
         Ok(status) => listener_view(&app, &req, aggregation, status).await,
         Err(e) => v1_error(StatusCode::INTERNAL_SERVER_ERROR, e),
     }
@@ -112,11 +113,11 @@ pub(super) async fn listened_by_ip(call: Call) -> HttpResponse {
         Ok(flags) => flags,
         Err(e) => return bad_request(e),
     };
-    let shown = listeners::KeysShown {
+    let shown = listener_views::KeysShown {
         namespace: canonical_namespace(namespace),
         all,
     };
-    match listeners::listened_by(&app, &principal, ip, shown).await {
+    match listener_views::listened_by(&app, &principal, ip, shown).await {
         Ok(status) => listener_view(&app, &req, aggregation, status).await,
         Err(e) => v1_error(StatusCode::INTERNAL_SERVER_ERROR, e),
     }

@@ -20,10 +20,10 @@ use super::{
     fail, missing_param, not_a_number, ok, required_string, Answer, Refusal, Refused,
     PARAMETER_VALIDATE_ERROR,
 };
+use crate::api::app_state::AppState;
 use crate::api::guard::refusal;
 use crate::api::params::{client_ip, name_filter, Params};
 use crate::api::render::{v1_error, Page};
-use crate::api::AppState;
 use tacos_app::auth::roles::{
     action, parse_resource, permission_rows, role_bindings, role_names, PermissionRow, RoleBinding,
 };

@@ -15,7 +15,7 @@ use super::{
     namespace_of, not_a_number, ok, page, param_filter, required_string, service_error, Answer,
     Refusal, PARAMETER_VALIDATE_ERROR, RESOURCE_NOT_FOUND,
 };
-use crate::api::listeners;
+use crate::api::listener_views;
 use crate::api::params::{all_values, client_ip, header, multipart, Params};
 use crate::api::render::{v1_error, Page};
 use crate::api::transfer;
@@ -50,7 +50,7 @@ pub async fn client_get(call: Call) -> Answer {
     let key = tacos_app::service::checked_key(namespace_of(&params), group, data_id)
         .map_err(|e| invalid(&e))?;
     Reader::new(&principal).key(&key)?;
-    crate::api::read_barrier(&app, &req, &params).await?;
+    crate::api::consistency::read_barrier(&app, &req, &params).await?;
     let state = app.service.state();
     let config = state.config(&key);
     let content_type = config.map_or("text", |c| c.config_type.as_str());
@@ -92,7 +92,7 @@ pub async fn get(call: Call) -> Answer {
     } = call;
     let key = config_key(&params)?;
     Reader::new(&principal).key(&key)?;
-    crate::api::read_barrier(&app, &req, &params).await?;
+    crate::api::consistency::read_barrier(&app, &req, &params).await?;
     match app.service.state().config(&key) {
         Some(config) => ok(ConfigDetailInfo::of(&key, config)),
         None => Err(not_found("Config not exist, please publish Config first.").into()),
@@ -424,7 +424,7 @@ struct ListenerEnvelope {
 /// `aggregation` (default `true`), or Spring's refusal of a value that is
 /// no boolean.
 fn aggregation(params: &Params) -> Result<bool, Refusal> {
-    listeners::aggregation(params).map_err(|other| {
+    listener_views::aggregation(params).map_err(|other| {
         fail(
             StatusCode::BAD_REQUEST,
             PARAMETER_VALIDATE_ERROR,
@@ -451,11 +451,11 @@ pub async fn listeners(call: Call) -> Answer {
     let key = config_key(&params)?;
     let aggregation = aggregation(&params)?;
     Reader::new(&principal).admin_listeners(&key)?;
-    let mut status = listeners::listening_to(&app, &key)
+    let mut status = listener_views::listening_to(&app, &key)
         .await
         .map_err(|e| fail(StatusCode::INTERNAL_SERVER_ERROR, super::SERVER_ERROR, e))?;
     if aggregation {
-        for answer in listeners::other_members::<ListenerEnvelope>(&app, &req).await {
+        for answer in listener_views::other_members::<ListenerEnvelope>(&app, &req).await {
             status.extend(answer.data.listeners_status);
         }
     }
@@ -481,7 +481,7 @@ pub async fn listened_by_ip(call: Call) -> Answer {
     let ip = params
         .get("ip")
         .ok_or_else(|| missing_param("ip", "String", false))?;
-    let all = listeners::boolean(params.get("all"), false).map_err(|other| {
+    let all = listener_views::boolean(params.get("all"), false).map_err(|other| {
         fail(
             StatusCode::BAD_REQUEST,
             PARAMETER_VALIDATE_ERROR,
@@ -490,15 +490,15 @@ pub async fn listened_by_ip(call: Call) -> Answer {
     })?;
     param_filter(&params)?;
     let aggregation = aggregation(&params)?;
-    let shown = listeners::KeysShown {
+    let shown = listener_views::KeysShown {
         namespace: canonical_namespace(namespace_of(&params)),
         all,
     };
-    let mut status = listeners::listened_by(&app, &principal, ip.trim(), shown)
+    let mut status = listener_views::listened_by(&app, &principal, ip.trim(), shown)
         .await
         .map_err(|e| fail(StatusCode::INTERNAL_SERVER_ERROR, super::SERVER_ERROR, e))?;
     if aggregation {
-        for answer in listeners::other_members::<ListenerEnvelope>(&app, &req).await {
+        for answer in listener_views::other_members::<ListenerEnvelope>(&app, &req).await {
             status.extend(answer.data.listeners_status);
         }
     }

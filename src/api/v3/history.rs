@@ -15,9 +15,9 @@ use super::{
     config_key, fail, invalid, ok, page, param_filter, required_id, required_string, Answer,
     ACCESS_DENIED, RESOURCE_NOT_FOUND,
 };
+use crate::api::app_state::AppState;
 use crate::api::params::Params;
 use crate::api::render::Page;
-use crate::api::AppState;
 use tacos_app::query::{config_history_row, ConfigHistoryLookup, ConfigRowError};
 use tacos_app::read::Reader;
 use tacos_core::validate;

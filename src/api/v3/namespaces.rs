@@ -18,8 +18,8 @@ use super::{
     fail, ok, required_string, service_error, Answer, Refusal, Refused, ILLEGAL_NAMESPACE,
     NAMESPACE_ALREADY_EXIST, NAMESPACE_NOT_EXIST, PARAMETER_MISSING,
 };
+use crate::api::app_state::AppState;
 use crate::api::params::{client_ip, Params};
-use crate::api::AppState;
 use tacos_app::auth::Principal;
 use tacos_app::query::{visible_namespaces, PUBLIC_NAMESPACE_DESC};
 use tacos_app::service::ServiceError;

@@ -5,9 +5,9 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Serialize;
 
 use super::{ok, Answer, SERVER_ERROR};
+use crate::api::app_state::AppState;
 use crate::api::guard::refusal;
 use crate::api::params::{client_ip, Params};
-use crate::api::AppState;
 use tacos_app::auth::AuthError;
 
 #[derive(Serialize)]

@@ -18,7 +18,7 @@ use actix_web::http::header::AUTHORIZATION;
 use actix_web::HttpRequest;
 
 use super::params::header;
-use super::AppState;
+use crate::api::app_state::AppState;
 use tacos_app::auth::Principal;
 use tacos_app::read::Reader;
 use tacos_app::watch::{peer_ip, ListenedBy, ListenersOf};
