@@ -18,8 +18,17 @@
 //! ```
 //!
 //! See `docs/architecture.md` for the path of a publish through them.
+//!
+//! Inside this crate, the modules point one way too: `server` starts
+//! `api` (HTTP) and `grpc`, which answer with the use cases below; `ops`
+//! (the operator subcommands) reads `api`'s route table and the `backup`
+//! format it shares with `api`; `settings`, `secret`, `metrics` and
+//! `backup` are leaves. No module imports an item of its parent module
+//! (each folder's kit is a file of its own: `v3/answer.rs`,
+//! `nacos_v1/answer.rs`, `console/answer.rs`), and there is no circle.
 
 pub mod api;
+pub mod backup;
 pub mod dashboard_history;
 pub mod grpc;
 pub mod heap_trim;

@@ -55,7 +55,17 @@ pub fn run(settings: Settings) -> anyhow::Result<()> {
     }
     crate::metrics::install().context("installing the metrics recorder")?;
     // Every certificate and key is checked before a port is bound.
-    let tls = crate::tls::NodeTls::load(&settings)?;
+    let tls = crate::tls::NodeTls::load(&crate::tls::TlsFiles {
+        cert_file: settings.cert_file.clone(),
+        key_file: settings.key_file.clone(),
+        trusted_ca_file: settings.trusted_ca_file.clone(),
+        client_cert_auth: settings.client_cert_auth,
+        grpc_tls_compatibility: settings.grpc_tls_compatibility,
+        console_port: settings.console_port.is_some(),
+        peer_cert_file: settings.peer_cert_file.clone(),
+        peer_key_file: settings.peer_key_file.clone(),
+        peer_trusted_ca_file: settings.peer_trusted_ca_file.clone(),
+    })?;
     let raft_runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .thread_name("tacos-raft")

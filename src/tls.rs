@@ -5,14 +5,13 @@
 //! aggregation). Every check of the files runs here, before the data dir is
 //! touched, so a bad certificate stops the start with the file's name.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
 use tacos_tls::rustls::{ClientConfig, ServerConfig};
 use tacos_tls::{ClientAuth, Plaintext, ReloadingIdentity};
-
-use crate::settings::Settings;
 
 /// How often the certificate files are checked for a rotation.
 pub const RELOAD_POLL: Duration = Duration::from_secs(10);
@@ -27,6 +26,24 @@ pub struct ClientTls {
     pub grpc_plaintext: Plaintext,
 }
 
+/// The TLS files and switches of a node: its `--cert-file`, `--key-file`,
+/// `--trusted-ca-file`, `--client-cert-auth`, `--grpc-tls-compatibility`
+/// and `--peer-*` settings (checked as groups by the settings).
+#[derive(Debug, Clone, Default)]
+pub struct TlsFiles {
+    pub cert_file: Option<PathBuf>,
+    pub key_file: Option<PathBuf>,
+    pub trusted_ca_file: Option<PathBuf>,
+    pub client_cert_auth: bool,
+    pub grpc_tls_compatibility: bool,
+    /// Whether the node has a console port of its own (one more port the
+    /// certificate serves, in the metrics).
+    pub console_port: bool,
+    pub peer_cert_file: Option<PathBuf>,
+    pub peer_key_file: Option<PathBuf>,
+    pub peer_trusted_ca_file: Option<PathBuf>,
+}
+
 /// Everything TLS of a node.
 pub struct NodeTls {
     pub client: Option<ClientTls>,
@@ -38,12 +55,12 @@ pub struct NodeTls {
 
 impl NodeTls {
     /// Reads and checks every certificate, key and CA file the settings name.
-    pub fn load(settings: &Settings) -> anyhow::Result<NodeTls> {
+    pub fn load(settings: &TlsFiles) -> anyhow::Result<NodeTls> {
         tacos_tls::install_default_provider();
         let mut identities = Vec::new();
         let client = match (&settings.cert_file, &settings.key_file) {
             (Some(cert), Some(key)) => {
-                let ports: &[&'static str] = if settings.console_port.is_some() {
+                let ports: &[&'static str] = if settings.console_port {
                     &["http", "console", "grpc"]
                 } else {
                     &["http", "grpc"]
@@ -130,7 +147,7 @@ impl PeerHttp {
         PeerHttp { tls: None }
     }
 
-    fn tls(settings: &Settings, identity: Option<Arc<ReloadingIdentity>>) -> anyhow::Result<Self> {
+    fn tls(settings: &TlsFiles, identity: Option<Arc<ReloadingIdentity>>) -> anyhow::Result<Self> {
         let mut roots = tacos_tls::rustls::RootCertStore::empty();
         let found = rustls_native_certs::load_native_certs();
         roots.add_parsable_certificates(found.certs);

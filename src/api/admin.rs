@@ -35,7 +35,7 @@ pub fn routes(r: &mut Routes) {
         .post("/tacos/v1/admin/cluster/voters", Need::Admin, promote)
         .delete("/tacos/v1/admin/cluster/members", Need::Admin, remove)
         .get("/tacos/v1/admin/digest", Need::Admin, digest)
-        .get(crate::ops::backup::ROUTE, Need::Admin, backup)
+        .get(crate::backup::ROUTE, Need::Admin, backup)
         .get("/tacos/v1/admin/listeners", Need::Admin, listeners)
         .get("/tacos/v1/admin/samples", Need::Admin, samples);
 }
@@ -295,7 +295,7 @@ async fn digest(app: web::Data<AppState>) -> HttpResponse {
 /// A consistent backup: the applied state as one snapshot file, encoded on
 /// a blocking thread (it takes time and memory in proportion to the state).
 async fn backup(app: web::Data<AppState>, req: HttpRequest, body: web::Bytes) -> HttpResponse {
-    use crate::ops::backup::{APPLIED_HEADER, DIGEST_HEADER};
+    use crate::backup::{APPLIED_HEADER, DIGEST_HEADER};
     let params = Params::parse(&req, &body);
     if let Err(response) = crate::api::consistency::read_barrier(&app, &req, &params).await {
         return response;
@@ -303,7 +303,7 @@ async fn backup(app: web::Data<AppState>, req: HttpRequest, body: web::Bytes) ->
     let state = app.node.state();
     let node_id = app.node.id;
     let kek = app.node.kek();
-    match web::block(move || crate::ops::backup::encode(&state, kek.as_deref())).await {
+    match web::block(move || crate::backup::encode(&state, kek.as_deref())).await {
         Ok(backup) => {
             let applied = backup.applied.map_or(0, |l| l.index);
             HttpResponse::Ok()

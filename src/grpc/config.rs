@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::payload::{self, code, Incoming, Reply};
-use super::GrpcState;
+use super::state::GrpcState;
 use crate::api::params::url_encode;
 use tacos_app::auth::Principal;
 use tacos_app::gray_match;

@@ -20,6 +20,9 @@
 //! and `ConnectResetRequest` when the node stops (see [`connection`]). HTTP/2 keepalive pings close
 //! connections whose client vanished.
 
+mod state;
+
+pub use state::GrpcState;
 pub mod codec;
 pub mod config;
 pub mod connection;
@@ -28,17 +31,13 @@ pub mod payload;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use actix::Addr;
 use futures::{Stream, StreamExt};
 use serde_json::json;
 use tokio::net::TcpListener;
 use tonic::{Request, Response, Status, Streaming};
 
-use connection::Connections;
 use payload::{code, Incoming};
 use tacos_app::auth::{Credentials, Principal};
-use tacos_app::service::ConfigService;
-use tacos_app::watch::WatchHub;
 
 /// The generated Nacos gRPC types and services (package-less proto).
 #[allow(non_camel_case_types, clippy::all)]
@@ -97,15 +96,6 @@ impl RequestMetrics {
         if ok { &self.ok } else { &self.error }.increment(1);
         self.duration.record(seconds);
     }
-}
-
-/// What the gRPC handlers reach.
-pub struct GrpcState {
-    pub service: ConfigService,
-    pub hub: Addr<WatchHub>,
-    pub connections: Arc<Connections>,
-    pub max_listen_keys: usize,
-    pub auth: Arc<tacos_app::auth::Auth>,
 }
 
 /// Who sent a config request: anyone when open-API auth is off; otherwise

@@ -1,4 +1,5 @@
-//! Online backup: `GET /tacos/v1/admin/backup` on a node ([`encode`]) and
+//! Online backup: `GET /tacos/v1/admin/backup` on a node
+//! ([`crate::backup::encode`]) and
 //! `tacos backup --node HOST:PORT --out FILE` ([`run`]).
 //!
 //! A node whose client ports serve TLS (`--cert-file`) is given as
@@ -22,53 +23,12 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context};
 
-use super::{decode_snapshot, show_log_id, write_file_durably, MembershipView, Summary};
-use tacos_core::types::{LogId, SnapshotMeta};
-use tacos_state::State;
-use tacos_store::{crypt, snapshot, DataKey, Kek};
-
-/// The response header with the backup's `State::digest()`.
-pub const DIGEST_HEADER: &str = "X-Tacos-Digest";
-/// The response header with the applied log index the backup is at.
-pub const APPLIED_HEADER: &str = "X-Tacos-Applied";
-/// The admin route that serves a backup.
-pub const ROUTE: &str = "/tacos/v1/admin/backup";
-
-/// A backup of one state.
-pub struct Backup {
-    /// A snapshot file.
-    pub bytes: Vec<u8>,
-    /// `State::digest()` of the state in it.
-    pub digest: String,
-    pub applied: Option<LogId>,
-}
-
-/// Encodes `state` as a snapshot file, with the metadata the snapshot
-/// builder gives it (applied log id and membership), sealed when `kek` is
-/// given. Takes time and memory in proportion to the state: call it off
-/// the request threads.
-pub fn encode(state: &State, kek: Option<&Kek>) -> Backup {
-    let applied = state.last_applied;
-    let meta = SnapshotMeta {
-        last_log_id: applied,
-        last_membership: state.membership.clone(),
-        snapshot_id: format!(
-            "backup-{}-{}",
-            applied.map_or(0, |id| id.leader_id.term),
-            applied.map_or(0, |id| id.index),
-        ),
-    };
-    let bytes = snapshot::encode(&meta, state.snapshot_records());
-    let bytes = match kek {
-        Some(kek) => crypt::seal_file(&DataKey::generate(), Some(kek), &bytes),
-        None => bytes,
-    };
-    Backup {
-        bytes,
-        digest: state.digest(),
-        applied,
-    }
-}
+use super::decode_snapshot;
+use super::files::write_file_durably;
+use super::views::{show_log_id, MembershipView, Summary};
+use crate::backup::{DIGEST_HEADER, ROUTE};
+use tacos_core::types::SnapshotMeta;
+use tacos_store::{crypt, Kek};
 
 /// `tacos backup`.
 #[derive(Debug, Clone, clap::Args)]
@@ -231,7 +191,7 @@ pub fn run(args: &BackupArgs, kek: Option<&Kek>) -> anyhow::Result<()> {
         );
     }
     write_file_durably(&args.out, &bytes)?;
-    super::print_out(&format!(
+    super::output::print_out(&format!(
         "wrote {} ({} bytes)\n{}",
         args.out.display(),
         bytes.len(),

@@ -24,8 +24,9 @@ use anyhow::{anyhow, bail, Context};
 use openraft::EntryPayload;
 use serde::Serialize;
 
-use super::NodeSettings;
-use super::{decode_snapshot, show_log_id, LogIdView, MembershipView, Summary, VoteView};
+use super::decode_snapshot;
+use super::node_settings::NodeSettings;
+use super::views::{show_log_id, LogIdView, MembershipView, Summary, VoteView};
 use tacos_core::types::{Entry, LogId, StoredMembership};
 use tacos_state::State;
 use tacos_store::log::{lock_data_dir, LOG_DIR};
@@ -157,9 +158,9 @@ pub fn run(args: &InspectArgs, settings: &dyn NodeSettings) -> anyhow::Result<()
         .unwrap_or_else(|| settings.data_dir().to_path_buf());
     let report = inspect(&dir, settings.kek()?.as_deref())?;
     if args.json {
-        super::print_out(&format!("{}\n", serde_json::to_string_pretty(&report)?))?;
+        super::output::print_out(&format!("{}\n", serde_json::to_string_pretty(&report)?))?;
     } else {
-        super::print_out(&report.text())?;
+        super::output::print_out(&report.text())?;
     }
     Ok(())
 }

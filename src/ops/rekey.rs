@@ -14,7 +14,7 @@ use std::path::PathBuf;
 
 use anyhow::{anyhow, bail, Context};
 
-use super::NodeSettings;
+use super::node_settings::NodeSettings;
 use tacos_store::log::lock_data_dir;
 use tacos_store::{crypt, Kek, StdFs, StoreError};
 
@@ -53,7 +53,7 @@ pub fn run(args: &RekeyArgs, settings: &dyn NodeSettings) -> anyhow::Result<()> 
     }
     let wrapped =
         crypt::rekey(&StdFs, dir, &old, &new).map_err(|e| anyhow!("{e}; nothing was changed"))?;
-    super::print_out(&format!(
+    super::output::print_out(&format!(
         "rekeyed {}: data key {} is now wrapped by key id {} (was {})\nnext: start the node with --encryption-key-file {}\n",
         dir.display(),
         wrapped.dek_id,

@@ -27,8 +27,10 @@ use std::sync::Arc;
 use anyhow::{anyhow, bail, Context};
 
 use super::backup::contents;
-use super::NodeSettings;
-use super::{decode_snapshot, parent_dir, sync_dir, Summary};
+use super::decode_snapshot;
+use super::files::{parent_dir, sync_dir};
+use super::node_settings::NodeSettings;
+use super::views::Summary;
 use tacos_core::types::{LogId, Membership, NodeInfo, SnapshotMeta, StoredMembership, Vote};
 use tacos_state::State;
 use tacos_store::log::{lock_data_dir, LOCK_FILE, LOG_DIR};
@@ -244,7 +246,7 @@ pub fn run(args: &RestoreArgs, settings: &dyn NodeSettings) -> anyhow::Result<()
         settings.node_id(),
         settings.cluster_addr()
     ));
-    super::print_out(&out)?;
+    super::output::print_out(&out)?;
     Ok(())
 }
 

@@ -20,11 +20,11 @@ pub struct RoutesArgs {
 pub fn run(args: &RoutesArgs) -> anyhow::Result<()> {
     let routes = declared();
     if args.json {
-        super::print_out(&format!("{}\n", serde_json::to_string_pretty(&routes)?))?;
+        super::output::print_out(&format!("{}\n", serde_json::to_string_pretty(&routes)?))?;
         return Ok(());
     }
     if args.markdown {
-        super::print_out(&markdown(&routes))?;
+        super::output::print_out(&markdown(&routes))?;
         return Ok(());
     }
     let mut out = String::new();
@@ -36,7 +36,7 @@ pub fn run(args: &RoutesArgs) -> anyhow::Result<()> {
             need_text(route.need)
         ));
     }
-    super::print_out(&out)?;
+    super::output::print_out(&out)?;
     Ok(())
 }
 

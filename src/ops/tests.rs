@@ -13,10 +13,13 @@ use clap::Parser;
 use crate::settings::Settings;
 use futures::executor::block_on;
 
+use super::views::Summary;
 use super::*;
 use tacos_core::command as pb;
+use tacos_core::types::LogId;
 use tacos_core::types::{Entry, Membership, NodeInfo};
 use tacos_core::{md5_hex, Command as Cmd, Op};
+use tacos_state::State;
 use tacos_store::log::{LOCK_FILE, LOG_DIR};
 use tacos_store::{LogOptions, LogStore, SnapshotFiles, StdFs};
 
@@ -177,7 +180,7 @@ fn write_data_dir(
     }
     if let Some(at) = snapshot_at {
         let state = applied(&all[..=at as usize]);
-        let backup = backup::encode(&state, None);
+        let backup = crate::backup::encode(&state, None);
         let (meta, _) = decode_snapshot(&backup.bytes).unwrap();
         let files = SnapshotFiles::open(Arc::new(StdFs), dir).unwrap();
         files.save(&meta, &backup.bytes).unwrap();
@@ -212,7 +215,7 @@ fn summary_counts_every_table() {
 #[test]
 fn a_backup_decodes_to_the_same_state() {
     let state = applied(&entries(2, some_commands()));
-    let backup = backup::encode(&state, None);
+    let backup = crate::backup::encode(&state, None);
     assert_eq!(backup.digest, state.digest());
     assert_eq!(backup.applied, state.last_applied);
     let (meta, back) = decode_snapshot(&backup.bytes).unwrap();
@@ -345,7 +348,7 @@ fn restore_writes_a_dir_the_store_opens_as_one_voter_from_the_snapshot() {
     let tmp = tempfile::tempdir().unwrap();
     let state = applied(&entries(4, some_commands()));
     let file = tmp.path().join("backup.snap");
-    std::fs::write(&file, backup::encode(&state, None).bytes).unwrap();
+    std::fs::write(&file, crate::backup::encode(&state, None).bytes).unwrap();
     let target = tmp.path().join("restored");
     let settings = restore_settings(&target, &[]);
     let args = restore::RestoreArgs {
@@ -393,7 +396,7 @@ fn restore_writes_a_dir_the_store_opens_as_one_voter_from_the_snapshot() {
 fn restore_refuses_a_bad_backup_and_a_non_empty_dir_unless_forced() {
     let tmp = tempfile::tempdir().unwrap();
     let state = applied(&entries(1, some_commands()));
-    let bytes = backup::encode(&state, None).bytes;
+    let bytes = crate::backup::encode(&state, None).bytes;
     let good = tmp.path().join("good.snap");
     std::fs::write(&good, &bytes).unwrap();
     let mut flipped = bytes.clone();
@@ -573,7 +576,7 @@ fn write_pki(dir: &Path) {
 /// `tacos_tls::server_config`), client certificates required, that answers
 /// the backup route with `backup`. Returns its port; it stops with the test
 /// process.
-fn https_backup_server(dir: &Path, backup: backup::Backup) -> u16 {
+fn https_backup_server(dir: &Path, backup: crate::backup::Backup) -> u16 {
     tacos_tls::install_default_provider();
     let identity = tacos_tls::ReloadingIdentity::load(
         &dir.join("server.crt"),
@@ -591,12 +594,15 @@ fn https_backup_server(dir: &Path, backup: backup::Backup) -> u16 {
             actix_web::HttpServer::new(move || {
                 let backup = backup.clone();
                 actix_web::App::new().route(
-                    backup::ROUTE,
+                    crate::backup::ROUTE,
                     actix_web::web::get().to(move || {
                         let backup = backup.clone();
                         async move {
                             actix_web::HttpResponse::Ok()
-                                .insert_header((backup::DIGEST_HEADER, backup.digest.clone()))
+                                .insert_header((
+                                    crate::backup::DIGEST_HEADER,
+                                    backup.digest.clone(),
+                                ))
                                 .body(backup.bytes.clone())
                         }
                     }),
@@ -628,7 +634,7 @@ fn backup_over_https_trusts_cacert_and_presents_the_client_certificate() {
     let dir = tmp.path();
     write_pki(dir);
     let state = applied(&entries(1, some_commands()));
-    let port = https_backup_server(dir, backup::encode(&state, None));
+    let port = https_backup_server(dir, crate::backup::encode(&state, None));
     let node = format!("https://localhost:{port}");
     let file = |name: &str| dir.join(name).display().to_string();
     let out = dir.join("backup.snap");

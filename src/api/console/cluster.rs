@@ -18,7 +18,7 @@ use actix_web::http::header::AUTHORIZATION;
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde::{Deserialize, Serialize};
 
-use super::{ok_json, ConsoleError};
+use super::answer::{ok_json, ConsoleError};
 use crate::api::app_state::AppState;
 use crate::tls::PeerClient;
 use tacos_raft::NodeId;

@@ -13,8 +13,9 @@
 use actix_web::{web, HttpResponse};
 use serde::{Deserialize, Serialize};
 
+use super::answer::{json_body, ok_json, ConsoleError};
 use super::Call;
-use super::{diff, json_body, ok_json, syntax, ConsoleError};
+use super::{diff, syntax};
 use crate::api::params::{config_filter, paging, Params};
 use crate::api::render::Page;
 use tacos_app::auth::Principal;

@@ -9,8 +9,9 @@
 
 use actix_web::HttpResponse;
 
+use super::answer::{ok_json, ConsoleError};
 use super::cluster::{authorization, get_json, peer_client};
-use super::{ok_json, Call, ConsoleError};
+use super::Call;
 use crate::dashboard_history::{NodeSamples, Sample, COARSE, FINE};
 use tacos_core::validate::InvalidInput;
 

@@ -13,8 +13,9 @@ use std::sync::Arc;
 use actix_web::{web, HttpResponse};
 use serde::{Deserialize, Serialize};
 
+use super::answer::{json_body, ok_json, ConsoleError};
+use super::diff;
 use super::Call;
-use super::{diff, json_body, ok_json, ConsoleError};
 use crate::api::params::paging;
 use crate::api::render::Page;
 use tacos_app::auth::Principal;

@@ -7,7 +7,7 @@
 use actix_web::{web, HttpResponse};
 use serde::Serialize;
 
-use super::{ok_json, ConsoleError};
+use super::answer::{ok_json, ConsoleError};
 use tacos_app::query::ConfigFilter;
 use tacos_app::service::{ImportError, ServiceError};
 use tacos_app::transfer::{self, Layout, Policy, TransferError};

@@ -7,7 +7,7 @@ use std::time::Duration;
 use actix_web::HttpResponse;
 use serde::{Deserialize, Serialize};
 
-use super::{ok_json, ConsoleError};
+use super::answer::{ok_json, ConsoleError};
 use crate::api::app_state::AppState;
 use tacos_app::watch::{version_of, ListenProtocol, ListenState, ListenersOf};
 use tacos_state::ConfigKey;

@@ -4,8 +4,8 @@
 use actix_web::{web, HttpResponse};
 use serde::{Deserialize, Serialize};
 
+use super::answer::{json_body, ok_json, ConsoleError};
 use super::Call;
-use super::{json_body, ok_json, ConsoleError};
 use tacos_app::query::visible_namespaces;
 use tacos_core::validate::InvalidInput;
 use tacos_state::canonical_namespace;

@@ -2,7 +2,7 @@
 //! `beta`, `show` and `search` forms), a publish, a removal (one, or by
 //! ids); the export, import and clone forms are in `import_export`.
 
-use super::{bad_request, caller, no_cache, ok_true, CONFIG_TYPE, CONTENT_MD5};
+use super::answer::{bad_request, caller, no_cache, ok_true, CONFIG_TYPE, CONTENT_MD5};
 
 use actix_web::http::header::{self};
 use actix_web::HttpResponse;

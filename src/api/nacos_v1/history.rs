@@ -1,7 +1,7 @@
 //! Nacos' `HistoryController` (`/nacos/v1/cs/history`): a config's rows,
 //! one row, the row before one, the configs of a namespace.
 
-use super::bad_request;
+use super::answer::bad_request;
 
 use actix_web::http::StatusCode;
 use actix_web::HttpResponse;

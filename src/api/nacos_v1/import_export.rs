@@ -2,7 +2,7 @@
 //! (`?export=true`, `?exportV2=true`, `?import=true`, `?clone=true`), on
 //! the rules every generation shares (`crate::api::transfer`).
 
-use super::{bad_request, caller};
+use super::answer::{bad_request, caller};
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse};

@@ -2,7 +2,7 @@
 //! `ConfigController.getListeners`) and what one client IP listens to
 //! (`GET /nacos/v1/cs/listener`, `ListenerController`), on every member.
 
-use super::bad_request;
+use super::answer::bad_request;
 use std::collections::BTreeMap;
 
 use actix_web::http::StatusCode;

@@ -2,7 +2,7 @@
 //! `ConfigController.listener`): the `Listening-Configs` records, an
 //! answer at once when something changed, else a hold in the watch hub.
 
-use super::{bad_request, no_cache};
+use super::answer::{bad_request, no_cache};
 use std::time::Duration;
 
 use actix_web::http::StatusCode;

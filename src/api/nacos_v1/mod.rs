@@ -4,6 +4,7 @@
 //! (`history`), namespaces (`namespaces`). This module holds the routes
 //! and what the files share: v1's refusal, its `true`, the caller.
 
+mod answer;
 mod config;
 mod history;
 mod import_export;
@@ -11,18 +12,11 @@ mod listeners;
 mod long_poll;
 mod namespaces;
 
-use actix_web::http::header::{self, HeaderName, HeaderValue};
-use actix_web::http::StatusCode;
-use actix_web::{HttpRequest, HttpResponse};
+use actix_web::HttpResponse;
 
 use crate::api::call::FormCall;
 use crate::api::guard::{Need, Routes};
-use crate::api::params::{client_ip, Params};
-use crate::api::render::{filter_refusal, v1_error};
-use tacos_app::auth::Principal;
-use tacos_app::service::Caller;
 use tacos_app::transfer::Layout;
-use tacos_core::validate::InvalidInput;
 
 pub fn routes(r: &mut Routes) {
     r.get("/nacos/v1/cs/configs", Need::OpenApi, get_configs)
@@ -75,39 +69,6 @@ pub fn routes(r: &mut Routes) {
             namespaces::delete_namespace,
         );
 }
-
-fn bad_request(error: InvalidInput) -> HttpResponse {
-    filter_refusal(&error).unwrap_or_else(|| v1_error(StatusCode::BAD_REQUEST, error))
-}
-
-fn ok_true() -> HttpResponse {
-    HttpResponse::Ok()
-        .content_type("text/plain;charset=UTF-8")
-        .body("true")
-}
-
-fn caller(req: &HttpRequest, params: &Params, principal: &Principal) -> Caller {
-    principal.caller(params.str("src_user"), client_ip(req))
-}
-
-fn no_cache(builder: &mut actix_web::HttpResponseBuilder) -> &mut actix_web::HttpResponseBuilder {
-    builder
-        .insert_header((header::PRAGMA, NO_CACHE))
-        .insert_header((header::EXPIRES, EXPIRED))
-        .insert_header((header::CACHE_CONTROL, NO_STORE))
-}
-
-/// Header values of every config read, made once (a `&str` is parsed and
-/// checked on every response).
-const NO_CACHE: HeaderValue = HeaderValue::from_static("no-cache");
-/// Nacos' `setDateHeader("Expires", 0)`: the epoch as an HTTP date.
-const EXPIRED: HeaderValue = HeaderValue::from_static("Thu, 01 Jan 1970 00:00:00 GMT");
-const NO_STORE: HeaderValue = HeaderValue::from_static("no-cache,no-store");
-
-/// Header names of a config read, made once: an `(&str, _)` pair parses
-/// its name on every response.
-const CONFIG_TYPE: HeaderName = HeaderName::from_static("config-type");
-const CONTENT_MD5: HeaderName = HeaderName::from_static("content-md5");
 
 // ---- `/nacos/v1/cs/configs`: one Nacos route, several operations ---------------
 

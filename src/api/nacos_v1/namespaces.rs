@@ -1,7 +1,7 @@
 //! Nacos' `NamespaceController` (`/nacos/v1/console/namespaces`): list
 //! (login), create, update, delete (admin).
 
-use super::{bad_request, caller, ok_true};
+use super::answer::{bad_request, caller, ok_true};
 
 use actix_web::http::StatusCode;
 use actix_web::HttpResponse;

@@ -16,10 +16,8 @@ use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 use serde::Serialize;
 
-use super::{
-    fail, missing_param, not_a_number, ok, required_string, Answer, Refusal, Refused,
-    PARAMETER_VALIDATE_ERROR,
-};
+use super::answer::{fail, missing_param, ok, Answer, Refusal, Refused, PARAMETER_VALIDATE_ERROR};
+use super::params::{not_a_number, required_string};
 use crate::api::app_state::AppState;
 use crate::api::guard::refusal;
 use crate::api::params::{client_ip, name_filter, Params};
@@ -90,7 +88,7 @@ fn write_refused(error: &ServiceError) -> Refusal {
         | ServiceError::Rejected(_)
         | ServiceError::AdminNotDeletable(_) => illegal(error),
         ServiceError::Denied(e) => refusal(e).into(),
-        other => super::service_error(other).into(),
+        other => super::answer::service_error(other).into(),
     }
 }
 

@@ -7,13 +7,15 @@ use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 use serde::Deserialize;
 
+use super::answer::{
+    fail, fail_without_data, invalid, missing_field, missing_param, ok, service_error, Answer,
+    Refusal, PARAMETER_VALIDATE_ERROR, RESOURCE_NOT_FOUND,
+};
 use super::model::{
     ConfigBasicInfo, ConfigDetailInfo, ConfigGrayInfo, ConfigListenerInfo, ConfigQueryResponse,
 };
-use super::{
-    config_key, fail, fail_without_data, filled, invalid, missing_field, missing_param,
-    namespace_of, not_a_number, ok, page, param_filter, required_string, service_error, Answer,
-    Refusal, PARAMETER_VALIDATE_ERROR, RESOURCE_NOT_FOUND,
+use super::params::{
+    config_key, filled, namespace_of, not_a_number, page, param_filter, required_string,
 };
 use crate::api::listener_views;
 use crate::api::params::{all_values, client_ip, header, multipart, Params};
@@ -362,7 +364,13 @@ pub async fn export(call: Call) -> Answer {
     Ok(
         transfer::export(&app, &principal, namespace, filter, &ids, Layout::Nacos2)
             .await
-            .map_err(|e| fail(StatusCode::INTERNAL_SERVER_ERROR, super::SERVER_ERROR, e))?,
+            .map_err(|e| {
+                fail(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    super::answer::SERVER_ERROR,
+                    e,
+                )
+            })?,
     )
 }
 
@@ -453,7 +461,13 @@ pub async fn listeners(call: Call) -> Answer {
     Reader::new(&principal).admin_listeners(&key)?;
     let mut status = listener_views::listening_to(&app, &key)
         .await
-        .map_err(|e| fail(StatusCode::INTERNAL_SERVER_ERROR, super::SERVER_ERROR, e))?;
+        .map_err(|e| {
+            fail(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                super::answer::SERVER_ERROR,
+                e,
+            )
+        })?;
     if aggregation {
         for answer in listener_views::other_members::<ListenerEnvelope>(&app, &req).await {
             status.extend(answer.data.listeners_status);
@@ -496,7 +510,13 @@ pub async fn listened_by_ip(call: Call) -> Answer {
     };
     let mut status = listener_views::listened_by(&app, &principal, ip.trim(), shown)
         .await
-        .map_err(|e| fail(StatusCode::INTERNAL_SERVER_ERROR, super::SERVER_ERROR, e))?;
+        .map_err(|e| {
+            fail(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                super::answer::SERVER_ERROR,
+                e,
+            )
+        })?;
     if aggregation {
         for answer in listener_views::other_members::<ListenerEnvelope>(&app, &req).await {
             status.extend(answer.data.listeners_status);

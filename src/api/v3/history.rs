@@ -10,11 +10,9 @@ use crate::api::call::Call;
 use actix_web::http::StatusCode;
 use actix_web::HttpResponse;
 
+use super::answer::{fail, invalid, ok, Answer, ACCESS_DENIED, RESOURCE_NOT_FOUND};
 use super::model::{ConfigBasicInfo, ConfigHistoryBasicInfo, ConfigHistoryDetailInfo};
-use super::{
-    config_key, fail, invalid, ok, page, param_filter, required_id, required_string, Answer,
-    ACCESS_DENIED, RESOURCE_NOT_FOUND,
-};
+use super::params::{config_key, page, param_filter, required_id, required_string};
 use crate::api::app_state::AppState;
 use crate::api::params::Params;
 use crate::api::render::Page;

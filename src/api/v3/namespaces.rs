@@ -13,11 +13,12 @@ use crate::api::call::{Call, FormCall};
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse};
 
-use super::model::Namespace;
-use super::{
-    fail, ok, required_string, service_error, Answer, Refusal, Refused, ILLEGAL_NAMESPACE,
-    NAMESPACE_ALREADY_EXIST, NAMESPACE_NOT_EXIST, PARAMETER_MISSING,
+use super::answer::{
+    fail, ok, service_error, Answer, Refusal, Refused, ILLEGAL_NAMESPACE, NAMESPACE_ALREADY_EXIST,
+    NAMESPACE_NOT_EXIST, PARAMETER_MISSING,
 };
+use super::model::Namespace;
+use super::params::required_string;
 use crate::api::app_state::AppState;
 use crate::api::params::{client_ip, Params};
 use tacos_app::auth::Principal;

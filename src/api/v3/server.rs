@@ -4,7 +4,7 @@
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Serialize;
 
-use super::{ok, Answer, SERVER_ERROR};
+use super::answer::{ok, Answer, SERVER_ERROR};
 use crate::api::app_state::AppState;
 use crate::api::guard::refusal;
 use crate::api::params::{client_ip, Params};

@@ -239,3 +239,28 @@ async fn admins_are_not_deleted_and_users_change_only_their_own_password() {
         .await
         .expect("a user is deleted");
 }
+
+#[tokio::test]
+async fn a_beta_lists_client_ips_only() {
+    let (service, _, _) = services();
+    let admin = user("admin", true, &[]);
+    service
+        .publish(publish("app", "a", "1"), &caller(&admin))
+        .await
+        .unwrap();
+    let mut beta = publish("app", "a", "beta");
+    beta.beta_ips = super::beta_list("10.0.0.1, host-a");
+    let refused = service.publish(beta.clone(), &caller(&admin)).await;
+    assert_eq!(
+        refused.unwrap_err().to_string(),
+        "invalid betaIps: \"host-a\" is not an IP (a beta is served to the client IPs it lists)"
+    );
+    let key = ConfigKey::new("", "app", "a");
+    assert!(service.state().gray(&key, tacos_state::BETA_GRAY).is_none());
+    beta.beta_ips = super::beta_list("10.0.0.1,\n::1");
+    service
+        .publish(beta, &caller(&admin))
+        .await
+        .expect("IPs are a beta");
+    assert!(service.state().gray(&key, tacos_state::BETA_GRAY).is_some());
+}
