@@ -135,7 +135,7 @@ async fn publish_config(call: FormCall) -> HttpResponse {
     };
     let caller = principal.caller(params.any(&["srcUser", "src_user"]), client_ip(&req));
     match app.service.publish(request, &caller).await {
-        Ok(()) => v2_ok(true),
+        Ok(_) => v2_ok(true),
         Err(e) => v2_service_error(&e),
     }
 }

@@ -164,7 +164,7 @@ pub async fn publish(
     };
     let caller = principal.caller(&extra("src_user"), client_ip.to_string());
     match app.service.publish(request, &caller).await {
-        Ok(()) => payload::ok(KIND, &rid, json!({})),
+        Ok(_) => payload::ok(KIND, &rid, json!({})),
         Err(e) => {
             let (code, message) = write_failure(&e);
             payload::fail(KIND, &rid, code, &message)

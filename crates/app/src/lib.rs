@@ -16,6 +16,7 @@
 //! - [`cluster`]: the member view of Nacos' cluster node routes.
 //! - [`read`]: who may read or watch what, decided once per operation.
 //! - [`query`]: the rules of list routes (name filters, paging).
+//! - [`syntax`]: whether a content parses as its type (the console's rule).
 //! - [`transfer`]: the Nacos zip layouts of export and import, and the
 //!   import plan (what to create, overwrite, skip).
 //! - [`watch`]: the watch hub: held long polls and gRPC listeners woken by
@@ -28,6 +29,7 @@ pub mod gray_match;
 pub mod query;
 pub mod read;
 pub mod service;
+pub mod syntax;
 pub mod transfer;
 pub mod watch;
 

@@ -7,9 +7,9 @@ use actix_web::{HttpResponse, ResponseError};
 use serde::de::DeserializeOwned;
 use serde_json::json;
 
-use super::syntax::SyntaxError;
 use tacos_app::auth::AuthError;
 use tacos_app::service::ServiceError;
+use tacos_app::syntax::SyntaxError;
 use tacos_app::transfer::TransferError;
 use tacos_core::validate::InvalidInput;
 use tacos_raft::rpc::RouteError;

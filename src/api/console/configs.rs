@@ -14,14 +14,13 @@ use actix_web::{web, HttpResponse};
 use serde::{Deserialize, Serialize};
 
 use super::answer::{json_body, ok_json, ConsoleError};
+use super::diff;
 use super::Call;
-use super::{diff, syntax};
 use crate::api::params::{config_filter, paging, Params};
 use crate::api::render::Page;
 use tacos_app::auth::Principal;
 use tacos_app::query::{search_configs, ConfigFilter};
-use tacos_app::service::{checked_key, PublishRequest};
-use tacos_core::command::Expect;
+use tacos_app::service::{checked_key, edit_expectation, PublishRequest};
 use tacos_core::md5_hex;
 use tacos_core::shown_namespace;
 use tacos_core::validate::{self, InvalidInput};
@@ -233,7 +232,7 @@ pub(super) fn checked_publish(
 ) -> Result<ConfigKey, ConsoleError> {
     let key = checked_key(namespace, group, data_id)?;
     validate::content(content, max_content)?;
-    syntax::check(config_type, content)?;
+    tacos_app::syntax::check(config_type, content)?;
     Ok(key)
 }
 
@@ -249,14 +248,7 @@ pub async fn publish(call: Call, body: web::Bytes) -> Result<HttpResponse, Conso
         call.app.service.max_content_size(),
     )?;
     let cas_md5 = form.cas_md5.filter(|m| !m.is_empty());
-    // A new config must not exist yet; an edit of a loaded version must
-    // still exist (and match it): both checked in apply, atomically.
-    let expect = match (form.create, &cas_md5) {
-        (true, _) => Expect::Absent,
-        (false, Some(_)) => Expect::Present,
-        (false, None) => Expect::Any,
-    };
-    let md5 = md5_hex(&form.content);
+    let expect = edit_expectation(form.create, cas_md5.as_deref());
     let request = PublishRequest {
         namespace: form.namespace,
         group: form.group,
@@ -276,8 +268,8 @@ pub async fn publish(call: Call, body: web::Bytes) -> Result<HttpResponse, Conso
         encrypted_data_key: String::new(),
     };
     let caller = call.caller();
-    call.app.service.publish(request, &caller).await?;
-    Ok(ok_json(serde_json::json!({ "md5": md5 })))
+    let published = call.app.service.publish(request, &caller).await?;
+    Ok(ok_json(serde_json::json!({ "md5": published.md5 })))
 }
 
 pub async fn remove(call: Call) -> Result<HttpResponse, ConsoleError> {
@@ -309,11 +301,11 @@ struct CheckView {
     #[serde(rename = "type")]
     config_type: &'static str,
     warnings: Vec<String>,
-    error: Option<syntax::SyntaxError>,
+    error: Option<tacos_app::syntax::SyntaxError>,
 }
 
 fn check_view(config_type: &str, content: &str) -> CheckView {
-    let (warnings, error) = match syntax::check(config_type, content) {
+    let (warnings, error) = match tacos_app::syntax::check(config_type, content) {
         Ok(warnings) => (warnings, None),
         Err(e) => (Vec::new(), Some(e)),
     };

@@ -79,7 +79,7 @@ struct ImportReport {
 
 /// The console checks syntax by type before importing.
 fn syntax_ok(config_type: &str, content: &str) -> Result<(), String> {
-    super::syntax::check(config_type, content)
+    tacos_app::syntax::check(config_type, content)
         .map(|_| ())
         .map_err(|e| e.to_string())
 }

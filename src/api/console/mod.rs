@@ -49,7 +49,6 @@ mod history;
 mod import_export;
 mod listeners;
 mod namespaces;
-mod syntax;
 
 use super::call::Call;
 use super::guard::{Need, Routes};

@@ -167,7 +167,7 @@ pub(super) async fn publish(call: FormCall) -> HttpResponse {
         .publish(request, &caller(&req, &params, &principal))
         .await
     {
-        Ok(()) => ok_true(),
+        Ok(_) => ok_true(),
         Err(e) => v1_service_error(&e),
     }
 }

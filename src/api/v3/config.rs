@@ -137,7 +137,7 @@ pub async fn publish(call: FormCall) -> Answer {
     };
     let caller = principal.caller(params.str("srcUser"), client_ip(&req));
     match app.service.publish(request, &caller).await {
-        Ok(()) => ok(true),
+        Ok(_) => ok(true),
         Err(e) => Err(service_error(&e).into()),
     }
 }

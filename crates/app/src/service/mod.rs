@@ -30,7 +30,7 @@ mod tests;
 
 pub use gray::{checked_tag, GrayTarget};
 pub use import::{clone_items, CloneTarget, ImportError, ImportOutcome};
-pub use publish::{beta_list, PublishRequest, MAX_IMPORT_BYTES};
+pub use publish::{beta_list, edit_expectation, PublishRequest, Published, MAX_IMPORT_BYTES};
 
 use std::sync::Arc;
 

@@ -73,6 +73,25 @@ fn checked_beta_ips(ips: &[String]) -> Result<(), InvalidInput> {
     }
 }
 
+/// What an editor's publish expects of the config, checked in apply
+/// with the write (atomically): a new config (`create`) must not exist
+/// yet; an edit of a version the user loaded (`cas_md5`) must still exist
+/// (and match it, by the CAS); anything else may land either way.
+pub fn edit_expectation(create: bool, cas_md5: Option<&str>) -> pb::Expect {
+    match (create, cas_md5.filter(|m| !m.is_empty())) {
+        (true, _) => pb::Expect::Absent,
+        (false, Some(_)) => pb::Expect::Present,
+        (false, None) => pb::Expect::Any,
+    }
+}
+
+/// What a publish stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Published {
+    /// The md5 of the content, as clients will see it.
+    pub md5: String,
+}
+
 /// The longest `encryptedDataKey` accepted (Nacos' column is
 /// `varchar(1024)`).
 pub const MAX_ENCRYPTED_DATA_KEY: usize = 1024;
@@ -124,8 +143,15 @@ impl ConfigService {
 
     /// Publishes a config, or its beta (`beta_ips` given) or tag gray
     /// (`tag` given).
-    pub async fn publish(&self, req: PublishRequest, caller: &Caller) -> Result<(), ServiceError> {
+    pub async fn publish(
+        &self,
+        req: PublishRequest,
+        caller: &Caller,
+    ) -> Result<Published, ServiceError> {
         let (publish, gray) = self.checked_publish(req, caller)?;
+        let published = Published {
+            md5: publish.md5.clone(),
+        };
         let done = match gray {
             Some(target) => self.publish_gray(publish, target, caller).await,
             None => {
@@ -136,7 +162,7 @@ impl ConfigService {
         if done.is_ok() {
             metrics::counter!("tacos_config_publishes_total").increment(1);
         }
-        done
+        done.map(|()| published)
     }
 
     /// Publishes several configs as one write: all of them, or (if one is

@@ -264,3 +264,44 @@ async fn a_beta_lists_client_ips_only() {
         .expect("IPs are a beta");
     assert!(service.state().gray(&key, tacos_state::BETA_GRAY).is_some());
 }
+
+#[tokio::test]
+async fn an_editor_creates_new_configs_and_edits_loaded_ones() {
+    use super::edit_expectation;
+    let (service, _, _) = services();
+    let admin = user("admin", true, &[]);
+    let mut create = publish("app", "a", "1");
+    create.expect = edit_expectation(true, None);
+    let published = service
+        .publish(create.clone(), &caller(&admin))
+        .await
+        .unwrap();
+    assert_eq!(published.md5, tacos_core::md5_hex("1"));
+    // Created twice: the second finds it there, and writes nothing.
+    create.content = "2".into();
+    assert!(matches!(
+        service.publish(create, &caller(&admin)).await,
+        Err(ServiceError::Rejected(_))
+    ));
+    // An edit of the version loaded; then of one someone else replaced.
+    let mut edit = publish("app", "a", "3");
+    edit.cas_md5 = Some(published.md5.clone());
+    edit.expect = edit_expectation(false, Some(&published.md5));
+    service
+        .publish(edit.clone(), &caller(&admin))
+        .await
+        .unwrap();
+    edit.content = "4".into();
+    assert!(service.publish(edit, &caller(&admin)).await.is_err());
+    let key = ConfigKey::new("", "app", "a");
+    assert_eq!(&*service.state().config(&key).unwrap().content, "3");
+    // An edit of a config removed meanwhile is not a create.
+    service
+        .remove("", "app", "a", "", &caller(&admin))
+        .await
+        .unwrap();
+    let mut gone = publish("app", "a", "5");
+    gone.expect = edit_expectation(false, Some("whatever"));
+    assert!(service.publish(gone, &caller(&admin)).await.is_err());
+    assert!(service.state().config(&key).is_none());
+}

@@ -1,5 +1,7 @@
-//! Syntax checks of config contents by type, run before a console publish
-//! (and on demand while editing).
+//! Syntax checks of config contents by type: the console's publish, gray
+//! publish and import rule (and its check while editing). It is the
+//! application's, below the surfaces, though only the console asks it:
+//! the Nacos APIs store any content, as Nacos does.
 //!
 //! Nacos itself stores any content under any type; a client that parses a
 //! `json` config then fails at run time. The console refuses to publish
