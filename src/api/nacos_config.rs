@@ -112,15 +112,42 @@ pub fn history_page(
     Page::window(page, total, page_no, page_size)
 }
 
-/// Configs of a namespace `principal` may read (`history/configs`).
+/// Opens a read of the config (or configs) a v1/v2 request names: its
+/// namespace parameter, `group` and `dataId`, as sent.
+pub fn named_read(
+    principal: &Principal,
+    params: &Params,
+    namespace_param: &str,
+) -> Result<(), tacos_app::auth::AuthError> {
+    tacos_app::read::Reader::new(principal).named(
+        params.str(namespace_param),
+        params.str("group"),
+        params.str("dataId"),
+    )
+}
+
+/// Why `history/configs` lists nothing.
+pub enum ListError {
+    Denied(tacos_app::auth::AuthError),
+    Invalid(InvalidInput),
+}
+
+/// `history/configs`: the configs of `namespace` (as sent) `principal` may
+/// read; refused when it may read nothing there.
 pub fn namespace_configs(
     state: &State,
     principal: &Principal,
     namespace: &str,
-) -> Vec<ConfigInfoWrapper> {
-    readable_configs(state, principal, canonical_namespace(namespace))
-        .map(|(k, c)| ConfigInfoWrapper::new(k, c))
-        .collect()
+) -> Result<Vec<ConfigInfoWrapper>, ListError> {
+    tacos_app::read::Reader::new(principal)
+        .list(namespace)
+        .map_err(ListError::Denied)?;
+    validate::namespace(namespace).map_err(ListError::Invalid)?;
+    Ok(
+        readable_configs(state, principal, canonical_namespace(namespace))
+            .map(|(k, c)| ConfigInfoWrapper::new(k, c))
+            .collect(),
+    )
 }
 
 /// Why a history row lookup shows nothing.

@@ -8,7 +8,8 @@ use actix_web::HttpResponse;
 
 use super::guard::{Need, Routes};
 use super::nacos_config::{
-    history_page, history_row, key_from, namespace_configs, publish_request, search, RowLookupError,
+    history_page, history_row, key_from, named_read, namespace_configs, publish_request, search,
+    ListError, RowLookupError,
 };
 use super::params::paging;
 use super::params::{client_ip, header, read_labels};
@@ -19,7 +20,7 @@ use crate::api::guard::refusal;
 use tacos_app::query::HistoryLookup;
 use tacos_app::read::Reader;
 use tacos_app::service::ServiceError;
-use tacos_core::validate::{self, InvalidInput};
+use tacos_core::validate::InvalidInput;
 
 pub fn routes(r: &mut Routes) {
     r.get("/nacos/v2/cs/config", Need::OpenApi, get_config)
@@ -72,11 +73,7 @@ async fn get_config(call: Call) -> HttpResponse {
         req,
         ..
     } = call;
-    if let Err(denied) = Reader::new(&principal).named(
-        params.str("namespaceId"),
-        params.str("group"),
-        params.str("dataId"),
-    ) {
+    if let Err(denied) = named_read(&principal, &params, "namespaceId") {
         return refusal(&denied);
     }
     let key = match key_from(&params, "namespaceId") {
@@ -99,7 +96,6 @@ async fn search_config(call: Call) -> HttpResponse {
         app,
         principal,
         params,
-        req: _,
         ..
     } = call;
     if let Err(denied) = Reader::new(&principal).list(params.str("namespaceId")) {
@@ -175,14 +171,9 @@ async fn history_list(call: Call) -> HttpResponse {
         app,
         principal,
         params,
-        req: _,
         ..
     } = call;
-    if let Err(denied) = Reader::new(&principal).named(
-        params.str("namespaceId"),
-        params.str("group"),
-        params.str("dataId"),
-    ) {
+    if let Err(denied) = named_read(&principal, &params, "namespaceId") {
         return refusal(&denied);
     }
     match key_from(&params, "namespaceId").and_then(|k| Ok((k, paging(&params, 100)?))) {
@@ -198,7 +189,6 @@ async fn history_one(call: Call) -> HttpResponse {
         app,
         principal,
         params,
-        req: _,
         ..
     } = call;
     match history_row(
@@ -218,7 +208,6 @@ async fn history_previous(call: Call) -> HttpResponse {
         app,
         principal,
         params,
-        req: _,
         ..
     } = call;
     match history_row(
@@ -238,19 +227,11 @@ async fn history_configs(call: Call) -> HttpResponse {
         app,
         principal,
         params,
-        req: _,
         ..
     } = call;
-    let namespace = params.str("namespaceId");
-    if let Err(denied) = Reader::new(&principal).list(namespace) {
-        return refusal(&denied);
+    match namespace_configs(&app.service.state(), &principal, params.str("namespaceId")) {
+        Ok(configs) => v2_ok(configs),
+        Err(ListError::Denied(denied)) => refusal(&denied),
+        Err(ListError::Invalid(e)) => invalid(e),
     }
-    if let Err(e) = validate::namespace(namespace) {
-        return invalid(e);
-    }
-    v2_ok(namespace_configs(
-        &app.service.state(),
-        &principal,
-        namespace,
-    ))
 }

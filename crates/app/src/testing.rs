@@ -27,6 +27,19 @@ pub(crate) fn services() -> (ConfigService, Auth, Arc<Local>) {
 
 /// A user `name` holding `grants` (namespace, group, dataId, access).
 pub(crate) fn user(name: &str, admin: bool, grants: &[(&str, &str, &str, Access)]) -> Principal {
+    let resources: Vec<(Resource, Access)> = grants
+        .iter()
+        .map(|(ns, group, data_id, access)| (Resource::new(ns, group, data_id), *access))
+        .collect();
+    user_holding(name, admin, &resources)
+}
+
+/// A user `name` holding `permissions`.
+pub(crate) fn user_holding(
+    name: &str,
+    admin: bool,
+    permissions: &[(Resource, Access)],
+) -> Principal {
     Principal::User(Arc::new(User {
         username: name.into(),
         password_hash: String::new(),
@@ -35,10 +48,7 @@ pub(crate) fn user(name: &str, admin: bool, grants: &[(&str, &str, &str, Access)
         create_time: 0,
         modify_time: 0,
         generation: 0,
-        permissions: grants
-            .iter()
-            .map(|(ns, group, data_id, access)| (Resource::new(ns, group, data_id), *access))
-            .collect(),
+        permissions: permissions.iter().cloned().collect(),
     }))
 }
 

@@ -24,16 +24,11 @@ use tacos_state::{GrayRule, BETA_GRAY};
 /// request names (a list, search or export: something of `tenant`), and
 /// may this node serve it now.
 pub(super) async fn opened(call: &Call, listing: bool) -> Result<(), HttpResponse> {
-    let reader = Reader::new(&call.principal);
     let params = &call.params;
     let allowed = if listing {
-        reader.list(params.str("tenant"))
+        Reader::new(&call.principal).list(params.str("tenant"))
     } else {
-        reader.named(
-            params.str("tenant"),
-            params.str("group"),
-            params.str("dataId"),
-        )
+        crate::api::nacos_config::named_read(&call.principal, params, "tenant")
     };
     allowed.map_err(|denied| refusal(&denied))?;
     crate::api::consistency::read_barrier(&call.app, &call.req, params).await
@@ -183,31 +178,16 @@ fn named(params: &Params) -> Result<(&str, &str, &str), InvalidInput> {
 
 /// `DELETE`: removes the config (with `tag`: that tag's gray version only).
 pub(super) async fn remove(call: FormCall) -> HttpResponse {
-    let FormCall(Call {
-        app,
-        principal,
-        params,
-        req,
-        ..
-    }) = call;
-    let caller = caller(&req, &params, &principal);
-    let (namespace, group, data_id) = match named(&params) {
-        Ok(names) => names,
-        Err(e) => return bad_request(e),
-    };
-    match app
-        .service
-        .remove(namespace, group, data_id, params.str("tag"), &caller)
-        .await
-    {
-        Ok(_) => ok_true(),
-        Err(e) => v1_service_error(&e),
-    }
+    removal(call, false).await
 }
 
 /// `DELETE ?beta=true`: Nacos' `stopBeta`, answered with its `RestResult`
 /// rather than the plain `true`.
 pub(super) async fn stop_beta(call: FormCall) -> HttpResponse {
+    removal(call, true).await
+}
+
+async fn removal(call: FormCall, beta: bool) -> HttpResponse {
     let FormCall(Call {
         app,
         principal,
@@ -220,12 +200,18 @@ pub(super) async fn stop_beta(call: FormCall) -> HttpResponse {
         Ok(names) => names,
         Err(e) => return bad_request(e),
     };
-    match app
-        .service
-        .stop_beta(namespace, group, data_id, &caller)
+    let service = &app.service;
+    if beta {
+        return match service.stop_beta(namespace, group, data_id, &caller).await {
+            Ok(_) => rest_ok(Some("stop beta ok"), true),
+            Err(e) => v1_service_error(&e),
+        };
+    }
+    match service
+        .remove(namespace, group, data_id, params.str("tag"), &caller)
         .await
     {
-        Ok(_) => rest_ok(Some("stop beta ok"), true),
+        Ok(_) => ok_true(),
         Err(e) => v1_service_error(&e),
     }
 }

@@ -9,20 +9,17 @@ use actix_web::HttpResponse;
 use crate::api::call::Call;
 use crate::api::guard::refusal;
 use crate::api::nacos_config::{
-    history_page, history_row, key_from, namespace_configs, RowLookupError,
+    history_page, history_row, key_from, named_read, namespace_configs, ListError, RowLookupError,
 };
 use crate::api::params::paging;
 use crate::api::render::v1_error;
 use tacos_app::query::HistoryLookup;
-use tacos_app::read::Reader;
-use tacos_core::validate::{self};
 
 pub(super) async fn history(call: Call) -> HttpResponse {
     let Call {
         app,
         principal,
         params,
-        req: _,
         ..
     } = call;
     let state = app.service.state();
@@ -32,12 +29,7 @@ pub(super) async fn history(call: Call) -> HttpResponse {
             Err(e) => v1_row_error(e),
         };
     }
-    let reader = Reader::new(&principal);
-    if let Err(denied) = reader.named(
-        params.str("tenant"),
-        params.str("group"),
-        params.str("dataId"),
-    ) {
+    if let Err(denied) = named_read(&principal, &params, "tenant") {
         return refusal(&denied);
     }
     let result = key_from(&params, "tenant").and_then(|key| Ok((key, paging(&params, 100)?)));
@@ -54,7 +46,6 @@ pub(super) async fn history_previous(call: Call) -> HttpResponse {
         app,
         principal,
         params,
-        req: _,
         ..
     } = call;
     let state = app.service.state();
@@ -76,19 +67,11 @@ pub(super) async fn history_configs(call: Call) -> HttpResponse {
         app,
         principal,
         params,
-        req: _,
         ..
     } = call;
-    let namespace = params.str("tenant");
-    if let Err(denied) = Reader::new(&principal).list(namespace) {
-        return refusal(&denied);
+    match namespace_configs(&app.service.state(), &principal, params.str("tenant")) {
+        Ok(configs) => HttpResponse::Ok().json(configs),
+        Err(ListError::Denied(denied)) => refusal(&denied),
+        Err(ListError::Invalid(e)) => bad_request(e),
     }
-    if let Err(e) = validate::namespace(namespace) {
-        return bad_request(e);
-    }
-    HttpResponse::Ok().json(namespace_configs(
-        &app.service.state(),
-        &principal,
-        namespace,
-    ))
 }

@@ -45,7 +45,6 @@ pub(super) async fn list_namespaces(call: Call) -> HttpResponse {
         app,
         principal,
         params,
-        req: _,
         ..
     } = call;
     let state = app.service.state();

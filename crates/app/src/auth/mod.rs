@@ -682,7 +682,6 @@ fn enabled(user: Arc<User>) -> Result<Arc<User>, AuthError> {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
 
     use super::*;
 
@@ -695,16 +694,7 @@ mod tests {
     }
 
     fn user_with(admin: bool, permissions: &[(Resource, Access)]) -> Principal {
-        Principal::User(Arc::new(User {
-            username: "u".into(),
-            password_hash: String::new(),
-            admin,
-            enabled: true,
-            create_time: 0,
-            modify_time: 0,
-            generation: 0,
-            permissions: permissions.iter().cloned().collect::<BTreeMap<_, _>>(),
-        }))
+        crate::testing::user_holding("u", admin, permissions)
     }
 
     #[test]
