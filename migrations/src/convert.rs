@@ -52,7 +52,8 @@
 //! [`ConvertError::Unsupported`]. With [`ConvertOptions::skip_bad`] they are left out
 //! (with the config's history) and listed in [`Report::skipped`] instead.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
 use tacos_app::auth::password::HashForm;
 use tacos_core::command as cmd;
@@ -1143,6 +1144,12 @@ fn check(
     let mut mismatched = Vec::new();
     let mut config_ids = BTreeSet::new();
     let mut history_ids = BTreeSet::new();
+    // Every row once, in id order (each chunk decoded once, not once per
+    // config or per row), by id: what each config's ids must find.
+    let history: HashMap<u64, (u64, Arc<str>)> = state
+        .history_rows()
+        .map(|row| (row.id, (row.last_id, row.md5.clone())))
+        .collect();
     for (key, pending) in configs {
         let Some(config) = state.config(key) else {
             return bad(format!("config {key} is missing"));
@@ -1159,7 +1166,7 @@ fn check(
         if *config.md5 != want || md5_hex(&config.content) != want {
             mismatched.push(key.to_string());
         }
-        let rows: Vec<_> = state.history(key).collect();
+        let rows = state.history_ids(key);
         if rows.len() != pending.rows.len() {
             return bad(format!(
                 "config {key}: {} history rows converted, the state holds {}",
@@ -1168,17 +1175,17 @@ fn check(
             ));
         }
         let mut last_id = 0;
-        for (row, source_row) in rows.iter().zip(pending.rows) {
-            if row.id <= last_id || row.last_id != last_id || !history_ids.insert(row.id) {
-                return bad(format!(
-                    "config {key}: history row {} is out of order",
-                    row.id
-                ));
+        for (&id, source_row) in rows.iter().zip(pending.rows) {
+            let Some((row_last_id, md5)) = history.get(&id) else {
+                return bad(format!("config {key}: history row {id} is missing"));
+            };
+            if id <= last_id || *row_last_id != last_id || !history_ids.insert(id) {
+                return bad(format!("config {key}: history row {id} is out of order"));
             }
-            if *row.md5 != md5_hex(&source_row.content) || state.history_row(row.id).is_none() {
-                return bad(format!("config {key}: history row {} differs", row.id));
+            if **md5 != md5_hex(&source_row.content) {
+                return bad(format!("config {key}: history row {id} differs"));
             }
-            last_id = row.id;
+            last_id = id;
         }
     }
     if !mismatched.is_empty() {

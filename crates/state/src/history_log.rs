@@ -367,8 +367,9 @@ impl HistoryLog {
             .collect()
     }
 
-    /// Every live row in id order, decoding a chunk at a time.
-    #[cfg(test)]
+    /// Every live row in id order, decoding a chunk at a time (each chunk
+    /// once: what a bulk reader wants, where one lookup per row would
+    /// decode a chunk per row).
     pub(crate) fn live_rows(&self) -> impl Iterator<Item = Arc<HistoryRow>> + '_ {
         self.ranges()
             .into_iter()

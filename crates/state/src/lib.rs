@@ -192,6 +192,19 @@ impl State {
         self.history_log.get(id)
     }
 
+    /// The ids of `key`'s history rows, oldest first (without decoding
+    /// them).
+    pub fn history_ids(&self, key: &ConfigKey) -> &[u64] {
+        self.configs.get(key).map_or(&[][..], |e| &e.history[..])
+    }
+
+    /// Every live history row, in id order, each sealed chunk decoded once:
+    /// for readers of many configs' history (a migration's check), where
+    /// `history(key)` per config would decode a chunk per config.
+    pub fn history_rows(&self) -> impl Iterator<Item = Arc<HistoryRow>> + '_ {
+        self.history_log.live_rows()
+    }
+
     /// The row before `id` of the same config.
     pub fn previous_history_row(&self, id: u64) -> Option<Arc<HistoryRow>> {
         let row = self.history_log.get(id)?;
