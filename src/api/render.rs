@@ -99,9 +99,6 @@ pub fn v2_error(
 
 /// A service error as Nacos v2 reports it.
 pub fn v2_service_error(error: &ServiceError) -> HttpResponse {
-    if let ServiceError::Denied(e) = error {
-        return super::guard::refusal(e);
-    }
     if let Some(refused) = service_filter_refusal(error) {
         return refused;
     }
@@ -113,7 +110,8 @@ pub fn v2_service_error(error: &ServiceError) -> HttpResponse {
         ServiceError::Invalid(_) | ServiceError::AdminNotDeletable(_) => {
             (20002, "parameter validate error")
         }
-        ServiceError::Denied(_) => (10001, "access denied"),
+        // What the guard answers a refusal with, on every surface.
+        ServiceError::Denied(e) => return super::guard::refusal(e),
         ServiceError::Rejected(ApplyError::NamespaceNotFound(_)) => {
             (20001, "'tenant' parameter error")
         }

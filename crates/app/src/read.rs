@@ -18,13 +18,10 @@
 //!
 //! [`Caller`]: crate::service::Caller
 
-use std::sync::Arc;
-
 use tacos_core::ConfigKey;
-use tacos_state::{Access, Config, State};
+use tacos_state::Access;
 
 use crate::auth::{AuthError, Principal};
-use crate::query::readable_configs;
 
 /// Reads of one principal.
 #[derive(Debug, Clone, Copy)]
@@ -57,32 +54,11 @@ impl<'a> Reader<'a> {
         self.who.require_key(key, Access::Write)
     }
 
-    /// One config, if the principal may read it (`Ok(None)`: it may, and
-    /// there is none).
-    pub fn config<'s>(
-        &self,
-        state: &'s State,
-        key: &ConfigKey,
-    ) -> Result<Option<&'s Arc<Config>>, AuthError> {
-        self.key(key)?;
-        Ok(state.config(key))
-    }
-
     /// A list, search or export of `namespace` (as sent): refused unless
     /// the principal may read something in it; it then shows only what it
-    /// may read ([`Reader::configs_in`], [`Reader::shows`]).
+    /// may read (`crate::query::readable_configs`, [`Reader::shows`]).
     pub fn list(&self, namespace: &str) -> Result<(), AuthError> {
         self.who.require_some(namespace, Access::Read)
-    }
-
-    /// The configs of `namespace` (canonical) the principal may read, in
-    /// key order.
-    pub fn configs_in<'s>(
-        &'s self,
-        state: &'s State,
-        namespace: &'s str,
-    ) -> impl Iterator<Item = (&'s ConfigKey, &'s Arc<Config>)> + 's {
-        readable_configs(state, self.who, namespace)
     }
 
     /// Whether a list shows `key` to the principal (a list leaves out what
