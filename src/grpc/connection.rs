@@ -294,6 +294,12 @@ pub async fn read_stream(
                 break;
             }
         };
+        // Most of what a client sends on its stream acks a push: only the
+        // request id is read from those (a fan-out acks thousands at once).
+        if let Some(request_id) = payload::response_request_id(&message) {
+            conn.ack(&request_id);
+            continue;
+        }
         let incoming = match Incoming::parse(message) {
             Ok(incoming) => incoming,
             Err(e) => {
@@ -358,7 +364,8 @@ pub async fn read_stream(
                     conn.send_reset();
                 }
             }
-            // A response to something we pushed: its request id acks it.
+            // A response to something we pushed that
+            // `response_request_id` could not read: its request id acks it.
             kind if kind.ends_with("Response") => conn.ack(incoming.str("requestId")),
             other => tracing::debug!(conn = %conn.id, "ignoring {other} on the stream"),
         }
@@ -389,20 +396,14 @@ pub async fn push_changes(conn: Arc<Connection>) {
 /// nothing.
 async fn push_one(conn: Arc<Connection>, push: Push) {
     let Push { key, listened } = push;
-    let body = serde_json::json!({
-        "headers": {},
-        "dataId": key.data_id,
-        "group": key.group,
-        "tenant": key.tenant,
-        "module": "config",
-    });
-    const KIND: &str = "ConfigChangeNotifyRequest";
-    let Some(first) = send_tracked(&conn, KIND, &body).await else {
+    let notify = ChangeNotify(key);
+    let Some(first) = send_tracked(&conn, &notify).await else {
         return;
     };
-    if until_acked(conn.clone(), KIND, body, first).await {
-        return;
-    }
+    let (conn, ChangeNotify(key)) = match until_acked(conn, notify, first).await {
+        Acked::Yes | Acked::Closed => return,
+        Acked::No(conn, notify) => (conn, notify),
+    };
     if listened {
         tracing::warn!(
             conn = %conn.id,
@@ -420,6 +421,61 @@ async fn push_one(conn: Arc<Connection>, push: Push) {
     }
 }
 
+/// What a push sends, made anew for each request id (a re-send gets a new
+/// one).
+trait PushBody: Send + 'static {
+    fn payload(&self, request_id: &str) -> Payload;
+}
+
+/// A `ConfigChangeNotifyRequest`: the push a change fans out to every
+/// listening connection, serialized straight from the key (no JSON tree
+/// built and copied per connection).
+struct ChangeNotify(tacos_app::watch::ListenKey);
+
+impl PushBody for ChangeNotify {
+    fn payload(&self, request_id: &str) -> Payload {
+        #[derive(serde::Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Body<'a> {
+            headers: Empty,
+            data_id: &'a str,
+            group: &'a str,
+            tenant: &'a str,
+            module: &'static str,
+            request_id: &'a str,
+        }
+        #[derive(serde::Serialize)]
+        struct Empty {}
+        let key = &self.0;
+        payload::payload(
+            "ConfigChangeNotifyRequest",
+            &Body {
+                headers: Empty {},
+                data_id: &key.data_id,
+                group: &key.group,
+                tenant: &key.tenant,
+                module: "config",
+                request_id,
+            },
+        )
+    }
+}
+
+/// Any other push: its kind and JSON body, to which the request id is
+/// added.
+struct JsonPush {
+    kind: &'static str,
+    body: serde_json::Value,
+}
+
+impl PushBody for JsonPush {
+    fn payload(&self, request_id: &str) -> Payload {
+        let mut body = self.body.clone();
+        body["requestId"] = serde_json::Value::String(request_id.to_string());
+        payload::payload(self.kind, &body)
+    }
+}
+
 /// A pushed request waiting for its ack.
 struct Sent {
     request_id: String,
@@ -427,18 +483,16 @@ struct Sent {
     at: std::time::Instant,
 }
 
-/// Sends `body` as a `kind` push with a new request id and registers it
-/// for its ack; `None` once the connection is closed.
-async fn send_tracked(conn: &Connection, kind: &str, body: &serde_json::Value) -> Option<Sent> {
+/// Sends `body` with a new request id and registers it for its ack;
+/// `None` once the connection is closed.
+async fn send_tracked(conn: &Connection, body: &impl PushBody) -> Option<Sent> {
     let request_id = conn.next_push.fetch_add(1, Ordering::Relaxed).to_string();
     let (tx, acked) = oneshot::channel();
+    let push = body.payload(&request_id);
     conn.pending
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .insert(request_id.clone(), tx);
-    let mut body = body.clone();
-    body["requestId"] = serde_json::Value::String(request_id.clone());
-    let push = payload::payload(kind, &body);
     let mut closed = conn.closed.subscribe();
     let sent = tokio::select! {
         sent = conn.outbound.send(Box::new(Ok(push))) => sent.is_ok(),
@@ -458,21 +512,32 @@ async fn send_tracked(conn: &Connection, kind: &str, body: &serde_json::Value) -
     })
 }
 
+/// Whether a push was acknowledged; if not, the connection and the body
+/// back, for the caller's log line.
+enum Acked<B> {
+    Yes,
+    /// The connection closed first.
+    Closed,
+    No(Arc<Connection>, B),
+}
+
+impl<B> Acked<B> {
+    fn yes(&self) -> bool {
+        matches!(self, Acked::Yes)
+    }
+}
+
 /// Waits for the ack of `first`, re-sending `body` with a new id when it
 /// does not come within [`ACK_TIMEOUT`], [`PUSH_ATTEMPTS`] sends in all.
-/// Whether it was acknowledged.
-async fn until_acked(
-    conn: Arc<Connection>,
-    kind: &'static str,
-    body: serde_json::Value,
-    first: Sent,
-) -> bool {
+async fn until_acked<B: PushBody>(conn: Arc<Connection>, body: B, first: Sent) -> Acked<B> {
     let mut sent = first;
     for attempt in 1..=PUSH_ATTEMPTS {
         if let Ok(Ok(())) = tokio::time::timeout(ACK_TIMEOUT, sent.acked).await {
-            metrics::histogram!("tacos_grpc_push_ack_seconds")
-                .record(sent.at.elapsed().as_secs_f64());
-            return true;
+            // The handle is made once: the macro looks the series up on every call.
+            static ACKED: std::sync::LazyLock<metrics::Histogram> =
+                std::sync::LazyLock::new(|| metrics::histogram!("tacos_grpc_push_ack_seconds"));
+            ACKED.record(sent.at.elapsed().as_secs_f64());
+            return Acked::Yes;
         }
         conn.pending
             .lock()
@@ -481,12 +546,12 @@ async fn until_acked(
         if attempt == PUSH_ATTEMPTS {
             break;
         }
-        match send_tracked(&conn, kind, &body).await {
+        match send_tracked(&conn, &body).await {
             Some(again) => sent = again,
-            None => return false,
+            None => return Acked::Closed,
         }
     }
-    false
+    Acked::No(conn, body)
 }
 
 const FUZZY_SYNC: &str = "ConfigFuzzyWatchSyncRequest";
@@ -517,16 +582,19 @@ async fn send_fuzzy(conn: &Arc<Connection>, item: FuzzyPush) -> bool {
             group_key,
             change_type,
         } => {
-            let body = serde_json::json!({
-                "headers": {},
-                "module": "config",
-                "groupKey": group_key,
-                "changeType": change_type,
-            });
-            let Some(first) = send_tracked(conn, FUZZY_CHANGE, &body).await else {
+            let body = JsonPush {
+                kind: FUZZY_CHANGE,
+                body: serde_json::json!({
+                    "headers": {},
+                    "module": "config",
+                    "groupKey": group_key,
+                    "changeType": change_type,
+                }),
+            };
+            let Some(first) = send_tracked(conn, &body).await else {
                 return false;
             };
-            tokio::spawn(until_acked(conn.clone(), FUZZY_CHANGE, body, first));
+            tokio::spawn(until_acked(conn.clone(), body, first));
         }
         FuzzyPush::Sync {
             pattern,
@@ -541,42 +609,46 @@ async fn send_fuzzy(conn: &Arc<Connection>, item: FuzzyPush) -> bool {
                     .iter()
                     .map(|c| serde_json::json!({"groupKey": c.group_key, "changedType": c.changed_type}))
                     .collect();
-                let body = serde_json::json!({
-                    "headers": {},
-                    "module": "config",
-                    "groupKeyPattern": pattern,
-                    "contexts": contexts,
-                    "syncType": sync_type,
-                    "totalBatch": total,
-                    "currentBatch": i + 1,
-                });
-                let Some(first) = send_tracked(conn, FUZZY_SYNC, &body).await else {
+                let body = JsonPush {
+                    kind: FUZZY_SYNC,
+                    body: serde_json::json!({
+                        "headers": {},
+                        "module": "config",
+                        "groupKeyPattern": pattern,
+                        "contexts": contexts,
+                        "syncType": sync_type,
+                        "totalBatch": total,
+                        "currentBatch": i + 1,
+                    }),
+                };
+                let Some(first) = send_tracked(conn, &body).await else {
                     return false;
                 };
-                acks.push(tokio::spawn(until_acked(
-                    conn.clone(),
-                    FUZZY_SYNC,
-                    body,
-                    first,
-                )));
+                let conn = conn.clone();
+                acks.push(tokio::spawn(async move {
+                    until_acked(conn, body, first).await.yes()
+                }));
             }
             if !finish {
                 return true;
             }
             // Nacos' finish message: no contexts, batch numbers 0.
-            let body = serde_json::json!({
-                "headers": {},
-                "module": "config",
-                "groupKeyPattern": pattern,
-                "syncType": FINISH_FUZZY_WATCH_INIT_NOTIFY,
-                "totalBatch": 0,
-                "currentBatch": 0,
-            });
+            let body = JsonPush {
+                kind: FUZZY_SYNC,
+                body: serde_json::json!({
+                    "headers": {},
+                    "module": "config",
+                    "groupKeyPattern": pattern,
+                    "syncType": FINISH_FUZZY_WATCH_INIT_NOTIFY,
+                    "totalBatch": 0,
+                    "currentBatch": 0,
+                }),
+            };
             if acks.is_empty() {
-                let Some(first) = send_tracked(conn, FUZZY_SYNC, &body).await else {
+                let Some(first) = send_tracked(conn, &body).await else {
                     return false;
                 };
-                tokio::spawn(until_acked(conn.clone(), FUZZY_SYNC, body, first));
+                tokio::spawn(until_acked(conn.clone(), body, first));
             } else {
                 let conn = conn.clone();
                 tokio::spawn(async move {
@@ -590,8 +662,8 @@ async fn send_fuzzy(conn: &Arc<Connection>, item: FuzzyPush) -> bool {
                             return;
                         }
                     }
-                    if let Some(first) = send_tracked(&conn, FUZZY_SYNC, &body).await {
-                        until_acked(conn, FUZZY_SYNC, body, first).await;
+                    if let Some(first) = send_tracked(&conn, &body).await {
+                        until_acked(conn, body, first).await;
                     }
                 });
             }
@@ -738,5 +810,65 @@ pub async fn drain(connections: &Connections, within: Duration) -> Drained {
     Drained {
         asked: asked.len(),
         moved: asked.iter().filter(|c| c.is_closed()).count(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tacos_app::watch::ListenKey;
+    use tacos_state::ConfigKey;
+
+    /// The change notification is serialized from the key without a JSON
+    /// tree; it must say exactly what the tree said (the Java client reads
+    /// it strictly).
+    #[test]
+    fn a_change_notification_carries_the_key_as_sent_and_its_request_id() {
+        let notify = ChangeNotify(ListenKey {
+            key: ConfigKey::new("dev", "G", "app.yaml"),
+            data_id: "app.yaml".into(),
+            group: "G".into(),
+            tenant: "dev".into(),
+            md5: "ignored".into(),
+        });
+        let sent = notify.payload("42");
+        assert_eq!(
+            sent.metadata.as_ref().map(|m| m.r#type.as_str()),
+            Some("ConfigChangeNotifyRequest")
+        );
+        let body: serde_json::Value =
+            serde_json::from_slice(&sent.body.expect("a body").value).expect("JSON");
+        assert_eq!(
+            body,
+            serde_json::json!({
+                "headers": {},
+                "dataId": "app.yaml",
+                "group": "G",
+                "tenant": "dev",
+                "module": "config",
+                "requestId": "42",
+            })
+        );
+        // A re-send is the same notification under a new id.
+        let again: serde_json::Value =
+            serde_json::from_slice(&notify.payload("43").body.expect("a body").value)
+                .expect("JSON");
+        assert_eq!(again["requestId"], "43");
+        assert_eq!(again["dataId"], "app.yaml");
+    }
+
+    #[test]
+    fn any_other_push_gets_its_request_id_added() {
+        let push = JsonPush {
+            kind: FUZZY_CHANGE,
+            body: serde_json::json!({"headers": {}, "groupKey": "a+G+dev"}),
+        };
+        let sent = push.payload("7");
+        let body: serde_json::Value =
+            serde_json::from_slice(&sent.body.expect("a body").value).expect("JSON");
+        assert_eq!(
+            body,
+            serde_json::json!({"headers": {}, "groupKey": "a+G+dev", "requestId": "7"})
+        );
     }
 }

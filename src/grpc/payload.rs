@@ -139,6 +139,25 @@ impl Incoming {
     }
 }
 
+/// The request id of a response (a client's answer to a push: its type
+/// ends with `Response`) whose id is a JSON string; `None` for anything
+/// else, which is read whole by [`Incoming::parse`].
+pub fn response_request_id(payload: &Payload) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Ack {
+        #[serde(rename = "requestId")]
+        request_id: String,
+    }
+    let kind = &payload.metadata.as_ref()?.r#type;
+    if !kind.ends_with("Response") {
+        return None;
+    }
+    let body = payload.body.as_ref()?;
+    serde_json::from_slice::<Ack>(&body.value)
+        .ok()
+        .map(|ack| ack.request_id)
+}
+
 /// Builds a payload of `kind` whose body is `body` as JSON.
 pub fn payload(kind: &str, body: &impl Serialize) -> Payload {
     let value = serde_json::to_vec(body).unwrap_or_else(|_| b"{}".to_vec());
@@ -247,6 +266,30 @@ mod tests {
 
     fn body_of(payload: &Payload) -> Value {
         serde_json::from_slice(&payload.body.as_ref().unwrap().value).unwrap()
+    }
+
+    /// A push's ack is read by its request id alone; anything else (a
+    /// request, a response whose id is no string) is left to
+    /// `Incoming::parse`.
+    #[test]
+    fn only_a_responses_string_request_id_is_read_as_an_ack() {
+        let ack = payload(
+            "ConfigChangeNotifyResponse",
+            &serde_json::json!({"resultCode": 200, "requestId": "17", "headers": {}}),
+        );
+        assert_eq!(response_request_id(&ack).as_deref(), Some("17"));
+        let request = payload(
+            "ConnectionSetupRequest",
+            &serde_json::json!({"requestId": "1"}),
+        );
+        assert_eq!(response_request_id(&request), None);
+        let numeric = payload(
+            "ConfigChangeNotifyResponse",
+            &serde_json::json!({"requestId": 17}),
+        );
+        assert_eq!(response_request_id(&numeric), None);
+        let absent = payload("ConfigChangeNotifyResponse", &serde_json::json!({}));
+        assert_eq!(response_request_id(&absent), None);
     }
 
     #[test]

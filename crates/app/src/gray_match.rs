@@ -133,5 +133,32 @@ fn pick<'a>(
 /// The md5 a listener with `labels` should hold for `key` ("" if there is
 /// nothing for it).
 pub fn md5_for<'a>(state: &'a State, key: &ConfigKey, labels: &ClientLabels) -> &'a str {
-    pick(state, key, labels, false).map_or("", |s| s.md5())
+    KeyVersions::of(state, key).md5_for(labels)
+}
+
+/// A key's versions looked up once, for the md5s of many listeners (a
+/// change fanned out to thousands of them): the same rule as [`md5_for`].
+pub struct KeyVersions<'a> {
+    grays: &'a [Arc<Gray>],
+    formal: &'a str,
+}
+
+impl<'a> KeyVersions<'a> {
+    pub fn of(state: &'a State, key: &ConfigKey) -> Self {
+        KeyVersions {
+            grays: state.grays(key),
+            formal: match state.config(key) {
+                Some(config) => &config.md5,
+                None => "",
+            },
+        }
+    }
+
+    /// The md5 a listener with `labels` should hold.
+    pub fn md5_for(&self, labels: &ClientLabels) -> &'a str {
+        match self.grays.iter().find(|g| g.serves(labels)) {
+            Some(gray) => &gray.md5,
+            None => self.formal,
+        }
+    }
 }

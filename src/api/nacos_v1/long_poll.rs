@@ -5,6 +5,7 @@
 use super::answer::{bad_request, no_cache};
 use std::time::Duration;
 
+use actix_web::http::header::HeaderName;
 use actix_web::http::StatusCode;
 use actix_web::HttpResponse;
 
@@ -18,6 +19,13 @@ use tacos_app::watch::{changed_keys, Cancel, Hold, HoldOutcome, ListenKey, Polle
 use tacos_core::validate::{InvalidInput, KeyRules};
 use tacos_state::ClientLabels;
 use tacos_state::ConfigKey;
+
+/// The poll's headers, named once: a `&str` name is parsed on every lookup,
+/// and a fan-out answers thousands of polls that all poll again at once.
+const TIMEOUT: HeaderName = HeaderName::from_static("long-pulling-timeout");
+const NO_HANGUP: HeaderName = HeaderName::from_static("long-pulling-timeout-no-hangup");
+/// [`gray_match::TAG_LABEL`] as a header name.
+const TAG: HeaderName = HeaderName::from_static("vipserver-tag");
 
 pub(super) const WORD_SEPARATOR: char = '\u{2}';
 pub(super) const LINE_SEPARATOR: char = '\u{1}';
@@ -136,14 +144,14 @@ pub(super) async fn listener(call: FormCall) -> HttpResponse {
     let ip = client_ip(&req);
     // A long poll's tag travels in the `Vipserver-Tag` header (Nacos'
     // NacosMd5Comparator); its IP matches betas.
-    let tag = gray_match::labels(&ip, header(&req, gray_match::TAG_LABEL).as_deref()).tag;
+    let tag = gray_match::labels(&ip, header(&req, TAG).as_deref()).tag;
     let labels = ClientLabels {
         ip: ip.clone(),
         tag: tag.clone(),
     };
     let changed = changed_keys(&app.service.state(), &keys, &labels);
-    let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok());
-    let timeout = header("Long-Pulling-Timeout").and_then(|t| t.trim().parse::<u64>().ok());
+    let header = |name: HeaderName| req.headers().get(name).and_then(|v| v.to_str().ok());
+    let timeout = header(TIMEOUT).and_then(|t| t.trim().parse::<u64>().ok());
     // Answered without a hold: the hub still hears of the poll, for the
     // listeners view (a client holding a stale md5 shows up as not in sync).
     let answer_now = |keys: Vec<ListenKey>, client_ip: String| {
@@ -157,7 +165,7 @@ pub(super) async fn listener(call: FormCall) -> HttpResponse {
     let Some(timeout) = timeout else {
         return answer_now(keys, ip);
     };
-    if !changed.is_empty() || header("Long-Pulling-Timeout-No-Hangup") == Some("true") {
+    if !changed.is_empty() || header(NO_HANGUP) == Some("true") {
         return answer_now(keys, ip);
     }
     let hold_for = Duration::from_millis(timeout.saturating_sub(500).max(10_000));
@@ -199,6 +207,11 @@ pub(super) async fn listener(call: FormCall) -> HttpResponse {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_tag_header_is_the_gray_rules_label() {
+        assert_eq!(TAG.as_str(), gray_match::TAG_LABEL.to_ascii_lowercase());
+    }
 
     #[test]
     fn listening_configs_parse_and_reply_round_trip() {

@@ -53,15 +53,23 @@ impl Handler<Hold> for WatchHub {
         self.next_id += 1;
         let id = self.next_id;
         for k in &msg.keys {
-            self.by_key.entry(k.key.clone()).or_default().insert(id);
+            // Looked up first: thousands of polls hold one key, and the
+            // entry API would clone the key for each of them.
+            match self.by_key.get_mut(&k.key) {
+                Some(ids) => {
+                    ids.insert(id);
+                }
+                None => {
+                    self.by_key.insert(k.key.clone(), HashSet::from([id]));
+                }
+            }
         }
         self.forget_polls_of(&msg.client_ip, &msg.keys);
         self.holds.insert(
             id,
             Held {
                 keys: msg.keys,
-                client_ip: msg.client_ip,
-                tag: msg.tag,
+                labels,
                 reply: msg.reply,
                 since: Instant::now(),
             },

@@ -40,7 +40,7 @@ use tokio::sync::oneshot;
 use tacos_state::StateHandle;
 use tacos_state::{Changes, ClientLabels, ConfigKey, State};
 
-use crate::gray_match::md5_for;
+use crate::gray_match::{md5_for, KeyVersions};
 
 pub use changes::Changed;
 pub use fuzzy::{FuzzyCancel, FuzzyPush, FuzzyQueue, FuzzyWatch, GroupKeyPattern};
@@ -75,9 +75,9 @@ pub fn changed_keys(state: &State, keys: &[ListenKey], labels: &ClientLabels) ->
 
 struct Held {
     keys: Vec<ListenKey>,
-    client_ip: String,
-    /// The tag the poll sent (`Vipserver-Tag`), for gray matching.
-    tag: Option<String>,
+    /// The client's IP and the tag the poll sent (`Vipserver-Tag`), for
+    /// gray matching.
+    labels: ClientLabels,
     reply: oneshot::Sender<Vec<ListenKey>>,
     since: Instant,
 }
@@ -91,23 +91,29 @@ pub const RECENT_POLL_WINDOW: Duration = Duration::from_secs(90);
 /// dropped, and if none has expired new ones are not remembered.
 const MAX_RECENT_POLLS: usize = 100_000;
 
-/// A long poll that ended: the md5 the client held then.
+/// A long poll that ended (by key and client IP): the md5 the client held
+/// then.
 struct RecentPoll {
-    client_ip: String,
     tag: Option<String>,
     md5: String,
     ended: Instant,
 }
 
-/// A gRPC connection's listened keys (by canonical key, as last sent).
+/// A key a gRPC connection listens to.
+struct Subscription {
+    /// As last sent.
+    listen: ListenKey,
+    /// The md5 the connection was last known to hold or be told of: a
+    /// change is pushed only if the md5 it should hold now (by its labels:
+    /// a gray it matches, else the config) differs, so a change to a gray
+    /// reaches only the connections the gray serves, and its stop or
+    /// promotion the connections it served.
+    seen: String,
+}
+
+/// A gRPC connection's listened keys (by canonical key).
 struct Subscriber {
-    keys: HashMap<ConfigKey, ListenKey>,
-    /// Per listened key, the md5 the connection was last known to hold or
-    /// be told of: a change is pushed only if the md5 it should hold now
-    /// (by its labels: a gray it matches, else the config) differs, so a
-    /// change to a gray reaches only the connections the gray serves, and
-    /// its stop or promotion the connections it served.
-    seen: HashMap<ConfigKey, String>,
+    keys: HashMap<ConfigKey, Subscription>,
     /// The connection's labels (IP, tag) for gray matching.
     labels: ClientLabels,
     queue: PushQueue,
@@ -124,8 +130,8 @@ pub struct WatchHub {
     by_key: HashMap<ConfigKey, HashSet<u64>>,
     subscribers: HashMap<u64, Subscriber>,
     subscribers_by_key: HashMap<ConfigKey, HashSet<u64>>,
-    /// Ended long polls by key (see [`RECENT_POLL_WINDOW`]).
-    recent: HashMap<ConfigKey, Vec<RecentPoll>>,
+    /// Ended long polls by key and client IP (see [`RECENT_POLL_WINDOW`]).
+    recent: HashMap<ConfigKey, HashMap<String, RecentPoll>>,
     recent_count: usize,
     /// gRPC config connections that have not listened yet.
     unlistened: unlistened::Unlistened,
@@ -180,20 +186,29 @@ impl WatchHub {
                     return;
                 }
             }
-            let polls = self.recent.entry(k.key.clone()).or_default();
-            match polls.iter_mut().find(|p| p.client_ip == client_ip) {
+            // Looked up before it is entered: a fan-out ends thousands of
+            // polls of one key, and the entry API would clone the key for each.
+            if !self.recent.contains_key(&k.key) {
+                self.recent.insert(k.key.clone(), HashMap::new());
+            }
+            let Some(polls) = self.recent.get_mut(&k.key) else {
+                continue;
+            };
+            match polls.get_mut(client_ip) {
                 Some(poll) => {
                     poll.md5.clone_from(&k.md5);
                     poll.tag.clone_from(tag);
                     poll.ended = now;
                 }
                 None => {
-                    polls.push(RecentPoll {
-                        client_ip: client_ip.to_string(),
-                        tag: tag.clone(),
-                        md5: k.md5.clone(),
-                        ended: now,
-                    });
+                    polls.insert(
+                        client_ip.to_string(),
+                        RecentPoll {
+                            tag: tag.clone(),
+                            md5: k.md5.clone(),
+                            ended: now,
+                        },
+                    );
                     self.recent_count += 1;
                 }
             }
@@ -204,9 +219,9 @@ impl WatchHub {
     fn forget_polls_of(&mut self, client_ip: &str, keys: &[ListenKey]) {
         for k in keys {
             if let Some(polls) = self.recent.get_mut(&k.key) {
-                let before = polls.len();
-                polls.retain(|p| p.client_ip != client_ip);
-                self.recent_count -= before - polls.len();
+                if polls.remove(client_ip).is_some() {
+                    self.recent_count -= 1;
+                }
                 if polls.is_empty() {
                     self.recent.remove(&k.key);
                 }
@@ -217,7 +232,7 @@ impl WatchHub {
     fn forget_expired(&mut self, now: Instant) {
         let mut count = 0;
         self.recent.retain(|_, polls| {
-            polls.retain(|p| now.duration_since(p.ended) < RECENT_POLL_WINDOW);
+            polls.retain(|_, p| now.duration_since(p.ended) < RECENT_POLL_WINDOW);
             count += polls.len();
             !polls.is_empty()
         });
@@ -234,22 +249,24 @@ impl WatchHub {
     }
 
     /// Queues a push of `keys` to every connection listening to them
-    /// whose version of the key changed.
+    /// whose version of the key changed. Per listener: two lookups, a
+    /// compare, and a copy of the md5 only if it changed (the key's
+    /// versions are looked up once).
     fn push(&mut self, keys: &[ConfigKey]) {
         let state = self.state.load();
         for key in keys {
+            let versions = KeyVersions::of(&state, key);
             for conn in self.subscribers_by_key.get(key).into_iter().flatten() {
                 let Some(sub) = self.subscribers.get_mut(conn) else {
                     continue;
                 };
-                let Some(listen) = sub.keys.get(key) else {
+                let Some(subscribed) = sub.keys.get_mut(key) else {
                     continue;
                 };
-                let now = md5_for(&state, key, &sub.labels);
-                let seen = sub.seen.entry(key.clone()).or_default();
-                if *seen != now {
-                    now.clone_into(seen);
-                    sub.queue.mark(listen);
+                let now = versions.md5_for(&sub.labels);
+                if subscribed.seen != now {
+                    now.clone_into(&mut subscribed.seen);
+                    sub.queue.mark(&subscribed.listen);
                 }
             }
         }
@@ -265,7 +282,7 @@ impl WatchHub {
                 }
             }
         }
-        self.remember_ended(&held.client_ip, &held.tag, &held.keys);
+        self.remember_ended(&held.labels.ip, &held.labels.tag, &held.keys);
         Some(held)
     }
 
@@ -277,11 +294,7 @@ impl WatchHub {
             let Some(held) = self.holds.get(&id) else {
                 continue;
             };
-            let labels = ClientLabels {
-                ip: held.client_ip.clone(),
-                tag: held.tag.clone(),
-            };
-            let changed = changed_keys(&state, &held.keys, &labels);
+            let changed = changed_keys(&state, &held.keys, &held.labels);
             if !changed.is_empty() {
                 if let Some(held) = self.remove(id) {
                     let _ = held.reply.send(changed);
@@ -440,6 +453,55 @@ mod tests {
             .await
             .unwrap();
         assert!(queue.is_empty());
+    }
+
+    /// Ended polls are kept per key and client IP: many clients' polls of
+    /// one key each stay listed once, and a client's new poll supersedes
+    /// only its own.
+    #[actix::test]
+    async fn ended_polls_are_remembered_per_client_ip() {
+        let state: StateHandle = Arc::new(ArcSwap::from_pointee(State::default()));
+        let key = publish(&state, "a", "one");
+        let hub = WatchHub::new(state.clone(), 10).start();
+        let poll = |ip: &str, md5: &str| Polled {
+            keys: vec![listen("a", md5)],
+            client_ip: ip.into(),
+            tag: None,
+        };
+        for i in 0..50 {
+            hub.send(poll(&format!("10.0.1.{i}"), "stale"))
+                .await
+                .unwrap();
+        }
+        // The same client again: still one row for it, with its new md5.
+        hub.send(poll("10.0.1.7", "newer")).await.unwrap();
+        let listed = hub.send(ListenersOf(key.clone())).await.unwrap();
+        assert_eq!(listed.len(), 50);
+        let seven: Vec<_> = listed.iter().filter(|l| l.ip == "10.0.1.7").collect();
+        assert_eq!(seven.len(), 1);
+        assert_eq!(seven[0].md5, "newer");
+        assert_eq!(
+            hub.send(ListenedBy("10.0.1.8".into())).await.unwrap(),
+            vec![Listened {
+                key: key.clone(),
+                md5: "stale".into()
+            }]
+        );
+        // A held poll of one client replaces its ended one, not the others'.
+        let (reply, _answer) = oneshot::channel();
+        hub.send(Hold {
+            keys: vec![listen("a", &md5_hex("one"))],
+            client_ip: "10.0.1.9".into(),
+            tag: None,
+            reply,
+        })
+        .await
+        .unwrap();
+        let listed = hub.send(ListenersOf(key)).await.unwrap();
+        assert_eq!(listed.len(), 50);
+        let nine: Vec<_> = listed.iter().filter(|l| l.ip == "10.0.1.9").collect();
+        assert_eq!(nine.len(), 1);
+        assert_eq!(nine[0].state, ListenState::Waiting);
     }
 
     #[actix::test]

@@ -40,19 +40,19 @@ impl Handler<Subscribe> for WatchHub {
             .entry(msg.conn)
             .or_insert_with(|| Subscriber {
                 keys: HashMap::new(),
-                seen: HashMap::new(),
                 labels: ClientLabels::default(),
                 queue: msg.queue,
                 client: msg.client,
             });
         sub.labels = msg.labels;
         for k in msg.keys {
-            sub.seen.insert(k.key.clone(), k.md5.clone());
             self.subscribers_by_key
                 .entry(k.key.clone())
                 .or_default()
                 .insert(msg.conn);
-            sub.keys.insert(k.key.clone(), k);
+            let seen = k.md5.clone();
+            sub.keys
+                .insert(k.key.clone(), Subscription { listen: k, seen });
         }
     }
 }
@@ -73,7 +73,6 @@ impl Handler<Unsubscribe> for WatchHub {
         if let Some(sub) = self.subscribers.get_mut(&msg.conn) {
             for key in &msg.keys {
                 sub.keys.remove(key);
-                sub.seen.remove(key);
             }
         }
         for key in &msg.keys {

@@ -108,21 +108,21 @@ impl Handler<ListenersOf> for WatchHub {
             for k in held.keys.iter().filter(|k| &k.key == key) {
                 found.push(ListenerInfo {
                     protocol: ListenProtocol::Http,
-                    client: held.client_ip.clone(),
+                    client: held.labels.ip.clone(),
                     md5: k.md5.clone(),
-                    ip: held.client_ip.clone(),
-                    tag: held.tag.clone(),
+                    ip: held.labels.ip.clone(),
+                    tag: held.labels.tag.clone(),
                     state: ListenState::Waiting,
                     age: now.duration_since(held.since),
                 });
             }
         }
-        for poll in self.recent.get(key).into_iter().flatten() {
+        for (ip, poll) in self.recent.get(key).into_iter().flatten() {
             found.push(ListenerInfo {
                 protocol: ListenProtocol::Http,
-                client: poll.client_ip.clone(),
+                client: ip.clone(),
                 md5: poll.md5.clone(),
-                ip: poll.client_ip.clone(),
+                ip: ip.clone(),
                 tag: poll.tag.clone(),
                 state: ListenState::BetweenPolls,
                 age: now.duration_since(poll.ended),
@@ -132,7 +132,7 @@ impl Handler<ListenersOf> for WatchHub {
             let Some(sub) = self.subscribers.get(conn) else {
                 continue;
             };
-            if let Some(listen) = sub.keys.get(key) {
+            if let Some(Subscription { listen, .. }) = sub.keys.get(key) {
                 found.push(ListenerInfo {
                     protocol: ListenProtocol::Grpc,
                     client: if sub.client.is_empty() {
@@ -240,11 +240,11 @@ impl Handler<ListenedBy> for WatchHub {
         let mut found: std::collections::BTreeMap<ConfigKey, String> = Default::default();
         // Ended polls first: a poll held now, or a gRPC listen, is newer.
         for (key, polls) in &self.recent {
-            for poll in polls.iter().filter(|p| p.client_ip == ip) {
+            if let Some(poll) = polls.get(ip) {
                 found.insert(key.clone(), poll.md5.clone());
             }
         }
-        for held in self.holds.values().filter(|h| h.client_ip == ip) {
+        for held in self.holds.values().filter(|h| h.labels.ip == ip) {
             for k in &held.keys {
                 found.insert(k.key.clone(), k.md5.clone());
             }
@@ -254,7 +254,7 @@ impl Handler<ListenedBy> for WatchHub {
             .values()
             .filter(|s| peer_ip(&s.client) == ip)
         {
-            for (key, listen) in &sub.keys {
+            for (key, Subscription { listen, .. }) in &sub.keys {
                 found.insert(key.clone(), listen.md5.clone());
             }
         }
