@@ -453,9 +453,9 @@ pub async fn open_channel_from(
             });
             tokio::time::timeout(timeout, endpoint.connect_with_connector(connector)).await
         }
-        (None, None) => tokio::time::timeout(timeout, endpoint.connect()).await,
-        (Some(ip), None) => {
-            // tonic's own connector cannot bind; this one connects from `ip`.
+        (source, None) => {
+            // tonic's own connector can neither bind nor set a zero linger; this one
+            // connects from `source` (when given) through `connect_from`.
             let connector = tower::service_fn(move |uri: tonic::transport::Uri| async move {
                 let authority = uri
                     .authority()
@@ -465,7 +465,7 @@ pub async fn open_channel_from(
                     .await?
                     .next()
                     .ok_or_else(|| std::io::Error::other(format!("{authority}: no address")))?;
-                let stream = crate::fanout::sys::connect_from(Some(ip), addr).await?;
+                let stream = crate::fanout::sys::connect_from(source, addr).await?;
                 Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(stream))
             });
             tokio::time::timeout(timeout, endpoint.connect_with_connector(connector)).await

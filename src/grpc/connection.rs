@@ -468,6 +468,18 @@ struct JsonPush {
     body: serde_json::Value,
 }
 
+impl JsonPush {
+    /// A fuzzy watch push: Nacos' request fields every push carries
+    /// (`headers`, `module`) and the push's own `fields`.
+    fn fuzzy(kind: &'static str, fields: serde_json::Value) -> JsonPush {
+        let mut body = serde_json::json!({"headers": {}, "module": "config"});
+        if let (Some(body), serde_json::Value::Object(fields)) = (body.as_object_mut(), fields) {
+            body.extend(fields);
+        }
+        JsonPush { kind, body }
+    }
+}
+
 impl PushBody for JsonPush {
     fn payload(&self, request_id: &str) -> Payload {
         let mut body = self.body.clone();
@@ -582,15 +594,10 @@ async fn send_fuzzy(conn: &Arc<Connection>, item: FuzzyPush) -> bool {
             group_key,
             change_type,
         } => {
-            let body = JsonPush {
-                kind: FUZZY_CHANGE,
-                body: serde_json::json!({
-                    "headers": {},
-                    "module": "config",
-                    "groupKey": group_key,
-                    "changeType": change_type,
-                }),
-            };
+            let body = JsonPush::fuzzy(
+                FUZZY_CHANGE,
+                serde_json::json!({"groupKey": group_key, "changeType": change_type}),
+            );
             let Some(first) = send_tracked(conn, &body).await else {
                 return false;
             };
@@ -609,18 +616,16 @@ async fn send_fuzzy(conn: &Arc<Connection>, item: FuzzyPush) -> bool {
                     .iter()
                     .map(|c| serde_json::json!({"groupKey": c.group_key, "changedType": c.changed_type}))
                     .collect();
-                let body = JsonPush {
-                    kind: FUZZY_SYNC,
-                    body: serde_json::json!({
-                        "headers": {},
-                        "module": "config",
+                let body = JsonPush::fuzzy(
+                    FUZZY_SYNC,
+                    serde_json::json!({
                         "groupKeyPattern": pattern,
                         "contexts": contexts,
                         "syncType": sync_type,
                         "totalBatch": total,
                         "currentBatch": i + 1,
                     }),
-                };
+                );
                 let Some(first) = send_tracked(conn, &body).await else {
                     return false;
                 };
@@ -633,17 +638,15 @@ async fn send_fuzzy(conn: &Arc<Connection>, item: FuzzyPush) -> bool {
                 return true;
             }
             // Nacos' finish message: no contexts, batch numbers 0.
-            let body = JsonPush {
-                kind: FUZZY_SYNC,
-                body: serde_json::json!({
-                    "headers": {},
-                    "module": "config",
+            let body = JsonPush::fuzzy(
+                FUZZY_SYNC,
+                serde_json::json!({
                     "groupKeyPattern": pattern,
                     "syncType": FINISH_FUZZY_WATCH_INIT_NOTIFY,
                     "totalBatch": 0,
                     "currentBatch": 0,
                 }),
-            };
+            );
             if acks.is_empty() {
                 let Some(first) = send_tracked(conn, &body).await else {
                     return false;
@@ -858,17 +861,23 @@ mod tests {
     }
 
     #[test]
-    fn any_other_push_gets_its_request_id_added() {
-        let push = JsonPush {
-            kind: FUZZY_CHANGE,
-            body: serde_json::json!({"headers": {}, "groupKey": "a+G+dev"}),
-        };
+    fn a_fuzzy_push_carries_the_common_fields_and_gets_its_request_id_added() {
+        let push = JsonPush::fuzzy(FUZZY_CHANGE, serde_json::json!({"groupKey": "a+G+dev"}));
         let sent = push.payload("7");
+        assert_eq!(
+            sent.metadata.as_ref().map(|m| m.r#type.as_str()),
+            Some(FUZZY_CHANGE)
+        );
         let body: serde_json::Value =
             serde_json::from_slice(&sent.body.expect("a body").value).expect("JSON");
         assert_eq!(
             body,
-            serde_json::json!({"headers": {}, "groupKey": "a+G+dev", "requestId": "7"})
+            serde_json::json!({
+                "headers": {},
+                "module": "config",
+                "groupKey": "a+G+dev",
+                "requestId": "7",
+            })
         );
     }
 }

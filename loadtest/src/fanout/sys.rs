@@ -105,7 +105,10 @@ pub fn loopback(i: usize) -> Ipv4Addr {
 }
 
 /// Connects to `addr`, from `source` when given (its port chosen at connect), with
-/// Nagle off.
+/// Nagle off and a zero linger: closed, the socket is reset instead of left in
+/// TIME_WAIT. Thousands of listeners closed at once would otherwise hold as many
+/// ephemeral ports for a minute, and a port in TIME_WAIT cannot be listened on
+/// (`qa` right after a fan-out found no free ports).
 pub async fn connect_from(source: Option<IpAddr>, addr: SocketAddr) -> io::Result<TcpStream> {
     let socket = if addr.is_ipv4() {
         TcpSocket::new_v4()?
@@ -133,6 +136,7 @@ pub async fn connect_from(source: Option<IpAddr>, addr: SocketAddr) -> io::Resul
     }
     let stream = socket.connect(addr).await?;
     stream.set_nodelay(true)?;
+    stream.set_zero_linger()?;
     Ok(stream)
 }
 
