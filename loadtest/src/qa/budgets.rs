@@ -45,6 +45,10 @@ pub struct Budget {
     pub max_p999_over_p99: Option<f64>,
     /// p50 at the operating point, milliseconds, at most.
     pub max_p50_ms: Option<f64>,
+    /// The saturation matrix's closed-loop points over the best rate-limited point of
+    /// the same user count (the lowest such ratio), at least (issue 37: no closed-loop
+    /// collapse). Server under test only; saturating scenarios only.
+    pub min_closed_loop_ratio: Option<f64>,
     /// Failed requests (or missed notifications) / all, at most.
     pub max_error_rate: Option<f64>,
     /// Server RSS (all nodes) at the end of a run, MiB, at most.
@@ -80,6 +84,7 @@ impl Budget {
             max_p99_ms: self.max_p99_ms.or(base.max_p99_ms),
             max_p999_over_p99: self.max_p999_over_p99.or(base.max_p999_over_p99),
             max_p50_ms: self.max_p50_ms.or(base.max_p50_ms),
+            min_closed_loop_ratio: self.min_closed_loop_ratio.or(base.min_closed_loop_ratio),
             max_error_rate: self.max_error_rate.or(base.max_error_rate),
             max_rss_mib: self.max_rss_mib.or(base.max_rss_mib),
             max_rss_ratio: self.max_rss_ratio.or(base.max_rss_ratio),
@@ -172,6 +177,9 @@ pub struct Measured {
     pub rss_restart_mib: Option<f64>,
     pub cpu_per_request_us: f64,
     pub capacity: Option<f64>,
+    /// See `Saturation::closed_loop_ratio` (None: no matrix, or no user count measured
+    /// both ways; not checked).
+    pub closed_loop_ratio: Option<f64>,
     /// What the p99 ratio compares, when not `p99_ms` (the listen scenario: its latency
     /// from before the publish was sent, which is always positive).
     pub p99_ratio_basis_ms: Option<f64>,
@@ -313,6 +321,14 @@ pub fn check(b: &Budget, m: &Measured) -> Vec<Verdict> {
             " KiB",
         );
     }
+    if let (Some(limit), Some(ratio)) = (b.min_closed_loop_ratio, m.closed_loop_ratio) {
+        out.push(Verdict {
+            budget: "closed loop / paced, same users".into(),
+            limit: format!("≥ {limit}"),
+            value: format!("{ratio:.2}"),
+            pass: Some(ratio >= limit),
+        });
+    }
     out
 }
 
@@ -405,6 +421,35 @@ mod tests {
         }
         assert_eq!(b.resolve("restart", 1).min_throughput_ratio, Some(1.0));
         assert_eq!(b.resolve("restart", 3).min_throughput_ratio, Some(0.7));
+        // Issue 37: no closed-loop collapse, on every topology.
+        for nodes in [1, 3] {
+            assert_eq!(b.resolve("set", nodes).min_closed_loop_ratio, Some(0.95));
+        }
+    }
+
+    /// The closed-loop budget needs no baseline, and is left out where the matrix
+    /// compared no user count both ways.
+    #[test]
+    fn the_closed_loop_budget_judges_the_server_alone() {
+        let b = Budget {
+            min_closed_loop_ratio: Some(0.95),
+            ..Default::default()
+        };
+        let judged = |ratio: Option<f64>| {
+            check(
+                &b,
+                &Measured {
+                    closed_loop_ratio: ratio,
+                    ..Default::default()
+                },
+            )
+        };
+        let collapsed = judged(Some(6908.0 / 12333.0));
+        assert_eq!(collapsed.len(), 1);
+        assert_eq!(collapsed[0].pass, Some(false));
+        assert_eq!(collapsed[0].value, "0.56");
+        assert_eq!(judged(Some(1.4))[0].pass, Some(true));
+        assert!(judged(None).is_empty());
     }
 
     #[test]

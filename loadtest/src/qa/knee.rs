@@ -56,6 +56,11 @@ pub struct Saturation {
     pub best_p99_ms: f64,
     /// Per point: healthy or not.
     pub healthy: Vec<bool>,
+    /// The lowest, over the user counts measured both ways, of the closed-loop point's
+    /// throughput over the best rate-limited point's: below 1, the same users got less
+    /// done sending as fast as they could than when paced (issue 37's "closed-loop
+    /// collapse"). `None` when no user count was measured both ways.
+    pub closed_loop_ratio: Option<f64>,
 }
 
 /// Whether each point is healthy, given the best p99.
@@ -99,7 +104,25 @@ pub fn analyze(points: &[Point]) -> Saturation {
         first_saturated,
         best_p99_ms: best_p99,
         healthy,
+        closed_loop_ratio: closed_loop_ratio(points),
     }
+}
+
+/// See [`Saturation::closed_loop_ratio`].
+fn closed_loop_ratio(points: &[Point]) -> Option<f64> {
+    let mut lowest: Option<f64> = None;
+    for closed in points.iter().filter(|p| p.rate == 0.0) {
+        let paced = points
+            .iter()
+            .filter(|p| p.users == closed.users && p.rate > 0.0)
+            .map(|p| p.throughput)
+            .fold(0.0, f64::max);
+        if paced > 0.0 {
+            let ratio = closed.throughput / paced;
+            lowest = Some(lowest.map_or(ratio, |l| l.min(ratio)));
+        }
+    }
+    lowest
 }
 
 /// How much more than the operating load the chosen user count must have delivered
@@ -223,6 +246,25 @@ mod tests {
         // 0.9 x 100 x 1.5 is more than anyone did: the most users.
         assert_eq!(operating_point(&[a, b], &s, 0.9), Some((8, 11.3)));
         assert_eq!(operating_point(&[], &analyze(&[]), 0.8), None);
+    }
+
+    #[test]
+    fn the_closed_loop_ratio_is_the_worst_user_count() {
+        let points = vec![
+            p(16, 100.0, 1600.0, 2.0),
+            p(16, 250.0, 3900.0, 3.0),
+            p(16, 0.0, 6600.0, 5.0),
+            // The 2026-12-03 report's 64 users: 6,908 closed against 12,333 paced.
+            p(64, 100.0, 6387.0, 6.0),
+            p(64, 250.0, 12333.0, 11.0),
+            p(64, 0.0, 6908.0, 36.0),
+            // Only paced: not compared.
+            p(128, 100.0, 9000.0, 9.0),
+        ];
+        let ratio = analyze(&points).closed_loop_ratio.unwrap();
+        assert!((ratio - 6908.0 / 12333.0).abs() < 1e-9, "{ratio}");
+        assert_eq!(analyze(&[p(4, 100.0, 400.0, 1.0)]).closed_loop_ratio, None);
+        assert_eq!(analyze(&[p(4, 0.0, 400.0, 1.0)]).closed_loop_ratio, None);
     }
 
     #[test]

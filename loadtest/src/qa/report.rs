@@ -209,6 +209,7 @@ pub fn evaluate(results: &QaResults) -> Vec<ScenarioResult> {
             rss_restart_mib: restart.then_some(a.rss_restart_mib),
             cpu_per_request_us: a.cpu_per_request_us,
             capacity: sat.map(|s| s.capacity),
+            closed_loop_ratio: sat.and_then(|s| s.closed_loop_ratio),
             baseline: None,
         };
         let verdicts = match &server {
