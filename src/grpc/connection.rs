@@ -822,6 +822,13 @@ mod tests {
     use tacos_app::watch::ListenKey;
     use tacos_state::ConfigKey;
 
+    /// A sent push's type and JSON body.
+    fn sent(payload: Payload) -> (String, serde_json::Value) {
+        let kind = payload.metadata.map(|m| m.r#type).unwrap_or_default();
+        let body = serde_json::from_slice(&payload.body.expect("a body").value).expect("JSON");
+        (kind, body)
+    }
+
     /// The change notification is serialized from the key without a JSON
     /// tree; it must say exactly what the tree said (the Java client reads
     /// it strictly).
@@ -834,13 +841,8 @@ mod tests {
             tenant: "dev".into(),
             md5: "ignored".into(),
         });
-        let sent = notify.payload("42");
-        assert_eq!(
-            sent.metadata.as_ref().map(|m| m.r#type.as_str()),
-            Some("ConfigChangeNotifyRequest")
-        );
-        let body: serde_json::Value =
-            serde_json::from_slice(&sent.body.expect("a body").value).expect("JSON");
+        let (kind, body) = sent(notify.payload("42"));
+        assert_eq!(kind, "ConfigChangeNotifyRequest");
         assert_eq!(
             body,
             serde_json::json!({
@@ -853,9 +855,7 @@ mod tests {
             })
         );
         // A re-send is the same notification under a new id.
-        let again: serde_json::Value =
-            serde_json::from_slice(&notify.payload("43").body.expect("a body").value)
-                .expect("JSON");
+        let (_, again) = sent(notify.payload("43"));
         assert_eq!(again["requestId"], "43");
         assert_eq!(again["dataId"], "app.yaml");
     }
@@ -863,13 +863,8 @@ mod tests {
     #[test]
     fn a_fuzzy_push_carries_the_common_fields_and_gets_its_request_id_added() {
         let push = JsonPush::fuzzy(FUZZY_CHANGE, serde_json::json!({"groupKey": "a+G+dev"}));
-        let sent = push.payload("7");
-        assert_eq!(
-            sent.metadata.as_ref().map(|m| m.r#type.as_str()),
-            Some(FUZZY_CHANGE)
-        );
-        let body: serde_json::Value =
-            serde_json::from_slice(&sent.body.expect("a body").value).expect("JSON");
+        let (kind, body) = sent(push.payload("7"));
+        assert_eq!(kind, FUZZY_CHANGE);
         assert_eq!(
             body,
             serde_json::json!({
