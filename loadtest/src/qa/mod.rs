@@ -10,6 +10,7 @@
 //! - [`procs`] tracks every child and samples its CPU and RSS from `/proc`;
 //! - [`restart`] runs the restart scenario itself: a fill, a stop, a start on the same
 //!   data dirs, and the time until all state is served again;
+//! - [`fsync`] reads Tacos' own log fsync histogram before and after a publish run;
 //! - [`knee`] finds the saturation point of a users x per-user-rate matrix;
 //! - [`run`] puts it together: saturation matrices, then A/B runs alternating the two
 //!   servers at the operating point just below saturation;
@@ -17,6 +18,7 @@
 //! - [`report`] writes `docs/qa/<version>.md` with [`plot`]'s SVG plots.
 
 pub mod budgets;
+pub mod fsync;
 pub mod http;
 pub mod java_nacos;
 pub mod knee;

@@ -4,6 +4,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use super::budgets::{check, Measured, Verdict};
+use super::fsync::Fsyncs;
 use super::knee::Saturation;
 use super::plot::{self, CurveSeries, MatrixPoint};
 use super::run::{rate_text, slug, OperatingPoint, Phase, QaResults, RunRecord};
@@ -652,8 +653,11 @@ pub fn render(
                 "A matrix of users x per-user rate ({} s per point, one fresh server per \
                  scenario, the points in a row on it). A point is saturated when it served \
                  less than 90% of its offered load, failed over 1%, or its p99 exceeded 3x \
-                 the best p99 + 5 ms.\n",
-                results.options.matrix_seconds
+                 the best p99 + 5 ms. Where the closed loop served less than the best \
+                 rate-limited point of the same users, the two are measured {} more times, \
+                 alternating (the last rows), and the closed-loop budget compares medians.\n",
+                results.options.matrix_seconds,
+                super::knee::CLOSED_LOOP_REPEATS
             );
         }
         for r in &rows {
@@ -770,6 +774,7 @@ pub fn render(
                 base.map(|b| b.label.as_str()),
                 results.options.params.restart_settle_seconds,
             );
+            write_fsyncs(&mut md, results, nodes, r.scenario);
             if !r.verdicts.is_empty() {
                 let _ = writeln!(md, "| budget | limit | measured | verdict |");
                 let _ = writeln!(md, "|---|---|---|---|");
@@ -983,6 +988,64 @@ fn restart_rows(settle_s: u64) -> Vec<MetricRow> {
         ));
     }
     rows
+}
+
+/// Bucket bounds (ms) of the fsync table's columns.
+const FSYNC_COLUMNS: [f64; 6] = [0.5, 1.0, 2.5, 10.0, 50.0, f64::INFINITY];
+
+/// The log fsyncs of a publish scenario's A/B runs (Tacos' own histogram, every node,
+/// all rounds), per server: how long the disk held the writes whose latency the table
+/// above shows.
+fn write_fsyncs(md: &mut String, results: &QaResults, nodes: usize, scenario: Scenario) {
+    let mut sides: Vec<(String, Fsyncs)> = Vec::new();
+    for run in results.runs.iter().filter(|x| {
+        matches!(x.phase, Phase::Ab { .. }) && x.nodes == nodes && x.scenario == scenario
+    }) {
+        let Some(f) = &run.fsync else { continue };
+        match sides.iter_mut().find(|(label, _)| *label == run.server) {
+            Some((_, total)) => total.add(f),
+            None => sides.push((run.server.clone(), f.clone())),
+        }
+    }
+    if sides.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        md,
+        "Log fsyncs during these runs (`tacos_log_fsync_seconds`, every node, all rounds; \
+         p99 and p99.9 are the histogram's bucket bounds):\n"
+    );
+    let _ = writeln!(
+        md,
+        "| | fsyncs | mean ms | ≤ 0.5 ms | 0.5-1 | 1-2.5 | 2.5-10 | 10-50 | > 50 ms | p99 ≤ ms | p99.9 ≤ ms |"
+    );
+    let _ = writeln!(
+        md,
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    );
+    for (label, f) in &sides {
+        let mut cells = Vec::new();
+        let mut below = 0;
+        for bound in FSYNC_COLUMNS {
+            match f.at_most_ms(bound) {
+                Some(n) => {
+                    cells.push(format!("{}", n.saturating_sub(below)));
+                    below = n;
+                }
+                None => cells.push("–".into()),
+            }
+        }
+        let _ = writeln!(
+            md,
+            "| {label} | {} | {} | {} | {} | {} |",
+            f.count,
+            f2(f.mean_ms()),
+            cells.join(" | "),
+            f2(f.quantile_bound_ms(0.99)),
+            f2(f.quantile_bound_ms(0.999)),
+        );
+    }
+    let _ = writeln!(md);
 }
 
 fn write_metrics(
@@ -1361,6 +1424,7 @@ mod tests {
             error: None,
             panicked: false,
             startup_s: Some(0.5),
+            fsync: None,
             dir: PathBuf::from("/tmp/x"),
         }
     }
@@ -1492,6 +1556,46 @@ mod tests {
             "Tacos acknowledges a write only after it is fsynced (on a majority, in a \
              cluster); r-nacos does not fsync. Ratios are tacos / r-nacos"
         ));
+    }
+
+    #[test]
+    fn the_fsyncs_of_a_publish_scenario_are_summed_per_server() {
+        let histogram = |fast: u64, slow: u64| {
+            Fsyncs::parse(&format!(
+                "tacos_log_fsync_seconds_bucket{{le=\"0.0005\"}} {fast}\n\
+                 tacos_log_fsync_seconds_bucket{{le=\"0.001\"}} {fast}\n\
+                 tacos_log_fsync_seconds_bucket{{le=\"0.0025\"}} {fast}\n\
+                 tacos_log_fsync_seconds_bucket{{le=\"0.01\"}} {fast}\n\
+                 tacos_log_fsync_seconds_bucket{{le=\"0.05\"}} {}\n\
+                 tacos_log_fsync_seconds_bucket{{le=\"+Inf\"}} {}\n\
+                 tacos_log_fsync_seconds_sum 1\ntacos_log_fsync_seconds_count {}\n",
+                fast + slow,
+                fast + slow,
+                fast + slow
+            ))
+        };
+        let mut runs = Vec::new();
+        for (seq, baseline, fsync) in [
+            (1, false, histogram(990, 10)),
+            (2, true, None),
+            (3, false, histogram(1000, 0)),
+        ] {
+            let mut run = restart_run(seq, baseline, 1000.0, 1.0, 10.0, 10.0);
+            run.scenario = Scenario::Set;
+            run.fsync = fsync;
+            runs.push(run);
+        }
+        let results = restart_results(runs);
+        let mut md = String::new();
+        write_fsyncs(&mut md, &results, 1, Scenario::Set);
+        assert!(
+            md.contains("| tacos | 2000 | 1.00 | 1990 | 0 | 0 | 0 | 10 | 0 | 0.50 | 50.00 |"),
+            "{md}"
+        );
+        assert!(!md.contains("r-nacos"));
+        let mut none = String::new();
+        write_fsyncs(&mut none, &results, 3, Scenario::Set);
+        assert!(none.is_empty());
     }
 
     #[test]

@@ -8,6 +8,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use super::budgets::Budgets;
+use super::fsync::{self, Fsyncs};
 use super::knee::{self, Point, Saturation};
 use super::machine::{self, Machine};
 use super::procs::{self, Proc, Sampler, Usage};
@@ -82,6 +83,8 @@ pub struct RunRecord {
     pub panicked: bool,
     /// Seconds until the server was ready (A/B runs start a fresh one each).
     pub startup_s: Option<f64>,
+    /// Tacos' log fsyncs during a publish run, all nodes.
+    pub fsync: Option<Fsyncs>,
     pub dir: PathBuf,
 }
 
@@ -559,50 +562,84 @@ impl Runner<'_> {
                     error: Some(e.to_string()),
                     panicked: false,
                     startup_s: None,
+                    fsync: None,
                     dir: dir.clone(),
                 });
                 return points;
             }
         };
         let startup = cluster.startup.as_secs_f64();
+        let at = MatrixAt {
+            dir: &dir,
+            nodes,
+            scenario,
+            is_baseline,
+            startup,
+        };
         for &users in &self.opts.users {
             for &rate in &self.opts.rates {
                 if self.out_of_time() {
                     return points;
                 }
-                let load = Load {
-                    users,
-                    rate,
-                    seconds: self.opts.matrix_seconds,
-                };
-                let run_dir = dir.join(format!("u{users}-r{rate}"));
-                self.settle(&cluster.pids());
-                let mut record = self.measure(
-                    &mut cluster,
-                    &run_dir,
-                    Phase::Saturation,
-                    nodes,
-                    scenario,
-                    is_baseline,
-                    load,
-                );
-                record.startup_s = Some(startup);
-                // Only clean runs count (the report lists the same ones, in order).
-                if let (true, Some(o)) = (record.ok(), &record.outcome) {
-                    points.push(Point {
-                        users,
-                        rate,
-                        throughput: o.throughput,
-                        p99_ms: o.p99,
-                        error_rate: o.error_rate(),
-                    });
+                self.matrix_point(&mut cluster, &at, users, rate, "", &mut points);
+            }
+        }
+        // A closed loop that served less than the same users paced is measured again,
+        // alternating with that paced point (knee::CLOSED_LOOP_REPEATS).
+        for (users, rate) in knee::closed_loop_to_repeat(&points) {
+            for repeat in 1..=knee::CLOSED_LOOP_REPEATS {
+                for rate in [rate, 0.0] {
+                    if self.out_of_time() {
+                        return points;
+                    }
+                    let suffix = format!("-again{repeat}");
+                    self.matrix_point(&mut cluster, &at, users, rate, &suffix, &mut points);
                 }
-                self.report_progress(&record);
-                self.runs.push(record);
             }
         }
         cluster.stop();
         points
+    }
+
+    /// Measures one matrix point on the running cluster; a clean run joins `points`.
+    fn matrix_point(
+        &mut self,
+        cluster: &mut Cluster,
+        at: &MatrixAt<'_>,
+        users: usize,
+        rate: f64,
+        suffix: &str,
+        points: &mut Vec<Point>,
+    ) {
+        let load = Load {
+            users,
+            rate,
+            seconds: self.opts.matrix_seconds,
+        };
+        let run_dir = at.dir.join(format!("u{users}-r{rate}{suffix}"));
+        self.settle(&cluster.pids());
+        let mut record = self.measure(
+            cluster,
+            &run_dir,
+            Phase::Saturation,
+            at.nodes,
+            at.scenario,
+            at.is_baseline,
+            load,
+        );
+        record.startup_s = Some(at.startup);
+        // Only clean runs count (the report lists the same ones, in order).
+        if let (true, Some(o)) = (record.ok(), &record.outcome) {
+            points.push(Point {
+                users,
+                rate,
+                throughput: o.throughput,
+                p99_ms: o.p99,
+                error_rate: o.error_rate(),
+            });
+        }
+        self.report_progress(&record);
+        self.runs.push(record);
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -651,6 +688,7 @@ impl Runner<'_> {
                 error: Some(e.to_string()),
                 panicked: false,
                 startup_s: None,
+                fsync: None,
                 dir,
             },
         }
@@ -681,6 +719,7 @@ impl Runner<'_> {
             error: None,
             panicked: false,
             startup_s: None,
+            fsync: None,
             dir: dir.to_path_buf(),
         };
         if let Err(e) = std::fs::create_dir_all(dir) {
@@ -750,6 +789,10 @@ impl Runner<'_> {
         }
         // The fresh server's memory before the tool touches it.
         let rss_idle = procs::idle_rss_mib(&cluster.pids());
+        let http_ports: Vec<u16> = cluster.nodes.iter().map(|n| n.ports.http).collect();
+        let fsyncs_before = (cluster.spec.flavor == Flavor::Tacos && scenario.publishes())
+            .then(|| fsync::scrape(&http_ports))
+            .flatten();
         let mut client = match Proc::spawn(binary, command, &dir.join("load.log")) {
             Ok(p) => p,
             Err(e) => {
@@ -774,6 +817,9 @@ impl Runner<'_> {
         let status = client.wait_timeout(limit);
         let exited = Instant::now();
         let samples = sampler.stop();
+        if let Some(before) = &fsyncs_before {
+            record.fsync = fsync::scrape(&http_ports).map(|after| after.since(before));
+        }
         match status {
             None => {
                 client.stop(Duration::from_secs(2));
@@ -867,6 +913,15 @@ fn other_cores(own_pids: &[u32], window: Duration) -> Option<f64> {
     let o1 = own(own_pids);
     let ticks = b1.saturating_sub(b0).saturating_sub(o1.saturating_sub(o0));
     Some(ticks as f64 / procs::clk_tck() / t0.elapsed().as_secs_f64())
+}
+
+/// Where a saturation matrix runs (what every point of it shares).
+struct MatrixAt<'a> {
+    dir: &'a Path,
+    nodes: usize,
+    scenario: Scenario,
+    is_baseline: bool,
+    startup: f64,
 }
 
 /// ` x N/s` or ` (closed loop)`.

@@ -67,6 +67,11 @@ impl Scenario {
         !self.notifies() && self != Scenario::Restart
     }
 
+    /// Whether its requests are publishes (each a Raft log write).
+    pub fn publishes(self) -> bool {
+        matches!(self, Scenario::Set | Scenario::Set2 | Scenario::GrpcPublish)
+    }
+
     /// Whether it measures notifications (publish answered -> listener told) rather
     /// than requests.
     pub fn notifies(self) -> bool {
