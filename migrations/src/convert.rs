@@ -254,8 +254,11 @@ pub struct Report {
 /// The result of a conversion.
 #[derive(Debug, Clone)]
 pub struct Converted {
-    /// The snapshot records, in the order `State::snapshot_records` gives.
-    pub records: Vec<Record>,
+    /// The snapshot records, encoded ([`Record::encode`]; [`Record::decode`] reads one
+    /// back), in the order `State::snapshot_records` gives. Held encoded: a `Record`
+    /// takes about 380 bytes before its strings, each string an allocation, so
+    /// 100,000 configs x 10 history rows held as records took about a gigabyte more.
+    pub records: Vec<Box<[u8]>>,
     /// The records loaded into a state (what the migrated node will hold).
     pub state: State,
     pub report: Report,
@@ -338,12 +341,12 @@ impl Converter<'_> {
         let ids = self.history_ids(&configs);
         let history_renumbered = ids.renumbered;
 
-        let mut records = Vec::new();
+        let mut records: Vec<Box<[u8]>> = Vec::new();
         let mut per_namespace: BTreeMap<String, (usize, usize)> = BTreeMap::new();
         let mut config_records = Vec::new();
         let mut gray_records = Vec::new();
         // By key, as the state orders history (deleted configs' among the live ones).
-        let mut history_records: BTreeMap<ConfigKey, Vec<Record>> = BTreeMap::new();
+        let mut history_records: BTreeMap<ConfigKey, Vec<IdRecord>> = BTreeMap::new();
         let mut max_history_id = 0;
         for (n, (key, pending)) in configs.iter().enumerate() {
             let config = pending.source;
@@ -359,7 +362,7 @@ impl Converter<'_> {
                 .as_deref()
                 .map_or(CONFIG_TYPE, validate::config_type)
                 .to_string();
-            config_records.push(Record::Config(pb::ConfigRecord {
+            config_records.push(encoded(Record::Config(pb::ConfigRecord {
                 key: Some(pb_key.clone()),
                 id: n as u64 + 1,
                 content: config.content.clone(),
@@ -373,7 +376,7 @@ impl Converter<'_> {
                 src_user: config.src_user.clone(),
                 src_ip: config.src_ip.clone(),
                 encrypted_data_key: config.encrypted_data_key.clone(),
-            }));
+            })));
             // In the order the state keeps a config's grays.
             let mut grays: Vec<&source::Gray> = config.grays.iter().collect();
             grays.sort_by(|a, b| {
@@ -381,7 +384,7 @@ impl Converter<'_> {
                     .cmp(&(std::cmp::Reverse(b.priority), &b.name))
             });
             for gray in grays {
-                gray_records.push(Record::Gray(pb::GrayRecord {
+                gray_records.push(encoded(Record::Gray(pb::GrayRecord {
                     key: Some(pb_key.clone()),
                     name: gray.name.clone(),
                     rule: Some(cmd::GrayRule {
@@ -399,15 +402,14 @@ impl Converter<'_> {
                     create_time: gray.create_time_ms,
                     modify_time: gray.modify_time_ms,
                     encrypted_data_key: gray.encrypted_data_key.clone(),
-                }));
+                })));
             }
             let mut last_id = 0;
             for (i, row) in pending.rows.iter().enumerate() {
                 let id = ids.ids[n][i];
-                history_records
-                    .entry(key.clone())
-                    .or_default()
-                    .push(Record::History(pb::HistoryRecord {
+                history_records.entry(key.clone()).or_default().push((
+                    id,
+                    encoded(Record::History(pb::HistoryRecord {
                         id,
                         key: Some(pb_key.clone()),
                         content: row.content.clone(),
@@ -423,7 +425,8 @@ impl Converter<'_> {
                         publish_type: String::new(),
                         gray_name: String::new(),
                         encrypted_data_key: row.encrypted_data_key.clone(),
-                    }));
+                    })),
+                ));
                 last_id = id;
                 max_history_id = max_history_id.max(id);
             }
@@ -451,10 +454,9 @@ impl Converter<'_> {
             let pb_key = cmd::ConfigKey::from(key);
             let mut last_id = 0;
             for (i, (id, row)) in rows.iter().enumerate() {
-                history_records
-                    .entry(key.clone())
-                    .or_default()
-                    .push(Record::History(pb::HistoryRecord {
+                history_records.entry(key.clone()).or_default().push((
+                    *id,
+                    encoded(Record::History(pb::HistoryRecord {
                         id: *id,
                         key: Some(pb_key.clone()),
                         content: row.content.clone(),
@@ -469,7 +471,8 @@ impl Converter<'_> {
                         publish_type: String::new(),
                         gray_name: String::new(),
                         encrypted_data_key: row.encrypted_data_key.clone(),
-                    }));
+                    })),
+                ));
                 last_id = *id;
                 max_history_id = max_history_id.max(*id);
             }
@@ -484,33 +487,38 @@ impl Converter<'_> {
         let (user_records, users) = self.users(source, &namespace_ids, progress)?;
         let (role_records, roles) = self.roles(source, &users)?;
 
-        records.push(Record::Counters(pb::CountersRecord {
+        let mut history: Vec<IdRecord> = history_records.into_values().flatten().collect();
+        records.reserve_exact(
+            1 + namespaces.len()
+                + config_records.len()
+                + gray_records.len()
+                + history.len()
+                + user_records.len()
+                + role_records.len(),
+        );
+        records.push(encoded(Record::Counters(pb::CountersRecord {
             next_config_id: configs.len() as u64,
             next_history_id: max_history_id,
             next_audit_id: 0,
-        }));
+        })));
         records.extend(namespaces.values().map(|n| {
-            Record::Namespace(pb::NamespaceRecord {
+            encoded(Record::Namespace(pb::NamespaceRecord {
                 id: n.id.clone(),
                 name: n.name.clone(),
                 desc: n.desc.clone(),
                 create_time: n.create_time_ms.unwrap_or(self.options.now_ms),
-            })
+            }))
         }));
-        let history_rows = history_records.values().map(Vec::len).sum();
+        let history_rows = history.len();
         let gray_count = gray_records.len();
         records.extend(config_records);
         records.extend(gray_records);
         // In id order, as the state lists its rows (each config's ids increase with its
         // rows' order, so each config's rows stay oldest first).
-        let mut history: Vec<Record> = history_records.into_values().flatten().collect();
-        history.sort_by_key(|r| match r {
-            Record::History(h) => h.id,
-            _ => 0,
-        });
-        records.extend(history);
-        records.extend(user_records);
-        records.extend(role_records);
+        history.sort_by_key(|(id, _)| *id);
+        records.extend(history.into_iter().map(|(_, record)| record));
+        records.extend(user_records.into_iter().map(encoded));
+        records.extend(role_records.into_iter().map(encoded));
 
         let state = load(&records)?;
         let (md5_checked, md5_matched) = check(&state, &configs, &namespaces, &users)?;
@@ -1113,8 +1121,16 @@ fn check_extra(
 }
 
 /// Loads the records into a fresh state, as a node loads a snapshot.
-fn load(records: &[Record]) -> Result<State, ConvertError> {
-    State::from_snapshot_records(records.iter().map(Record::encode))
+/// A history row's id and its encoded record.
+type IdRecord = (u64, Box<[u8]>);
+
+/// A record as the snapshot body holds it.
+fn encoded(record: Record) -> Box<[u8]> {
+    record.encode().into_boxed_slice()
+}
+
+fn load(records: &[Box<[u8]>]) -> Result<State, ConvertError> {
+    State::from_snapshot_records(records)
         .map_err(|e| ConvertError::Inconsistent(format!("a record does not load: {e}")))
 }
 
@@ -1344,7 +1360,7 @@ mod tests {
         let kinds: Vec<&str> = converted
             .records
             .iter()
-            .map(|r| match r {
+            .map(|r| match Record::decode(r).expect("a record") {
                 Record::Counters(_) => "counters",
                 Record::Namespace(_) => "namespace",
                 Record::Config(_) => "config",
@@ -1362,11 +1378,11 @@ mod tests {
         assert_eq!(kinds, expected);
 
         // Records re-encode exactly as the loaded state writes them.
-        let ours: Vec<Vec<u8>> = converted.records.iter().map(Record::encode).collect();
+        let ours: Vec<Vec<u8>> = converted.records.iter().map(|r| r.to_vec()).collect();
         let state: Vec<Vec<u8>> = converted.state.snapshot_records().collect();
         assert_eq!(ours, state);
 
-        let Record::Counters(counters) = &converted.records[0] else {
+        let Some(Record::Counters(counters)) = Record::decode(&converted.records[0]) else {
             panic!("counters first")
         };
         assert_eq!(counters.next_config_id, 3);
@@ -1536,7 +1552,7 @@ mod tests {
         // Old (id, config, row) order: a/3, b/3, b/5, a/8.
         assert_eq!(ids("a"), [(1, 0, "a1".into()), (4, 1, "a2".into())]);
         assert_eq!(ids("b"), [(2, 0, "b1".into()), (3, 2, "b2".into())]);
-        let Record::Counters(c) = &converted.records[0] else {
+        let Some(Record::Counters(c)) = Record::decode(&converted.records[0]) else {
             panic!()
         };
         assert_eq!(c.next_history_id, 4);
@@ -1720,7 +1736,7 @@ mod tests {
             permissions: [(tacos_state::Resource::namespace("dev"), Access::ReadWrite)].into(),
         }];
         let converted = convert(&source, &options(false), &mut NoProgress).unwrap();
-        let ours: Vec<Vec<u8>> = converted.records.iter().map(Record::encode).collect();
+        let ours: Vec<Vec<u8>> = converted.records.iter().map(|r| r.to_vec()).collect();
         let state: Vec<Vec<u8>> = converted.state.snapshot_records().collect();
         assert_eq!(ours, state);
 

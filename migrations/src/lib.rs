@@ -351,8 +351,9 @@ pub fn run(options: &Options, progress: &mut dyn Progress) -> Result<Outcome, Mi
     drop(source);
     progress.finish();
     let converted: Converted = converted?;
+    let report = converted.report.clone();
     let written = match (&options.target, options.dry_run) {
-        (Some(target), false) => Some(write::write(&converted, target)?),
+        (Some(target), false) => Some(write::write(converted, target)?),
         _ => None,
     };
     Ok(Outcome {
@@ -360,7 +361,7 @@ pub fn run(options: &Options, progress: &mut dyn Progress) -> Result<Outcome, Mi
         dry_run: options.dry_run,
         target: options.target.clone(),
         target_state,
-        report: converted.report,
+        report,
         written,
     })
 }

@@ -203,7 +203,17 @@ pub fn check_target(target: &Target, source: Option<&Path>) -> Result<TargetStat
 
 /// Writes `converted` as the data dir of `target` (see the module docs). Prints what
 /// `tacos restore` prints to stdout.
-pub fn write(converted: &Converted, target: &Target) -> Result<Written, WriteError> {
+/// Takes the conversion by value: its records are written to the snapshot file a
+/// record at a time and dropped (with the converted state, once its digest is taken)
+/// before `tacos restore` loads that file, so the two are never held together.
+pub fn write(converted: Converted, target: &Target) -> Result<Written, WriteError> {
+    let Converted {
+        records,
+        state,
+        report,
+    } = converted;
+    let want = state.digest();
+    drop(state);
     let settings = target.settings()?;
     let dir = &target.data_dir;
     let name = dir
@@ -229,7 +239,6 @@ pub fn write(converted: &Converted, target: &Target) -> Result<Written, WriteErr
         last_membership: StoredMembership::default(),
         snapshot_id: SNAPSHOT_ID.to_string(),
     };
-    let bytes = snapshot::encode(&meta, converted.records.iter().map(|r| r.encode()));
     let mut file = tempfile::Builder::new()
         .prefix(&format!(".{name}.tacos-migrate-"))
         .suffix(".snap")
@@ -238,12 +247,17 @@ pub fn write(converted: &Converted, target: &Target) -> Result<Written, WriteErr
             path: parent.clone(),
             source,
         })?;
-    file.write_all(&bytes)
-        .and_then(|()| file.flush())
-        .map_err(|source| WriteError::Io {
-            path: file.path().to_path_buf(),
-            source,
-        })?;
+    {
+        let mut out = std::io::BufWriter::with_capacity(1 << 20, file.as_file_mut());
+        snapshot::write_to(&mut out, &meta, &records)
+            .and_then(|()| out.flush())
+            .map_err(|source| WriteError::Io {
+                path: parent.clone(),
+                source,
+            })?;
+    }
+    drop(records);
+    give_back_freed_memory();
 
     let aside_before = aside_dirs(&parent, &name);
     restore::run(
@@ -268,11 +282,10 @@ pub fn write(converted: &Converted, target: &Target) -> Result<Written, WriteErr
         target: dir.clone(),
         reason: format!("{e:#}"),
     })?;
-    let want = converted.state.digest();
     let summary = &check.summary;
     if summary.digest != want
-        || summary.configs != converted.report.configs
-        || summary.history_rows != converted.report.history_rows
+        || summary.configs != report.configs
+        || summary.history_rows != report.history_rows
     {
         return Err(WriteError::ReadBack {
             target: dir.clone(),
@@ -282,8 +295,8 @@ pub fn write(converted: &Converted, target: &Target) -> Result<Written, WriteErr
                 summary.configs,
                 summary.history_rows,
                 summary.digest,
-                converted.report.configs,
-                converted.report.history_rows
+                report.configs,
+                report.history_rows
             ),
         });
     }
@@ -292,6 +305,18 @@ pub fn write(converted: &Converted, target: &Target) -> Result<Written, WriteErr
         moved_aside,
         digest: summary.digest.clone(),
     })
+}
+
+/// Returns the heap's free pages to the system. The conversion frees about a
+/// gigabyte (the source, the records, the state) in small blocks that glibc keeps;
+/// without this the restore's own copies come on top of them: 100,000 configs x 10
+/// rows peaked at 1.2-1.5 GiB, 880 MiB of it already free.
+fn give_back_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only releases free memory; it takes no pointers.
+    unsafe {
+        libc::malloc_trim(0);
+    }
 }
 
 /// `NAME.before-restore-*` dirs in `parent`.

@@ -90,6 +90,23 @@ impl Record {
             Record::Audit(r) => record(AUDIT, r),
         }
     }
+
+    /// Reads back what [`Record::encode`] wrote (None: another kind, such as the
+    /// beta and auth records only the state's own snapshots carry, or bad bytes).
+    pub fn decode(bytes: &[u8]) -> Option<Record> {
+        let (&kind, body) = bytes.split_first()?;
+        Some(match kind {
+            COUNTERS => Record::Counters(Message::decode(body).ok()?),
+            NAMESPACE => Record::Namespace(Message::decode(body).ok()?),
+            CONFIG => Record::Config(Message::decode(body).ok()?),
+            GRAY => Record::Gray(Message::decode(body).ok()?),
+            HISTORY => Record::History(Message::decode(body).ok()?),
+            USER => Record::User(Message::decode(body).ok()?),
+            ROLE => Record::Role(Message::decode(body).ok()?),
+            AUDIT => Record::Audit(Message::decode(body).ok()?),
+            _ => return None,
+        })
+    }
 }
 
 fn key_of(key: Option<&tacos_core::command::ConfigKey>) -> Result<ConfigKey, DecodeError> {

@@ -40,20 +40,49 @@ pub const KEEP: usize = 2;
 const TRAILER: u8 = 0xFF;
 
 /// Encodes a snapshot file from its metadata and body records.
-pub fn encode(meta: &SnapshotMeta, body: impl Iterator<Item = Vec<u8>>) -> Vec<u8> {
-    let mut out = MAGIC.to_vec();
+pub fn encode<R: AsRef<[u8]>>(meta: &SnapshotMeta, body: impl IntoIterator<Item = R>) -> Vec<u8> {
+    encode_spilling(meta, body, |_| Ok(())).expect("nothing is spilled, so nothing fails")
+}
+
+/// Writes what [`encode`] returns to `out` about 64 KiB at a time, so a large
+/// snapshot (a migration's) is never held whole as bytes.
+pub fn write_to<R: AsRef<[u8]>>(
+    out: &mut impl std::io::Write,
+    meta: &SnapshotMeta,
+    body: impl IntoIterator<Item = R>,
+) -> std::io::Result<()> {
+    let rest = encode_spilling(meta, body, |buf| {
+        if buf.len() >= 64 * 1024 {
+            out.write_all(buf)?;
+            buf.clear();
+        }
+        Ok(())
+    })?;
+    out.write_all(&rest)
+}
+
+/// Encodes into one buffer, handing it to `spill` after each record (which may
+/// write it out and empty it); returns what is left.
+fn encode_spilling<R: AsRef<[u8]>>(
+    meta: &SnapshotMeta,
+    body: impl IntoIterator<Item = R>,
+    mut spill: impl FnMut(&mut Vec<u8>) -> std::io::Result<()>,
+) -> std::io::Result<Vec<u8>> {
+    let mut buf = MAGIC.to_vec();
     let header = serde_json::to_vec(meta).expect("snapshot metadata always serializes");
-    record::encode(&header, &mut out);
+    record::encode(&header, &mut buf);
     let mut count: u64 = 0;
     for payload in body {
+        let payload = payload.as_ref();
         debug_assert_ne!(payload.first(), Some(&TRAILER), "0xFF is the trailer kind");
-        record::encode(&payload, &mut out);
+        record::encode(payload, &mut buf);
         count += 1;
+        spill(&mut buf)?;
     }
     let mut trailer = vec![TRAILER];
     trailer.extend_from_slice(&count.to_le_bytes());
-    record::encode(&trailer, &mut out);
-    out
+    record::encode(&trailer, &mut buf);
+    Ok(buf)
 }
 
 /// Why bytes are not a whole, valid snapshot file. `E` is what the
@@ -286,7 +315,7 @@ mod tests {
 
     #[test]
     fn encode_decode_and_damage() {
-        let bytes = encode(&meta(5), vec![vec![1, 2], vec![1, 3]].into_iter());
+        let bytes = encode(&meta(5), vec![vec![1, 2], vec![1, 3]]);
         let mut seen = Vec::new();
         let back = decode(&bytes, |r| {
             seen.push(r.to_vec());
@@ -312,13 +341,37 @@ mod tests {
     }
 
     #[test]
+    fn written_out_in_pieces_it_is_the_same_file() {
+        // Enough records to spill several times (64 KiB at a time).
+        let body: Vec<Vec<u8>> = (0..3_000u32)
+            .map(|i| {
+                let mut r = vec![1];
+                r.extend(std::iter::repeat_n((i % 251) as u8, 40 + (i % 97) as usize));
+                r
+            })
+            .collect();
+        let whole = encode(&meta(9), &body);
+        assert!(whole.len() > 3 * 64 * 1024);
+        let mut written = Vec::new();
+        write_to(&mut written, &meta(9), &body).unwrap();
+        assert_eq!(written, whole);
+        let mut seen = 0;
+        decode(&whole, |_| {
+            seen += 1;
+            Ok::<(), String>(())
+        })
+        .unwrap();
+        assert_eq!(seen, body.len());
+    }
+
+    #[test]
     fn keeps_the_newest_two_and_falls_back_past_damage() {
         let dir = tempfile::tempdir().unwrap();
         let files = SnapshotFiles::open(Arc::new(StdFs), dir.path()).unwrap();
         assert!(files.latest().unwrap().is_none());
         let mut paths = Vec::new();
         for index in [3, 7, 11] {
-            let bytes = encode(&meta(index), std::iter::empty());
+            let bytes = encode(&meta(index), std::iter::empty::<Vec<u8>>());
             paths.push(files.save(&meta(index), &bytes).unwrap());
         }
         assert!(!paths[0].exists(), "the oldest is deleted");
