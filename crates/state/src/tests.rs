@@ -633,12 +633,18 @@ fn the_audit_log_records_outcomes_and_keeps_its_limit() {
     assert_eq!(ids, [3, 4]);
 }
 
-#[test]
-fn users_and_audit_survive_a_snapshot_round_trip() {
+/// Auth set up, user bob with read rights everywhere: three audited writes.
+fn state_with_bob() -> State {
     let mut s = State::default();
     apply(&mut s, init_auth("nacos"));
     apply(&mut s, create_user("bob", false));
     apply(&mut s, set_permission("bob", "*", pb::Access::Read));
+    s
+}
+
+#[test]
+fn users_and_audit_survive_a_snapshot_round_trip() {
+    let s = state_with_bob();
     let loaded = State::from_snapshot_records(s.snapshot_records()).unwrap();
     assert_eq!(loaded.digest(), s.digest());
     assert_eq!(loaded.user("bob"), s.user("bob"));
@@ -659,10 +665,7 @@ fn users_and_audit_survive_a_snapshot_round_trip() {
 
 #[test]
 fn records_decode_back_to_what_re_encodes_the_same() {
-    let mut s = State::default();
-    apply(&mut s, init_auth("nacos"));
-    apply(&mut s, create_user("bob", false));
-    apply(&mut s, set_permission("bob", "*", pb::Access::Read));
+    let s = state_with_bob();
     let mut decoded = 0;
     for bytes in s.snapshot_records() {
         // The auth key's record is the state's own: not a migration's `Record`.
