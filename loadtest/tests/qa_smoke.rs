@@ -144,6 +144,19 @@ fn qa_smoke_writes_a_report() {
             "the report lacks {section:?}:\n{text}"
         );
     }
+    // The set runs' log fsyncs were read from the real server's /metrics: a table
+    // with a row for tacos that counted some.
+    let fsyncs = text
+        .split("Log fsyncs during these runs (`tacos_log_fsync_seconds`")
+        .nth(1)
+        .and_then(|rest| rest.lines().find(|l| l.starts_with("| tacos | ")))
+        .unwrap_or_else(|| panic!("no fsync table with a tacos row:\n{text}"));
+    let counted: u64 = fsyncs
+        .split('|')
+        .nth(2)
+        .and_then(|cell| cell.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no fsync count in {fsyncs:?}"));
+    assert!(counted > 0, "no fsync counted: {fsyncs}");
     // Every run worked: the servers started and the scenarios measured something.
     assert!(
         text.contains("; 0 of 7 runs failed."),

@@ -247,12 +247,13 @@ pub fn write(converted: Converted, target: &Target) -> Result<Written, WriteErro
             path: parent.clone(),
             source,
         })?;
+    let temp_path = file.path().to_path_buf();
     {
         let mut out = std::io::BufWriter::with_capacity(1 << 20, file.as_file_mut());
         snapshot::write_to(&mut out, &meta, &records)
             .and_then(|()| out.flush())
             .map_err(|source| WriteError::Io {
-                path: parent.clone(),
+                path: temp_path,
                 source,
             })?;
     }
