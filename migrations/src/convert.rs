@@ -6,6 +6,11 @@
 //! migrated data dir its leader initializes auth itself (draws the token key and creates
 //! the first admin, `nacos` by default, only if no user of that name was migrated).
 //!
+//! Each record goes into the state (`SnapshotLoader`, as a node loads a snapshot) as soon
+//! as it is made, and each history row's strings are freed once its record is in: the
+//! records are never held as a list, and the source shrinks as the state grows. What the
+//! final check needs of the source stays: every key, history id and content md5.
+//!
 //! # What becomes what
 //!
 //! * Tenant `""` is the public namespace, stored as namespace `""`. Tenant `"public"` is
@@ -52,14 +57,13 @@
 //! [`ConvertError::Unsupported`]. With [`ConvertOptions::skip_bad`] they are left out
 //! (with the config's history) and listed in [`Report::skipped`] instead.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::Arc;
+use std::collections::{BTreeMap, BTreeSet};
 
 use tacos_app::auth::password::HashForm;
 use tacos_core::command as cmd;
 use tacos_core::snapshot as pb;
 use tacos_core::{md5_hex, validate};
-use tacos_state::{Access, ConfigKey, Record, State, ALL_NAMESPACES};
+use tacos_state::{Access, ConfigKey, Record, SnapshotLoader, State, ALL_NAMESPACES};
 
 use crate::source::{self, Password, Skipped, Source};
 
@@ -254,12 +258,10 @@ pub struct Report {
 /// The result of a conversion.
 #[derive(Debug, Clone)]
 pub struct Converted {
-    /// The snapshot records, encoded ([`Record::encode`]; [`Record::decode`] reads one
-    /// back), in the order `State::snapshot_records` gives. Held encoded: a `Record`
-    /// takes about 380 bytes before its strings, each string an allocation, so
-    /// 100,000 configs x 10 history rows held as records took about a gigabyte more.
-    pub records: Vec<Box<[u8]>>,
-    /// The records loaded into a state (what the migrated node will hold).
+    /// What the migrated node will hold: the records of a snapshot, loaded one at a
+    /// time as they were made (never held as a list: 100,000 configs x 10 history
+    /// rows held as records took a gigabyte). Its own `snapshot_records` are what is
+    /// written.
     pub state: State,
     pub report: Report,
 }
@@ -285,31 +287,75 @@ pub enum ConvertError {
     },
 }
 
-/// Converts `source` (see the module docs).
+/// Converts `source` (see the module docs). The source is taken apart as it is
+/// converted: each history row's strings are freed once its record is in the state,
+/// so the two are not held whole together.
 pub fn convert(
-    source: &Source,
+    source: Source,
     options: &ConvertOptions,
     progress: &mut dyn Progress,
 ) -> Result<Converted, ConvertError> {
-    progress.begin(steps(source));
+    Ok(convert_keeping(source, options, progress, false)?.0)
+}
+
+/// [`convert`]; with `keep`, also every record in the order it was loaded (tests).
+fn convert_keeping(
+    source: Source,
+    options: &ConvertOptions,
+    progress: &mut dyn Progress,
+    keep: bool,
+) -> Result<(Converted, Vec<Vec<u8>>), ConvertError> {
+    progress.begin(steps(&source));
     Converter {
         options,
         skipped: source.skipped.clone(),
         notes: source.notes.clone(),
+        loader: SnapshotLoader::default(),
+        kept: keep.then(Vec::new),
     }
     .run(source, progress)
 }
 
-/// A config on its way: the source config and its history rows (ids still r-nacos's).
-struct Pending<'a> {
-    source: &'a source::Config,
-    rows: &'a [source::HistoryRow],
+/// A config on its way: the source config and its history rows (ids still the
+/// source's). Its content and rows are taken out as their records are made; their
+/// md5s stay for the final check.
+struct Pending {
+    source: source::Config,
+    rows: Vec<source::HistoryRow>,
+    /// The md5 of the source content (set when its record is made).
+    md5: Option<md5::Digest>,
+    /// The md5 of each row's content (set as their records are made).
+    row_md5s: Vec<md5::Digest>,
+}
+
+impl Pending {
+    fn new(source: source::Config, rows: Vec<source::HistoryRow>) -> Pending {
+        Pending {
+            source,
+            row_md5s: vec![md5::Digest([0; 16]); rows.len()],
+            rows,
+            md5: None,
+        }
+    }
+}
+
+/// The history of a deleted config on its way, as [`Pending`] rows.
+struct DeletedRows {
+    key: ConfigKey,
+    /// The rows' Tacos ids.
+    ids: Vec<u64>,
+    rows: Vec<source::HistoryRow>,
+    row_md5s: Vec<md5::Digest>,
 }
 
 struct Converter<'o> {
     options: &'o ConvertOptions,
     skipped: Vec<Skipped>,
     notes: Vec<String>,
+    /// Every record goes straight into the state (never held as a list).
+    loader: SnapshotLoader,
+    /// Every record as loaded, when asked to keep them (tests).
+    kept: Option<Vec<Vec<u8>>>,
 }
 
 impl Converter<'_> {
@@ -323,14 +369,35 @@ impl Converter<'_> {
         }
     }
 
+    /// Loads one record into the state (and keeps it, when asked).
+    fn emit(&mut self, record: Record) -> Result<(), ConvertError> {
+        let bytes = record.encode();
+        self.loader
+            .load(&bytes)
+            .map_err(|e| ConvertError::Inconsistent(format!("a record does not load: {e}")))?;
+        if let Some(kept) = &mut self.kept {
+            kept.push(bytes);
+        }
+        Ok(())
+    }
+
     fn run(
         mut self,
-        source: &Source,
+        mut source: Source,
         progress: &mut dyn Progress,
-    ) -> Result<Converted, ConvertError> {
-        let mut namespaces = self.namespaces(source)?;
+    ) -> Result<(Converted, Vec<Vec<u8>>), ConvertError> {
+        let mut namespaces = self.namespaces(&source)?;
         progress.phase("configs");
-        let configs = self.configs(source, &mut namespaces, progress)?;
+        let source_configs = std::mem::take(&mut source.configs);
+        let source_history = std::mem::take(&mut source.history);
+        let registered: BTreeSet<String> = source.namespaces.iter().map(|n| n.id.clone()).collect();
+        let mut configs = self.configs(
+            source_configs,
+            source_history,
+            &registered,
+            &mut namespaces,
+            progress,
+        )?;
         let created_namespaces: Vec<String> = namespaces
             .values()
             .filter(|n| n.created)
@@ -340,17 +407,45 @@ impl Converter<'_> {
         progress.phase("history");
         let ids = self.history_ids(&configs);
         let history_renumbered = ids.renumbered;
+        let source_deleted = std::mem::take(&mut source.deleted_history);
+        let mut deleted = self.deleted_history(source_deleted, &ids, progress)?;
+        let max_history_id = ids
+            .ids
+            .iter()
+            .flatten()
+            .chain(deleted.iter().flat_map(|d| &d.ids))
+            .copied()
+            .max()
+            .unwrap_or(0);
 
-        let mut records: Vec<Box<[u8]>> = Vec::new();
+        // In the order the state writes its records: counters, namespaces, configs,
+        // grays, history (by id), users, roles.
+        self.emit(Record::Counters(pb::CountersRecord {
+            next_config_id: configs.len() as u64,
+            next_history_id: max_history_id,
+            next_audit_id: 0,
+        }))?;
+        let namespace_records: Vec<Record> = namespaces
+            .values()
+            .map(|n| {
+                Record::Namespace(pb::NamespaceRecord {
+                    id: n.id.clone(),
+                    name: n.name.clone(),
+                    desc: n.desc.clone(),
+                    create_time: n.create_time_ms.unwrap_or(self.options.now_ms),
+                })
+            })
+            .collect();
+        for record in namespace_records {
+            self.emit(record)?;
+        }
+
         let mut per_namespace: BTreeMap<String, (usize, usize)> = BTreeMap::new();
-        let mut config_records = Vec::new();
         let mut gray_records = Vec::new();
-        // By key, as the state orders history (deleted configs' among the live ones).
-        let mut history_records: BTreeMap<ConfigKey, Vec<IdRecord>> = BTreeMap::new();
-        let mut max_history_id = 0;
-        for (n, (key, pending)) in configs.iter().enumerate() {
-            let config = pending.source;
-            let pb_key = cmd::ConfigKey::from(key);
+        for (n, (key, pending)) in configs.iter_mut().enumerate() {
+            self.config_notes(key, pending);
+            let config = &mut pending.source;
+            let pb_key = cmd::ConfigKey::from(&*key);
             let create_time = config.create_time_ms.unwrap_or_else(|| {
                 pending
                     .rows
@@ -362,11 +457,14 @@ impl Converter<'_> {
                 .as_deref()
                 .map_or(CONFIG_TYPE, validate::config_type)
                 .to_string();
-            config_records.push(encoded(Record::Config(pb::ConfigRecord {
+            let content = std::mem::take(&mut config.content);
+            let md5 = md5::compute(content.as_bytes());
+            pending.md5 = Some(md5);
+            self.emit(Record::Config(pb::ConfigRecord {
                 key: Some(pb_key.clone()),
                 id: n as u64 + 1,
-                content: config.content.clone(),
-                md5: md5_hex(&config.content),
+                content,
+                md5: format!("{md5:x}"),
                 config_type: config_type.clone(),
                 desc: config.desc.clone().unwrap_or_default(),
                 app_name: config.app_name.clone(),
@@ -376,7 +474,7 @@ impl Converter<'_> {
                 src_user: config.src_user.clone(),
                 src_ip: config.src_ip.clone(),
                 encrypted_data_key: config.encrypted_data_key.clone(),
-            })));
+            }))?;
             // In the order the state keeps a config's grays.
             let mut grays: Vec<&source::Gray> = config.grays.iter().collect();
             grays.sort_by(|a, b| {
@@ -384,7 +482,7 @@ impl Converter<'_> {
                     .cmp(&(std::cmp::Reverse(b.priority), &b.name))
             });
             for gray in grays {
-                gray_records.push(encoded(Record::Gray(pb::GrayRecord {
+                gray_records.push(Record::Gray(pb::GrayRecord {
                     key: Some(pb_key.clone()),
                     name: gray.name.clone(),
                     rule: Some(cmd::GrayRule {
@@ -402,44 +500,25 @@ impl Converter<'_> {
                     create_time: gray.create_time_ms,
                     modify_time: gray.modify_time_ms,
                     encrypted_data_key: gray.encrypted_data_key.clone(),
-                })));
+                }));
             }
-            let mut last_id = 0;
-            for (i, row) in pending.rows.iter().enumerate() {
-                let id = ids.ids[n][i];
-                history_records.entry(key.clone()).or_default().push((
-                    id,
-                    encoded(Record::History(pb::HistoryRecord {
-                        id,
-                        key: Some(pb_key.clone()),
-                        content: row.content.clone(),
-                        md5: md5_hex(&row.content),
-                        app_name: row.app_name.clone(),
-                        src_user: row.op_user.clone().unwrap_or_default(),
-                        src_ip: row.src_ip.clone(),
-                        op_type: history_op(row, i).to_string(),
-                        created_time: row.last_time_ms,
-                        last_modified_time: row.last_time_ms,
-                        last_id,
-                        // Every row is formal (gray history is not carried).
-                        publish_type: String::new(),
-                        gray_name: String::new(),
-                        encrypted_data_key: row.encrypted_data_key.clone(),
-                    })),
-                ));
-                last_id = id;
-                max_history_id = max_history_id.max(id);
-            }
-            progress.advance(pending.rows.len() as u64);
             let entry = per_namespace.entry(key.namespace.clone()).or_default();
             entry.0 += 1;
             entry.1 += pending.rows.len();
-            self.config_notes(key, pending);
+            // Only its grays are checked from here on.
+            pending.source = source::Config {
+                grays: std::mem::take(&mut pending.source.grays),
+                ..source::Config::default()
+            };
+        }
+        let gray_count = gray_records.len();
+        for record in gray_records {
+            self.emit(record)?;
         }
 
         let long = configs
-            .values()
-            .filter(|p| p.rows.len() > TACOS_HISTORY_LIMIT)
+            .iter()
+            .filter(|(_, p)| p.rows.len() > TACOS_HISTORY_LIMIT)
             .count();
         if long > 0 {
             self.notes.push(format!(
@@ -448,80 +527,104 @@ impl Converter<'_> {
                  its limit at the config's next change"
             ));
         }
+        for d in &deleted {
+            per_namespace.entry(d.key.namespace.clone()).or_default().1 += d.ids.len();
+        }
 
-        let deleted = self.deleted_history(source, &ids, progress)?;
-        for (key, rows) in &deleted {
-            let pb_key = cmd::ConfigKey::from(key);
-            let mut last_id = 0;
-            for (i, (id, row)) in rows.iter().enumerate() {
-                history_records.entry(key.clone()).or_default().push((
-                    *id,
-                    encoded(Record::History(pb::HistoryRecord {
-                        id: *id,
-                        key: Some(pb_key.clone()),
-                        content: row.content.clone(),
-                        md5: md5_hex(&row.content),
-                        app_name: row.app_name.clone(),
-                        src_user: row.op_user.clone().unwrap_or_default(),
-                        src_ip: row.src_ip.clone(),
-                        op_type: history_op(row, i).to_string(),
-                        created_time: row.last_time_ms,
-                        last_modified_time: row.last_time_ms,
-                        last_id,
-                        publish_type: String::new(),
-                        gray_name: String::new(),
-                        encrypted_data_key: row.encrypted_data_key.clone(),
-                    })),
-                ));
-                last_id = *id;
-                max_history_id = max_history_id.max(*id);
-            }
-            let entry = per_namespace.entry(key.namespace.clone()).or_default();
-            entry.1 += rows.len();
+        // Every row by id, as the state lists them: (id, owner, row), the owner a live
+        // config's index, or the configs' count plus a deleted key's index. Each
+        // config's ids increase with its rows' order, so its rows stay oldest first.
+        let mut order: Vec<(u64, u32, u32)> = Vec::new();
+        for (c, row_ids) in ids.ids.iter().enumerate() {
+            order.extend(
+                row_ids
+                    .iter()
+                    .enumerate()
+                    .map(|(r, &id)| (id, c as u32, r as u32)),
+            );
+        }
+        for (d, rows) in deleted.iter().enumerate() {
+            let owner = (configs.len() + d) as u32;
+            order.extend(
+                rows.ids
+                    .iter()
+                    .enumerate()
+                    .map(|(r, &id)| (id, owner, r as u32)),
+            );
+        }
+        order.sort_unstable();
+        let history_rows = order.len();
+        for &(id, owner, r) in &order {
+            let (owner, r) = (owner as usize, r as usize);
+            let (key, row, last_id, md5_slot) = if owner < configs.len() {
+                let (key, pending) = &mut configs[owner];
+                let last_id = if r == 0 { 0 } else { ids.ids[owner][r - 1] };
+                (
+                    &*key,
+                    std::mem::take(&mut pending.rows[r]),
+                    last_id,
+                    &mut pending.row_md5s[r],
+                )
+            } else {
+                let d = &mut deleted[owner - configs.len()];
+                let last_id = if r == 0 { 0 } else { d.ids[r - 1] };
+                (
+                    &d.key,
+                    std::mem::take(&mut d.rows[r]),
+                    last_id,
+                    &mut d.row_md5s[r],
+                )
+            };
+            let op = history_op(&row, r);
+            let md5 = md5::compute(row.content.as_bytes());
+            *md5_slot = md5;
+            let record = Record::History(pb::HistoryRecord {
+                id,
+                key: Some(cmd::ConfigKey::from(key)),
+                content: row.content,
+                md5: format!("{md5:x}"),
+                app_name: row.app_name,
+                src_user: row.op_user.unwrap_or_default(),
+                src_ip: row.src_ip,
+                op_type: op.to_string(),
+                created_time: row.last_time_ms,
+                last_modified_time: row.last_time_ms,
+                last_id,
+                // Every row is formal (gray history is not carried).
+                publish_type: String::new(),
+                gray_name: String::new(),
+                encrypted_data_key: row.encrypted_data_key,
+            });
+            self.emit(record)?;
+            progress.advance(1);
+        }
+        // The rows' strings went into the state; their husks go now.
+        for (_, pending) in &mut configs {
+            pending.rows = Vec::new();
+        }
+        for d in &mut deleted {
+            d.rows = Vec::new();
         }
 
         progress.phase("users");
         let namespace_ids: Vec<String> = std::iter::once(String::new())
             .chain(namespaces.keys().cloned())
             .collect();
-        let (user_records, users) = self.users(source, &namespace_ids, progress)?;
-        let (role_records, roles) = self.roles(source, &users)?;
+        let (user_records, users) = self.users(&source, &namespace_ids, progress)?;
+        let (role_records, roles) = self.roles(&source, &users)?;
+        for record in user_records.into_iter().chain(role_records) {
+            self.emit(record)?;
+        }
 
-        let mut history: Vec<IdRecord> = history_records.into_values().flatten().collect();
-        records.reserve_exact(
-            1 + namespaces.len()
-                + config_records.len()
-                + gray_records.len()
-                + history.len()
-                + user_records.len()
-                + role_records.len(),
-        );
-        records.push(encoded(Record::Counters(pb::CountersRecord {
-            next_config_id: configs.len() as u64,
-            next_history_id: max_history_id,
-            next_audit_id: 0,
-        })));
-        records.extend(namespaces.values().map(|n| {
-            encoded(Record::Namespace(pb::NamespaceRecord {
-                id: n.id.clone(),
-                name: n.name.clone(),
-                desc: n.desc.clone(),
-                create_time: n.create_time_ms.unwrap_or(self.options.now_ms),
-            }))
-        }));
-        let history_rows = history.len();
-        let gray_count = gray_records.len();
-        records.extend(config_records);
-        records.extend(gray_records);
-        // In id order, as the state lists its rows (each config's ids increase with its
-        // rows' order, so each config's rows stay oldest first).
-        history.sort_by_key(|(id, _)| *id);
-        records.extend(history.into_iter().map(|(_, record)| record));
-        records.extend(user_records.into_iter().map(encoded));
-        records.extend(role_records.into_iter().map(encoded));
-
-        let state = load(&records)?;
-        let (md5_checked, md5_matched) = check(&state, &configs, &namespaces, &users)?;
+        let loader = std::mem::take(&mut self.loader);
+        let state = loader.finish();
+        let converted = Rows {
+            configs: &configs,
+            ids: &ids,
+            deleted: &deleted,
+            order: &order,
+        };
+        let (md5_checked, md5_matched) = check(&state, &converted, &namespaces, &users)?;
         check_extra(&state, &configs, &deleted, &roles)?;
 
         let report = Report {
@@ -539,7 +642,7 @@ impl Converter<'_> {
             per_namespace,
             history_renumbered,
             grays: gray_count,
-            deleted_history: deleted.iter().map(|(_, rows)| rows.len()).sum(),
+            deleted_history: deleted.iter().map(|d| d.ids.len()).sum(),
             users,
             roles,
             skipped: self.skipped,
@@ -547,11 +650,7 @@ impl Converter<'_> {
             md5_checked,
             md5_matched,
         };
-        Ok(Converted {
-            records,
-            state,
-            report,
-        })
+        Ok((Converted { state, report }, self.kept.unwrap_or_default()))
     }
 
     /// The registered namespaces Tacos can hold, by id.
@@ -598,21 +697,19 @@ impl Converter<'_> {
 
     /// The configs Tacos can hold, by their Tacos key; creates namespaces for
     /// unregistered tenants.
-    fn configs<'s>(
+    fn configs(
         &mut self,
-        source: &'s Source,
+        source_configs: Vec<source::Config>,
+        mut history: BTreeMap<source::ConfigKey, Vec<source::HistoryRow>>,
+        registered: &BTreeSet<String>,
         namespaces: &mut BTreeMap<String, NewNamespace>,
         progress: &mut dyn Progress,
-    ) -> Result<BTreeMap<ConfigKey, Pending<'s>>, ConvertError> {
-        let registered: BTreeSet<&str> = source.namespaces.iter().map(|n| n.id.as_str()).collect();
-        let mut out: BTreeMap<ConfigKey, Pending<'s>> = BTreeMap::new();
-        for config in &source.configs {
+    ) -> Result<Vec<(ConfigKey, Pending)>, ConvertError> {
+        let mut out: BTreeMap<ConfigKey, Pending> = BTreeMap::new();
+        for config in source_configs {
             progress.advance(1);
             let source_key = config.key();
-            let rows = source
-                .history
-                .get(&source_key)
-                .map_or(&[][..], Vec::as_slice);
+            let rows = history.remove(&source_key).unwrap_or_default();
             let what = || {
                 format!(
                     "config {source_key} (and its {} history row{})",
@@ -662,22 +759,16 @@ impl Converter<'_> {
                     },
                 );
             }
-            out.insert(
-                key,
-                Pending {
-                    source: config,
-                    rows,
-                },
-            );
+            out.insert(key, Pending::new(config, rows));
         }
-        Ok(out)
+        Ok(out.into_iter().collect())
     }
 
     /// History ids per config (in the order of `configs`): r-nacos's if usable.
-    fn history_ids(&mut self, configs: &BTreeMap<ConfigKey, Pending<'_>>) -> HistoryIds {
+    fn history_ids(&mut self, configs: &[(ConfigKey, Pending)]) -> HistoryIds {
         let original: Vec<Vec<u64>> = configs
-            .values()
-            .map(|p| p.rows.iter().map(|r| r.id).collect())
+            .iter()
+            .map(|(_, p)| p.rows.iter().map(|r| r.id).collect())
             .collect();
         let mut seen = BTreeSet::new();
         let usable = original.iter().all(|ids| {
@@ -712,7 +803,7 @@ impl Converter<'_> {
         }
     }
 
-    fn config_notes(&mut self, key: &ConfigKey, pending: &Pending<'_>) {
+    fn config_notes(&mut self, key: &ConfigKey, pending: &Pending) {
         let name = || {
             source::ConfigKey {
                 tenant: key.namespace.clone(),
@@ -926,21 +1017,18 @@ fn history_op(row: &source::HistoryRow, i: usize) -> &'static str {
     }
 }
 
-/// History rows of deleted configs, with their Tacos ids, by key.
-type DeletedHistory<'s> = Vec<(ConfigKey, Vec<(u64, &'s source::HistoryRow)>)>;
-
 impl Converter<'_> {
     /// The history of deleted configs Tacos can hold. Ids are the source's when they do
     /// not clash with the live configs' (and are not 0), else numbered after them.
-    fn deleted_history<'s>(
+    fn deleted_history(
         &mut self,
-        source: &'s Source,
+        source_deleted: BTreeMap<source::ConfigKey, Vec<source::HistoryRow>>,
         live: &HistoryIds,
         progress: &mut dyn Progress,
-    ) -> Result<DeletedHistory<'s>, ConvertError> {
+    ) -> Result<Vec<DeletedRows>, ConvertError> {
         let mut used: BTreeSet<u64> = live.ids.iter().flatten().copied().collect();
-        let mut kept: Vec<(ConfigKey, &'s [source::HistoryRow])> = Vec::new();
-        for (source_key, rows) in &source.deleted_history {
+        let mut kept: Vec<(ConfigKey, Vec<source::HistoryRow>)> = Vec::new();
+        for (source_key, rows) in source_deleted {
             progress.advance(rows.len() as u64);
             let what = || {
                 format!(
@@ -984,18 +1072,23 @@ impl Converter<'_> {
         Ok(kept
             .into_iter()
             .map(|(key, rows)| {
-                let rows = rows
+                let ids = rows
                     .iter()
                     .map(|row| {
                         if own_ids_usable {
-                            (row.id, row)
+                            row.id
                         } else {
                             next += 1;
-                            (next, row)
+                            next
                         }
                     })
                     .collect();
-                (key, rows)
+                DeletedRows {
+                    key,
+                    ids,
+                    row_md5s: vec![md5::Digest([0; 16]); rows.len()],
+                    rows,
+                }
             })
             .collect())
     }
@@ -1069,8 +1162,8 @@ impl Converter<'_> {
 /// Checks what [`check`] does not: grays, the history of deleted configs and roles.
 fn check_extra(
     state: &State,
-    configs: &BTreeMap<ConfigKey, Pending<'_>>,
-    deleted: &DeletedHistory<'_>,
+    configs: &[(ConfigKey, Pending)],
+    deleted: &[DeletedRows],
     roles: &[RoleLine],
 ) -> Result<(), ConvertError> {
     let bad = |what: String| Err(ConvertError::Inconsistent(what));
@@ -1090,15 +1183,16 @@ fn check_extra(
             }
         }
     }
-    for (key, rows) in deleted {
-        let held: Vec<_> = state.history(key).collect();
-        if held.len() != rows.len()
+    for d in deleted {
+        let held: Vec<_> = state.history(&d.key).collect();
+        if held.len() != d.row_md5s.len()
             || held
                 .iter()
-                .zip(rows)
-                .any(|(h, (id, row))| h.id != *id || *h.md5 != md5_hex(&row.content))
+                .zip(&d.ids)
+                .zip(&d.row_md5s)
+                .any(|((h, id), md5)| h.id != *id || *h.md5 != format!("{md5:x}"))
         {
-            return bad(format!("the history of deleted config {key} differs"));
+            return bad(format!("the history of deleted config {} differs", d.key));
         }
     }
     if state.roles().count() != roles.len() {
@@ -1120,29 +1214,41 @@ fn check_extra(
     Ok(())
 }
 
-/// Loads the records into a fresh state, as a node loads a snapshot.
-/// A history row's id and its encoded record.
-type IdRecord = (u64, Box<[u8]>);
-
-/// A record as the snapshot body holds it.
-fn encoded(record: Record) -> Box<[u8]> {
-    record.encode().into_boxed_slice()
+/// What was converted, for the final check.
+struct Rows<'a> {
+    configs: &'a [(ConfigKey, Pending)],
+    ids: &'a HistoryIds,
+    deleted: &'a [DeletedRows],
+    /// Every history row as (id, owner, row) in id order (see `Converter::run`).
+    order: &'a [(u64, u32, u32)],
 }
 
-fn load(records: &[Box<[u8]>]) -> Result<State, ConvertError> {
-    State::from_snapshot_records(records)
-        .map_err(|e| ConvertError::Inconsistent(format!("a record does not load: {e}")))
+impl Rows<'_> {
+    /// The key, md5 and previous id of the `r`th row of `owner`.
+    fn row(&self, owner: u32, r: u32) -> (&ConfigKey, md5::Digest, u64) {
+        let (owner, r) = (owner as usize, r as usize);
+        let (key, ids, md5s) = match self.configs.get(owner) {
+            Some((key, pending)) => (key, &self.ids.ids[owner], &pending.row_md5s),
+            None => {
+                let d = &self.deleted[owner - self.configs.len()];
+                (&d.key, &d.ids, &d.row_md5s)
+            }
+        };
+        let last_id = if r == 0 { 0 } else { ids[r - 1] };
+        (key, md5s[r], last_id)
+    }
 }
 
 /// Checks the loaded state against the source and Tacos's invariants; returns the md5
 /// check's (checked, matched).
 fn check(
     state: &State,
-    configs: &BTreeMap<ConfigKey, Pending<'_>>,
+    rows: &Rows<'_>,
     namespaces: &BTreeMap<String, NewNamespace>,
     users: &[UserLine],
 ) -> Result<(usize, usize), ConvertError> {
     let bad = |what: String| Err(ConvertError::Inconsistent(what));
+    let configs = rows.configs;
     if state.config_count() != configs.len() {
         return bad(format!(
             "{} configs converted, the state holds {}",
@@ -1159,14 +1265,7 @@ fn check(
     }
     let mut mismatched = Vec::new();
     let mut config_ids = BTreeSet::new();
-    let mut history_ids = BTreeSet::new();
-    // Every row once, in id order (each chunk decoded once, not once per
-    // config or per row), by id: what each config's ids must find.
-    let history: HashMap<u64, (u64, Arc<str>)> = state
-        .history_rows()
-        .map(|row| (row.id, (row.last_id, row.md5.clone())))
-        .collect();
-    for (key, pending) in configs {
+    for ((key, pending), source_ids) in configs.iter().zip(&rows.ids.ids) {
         let Some(config) = state.config(key) else {
             return bad(format!("config {key} is missing"));
         };
@@ -1178,31 +1277,45 @@ fn check(
         if !config_ids.insert(config.id) || config.id == 0 {
             return bad(format!("config {key} has a duplicate id {}", config.id));
         }
-        let want = md5_hex(&pending.source.content);
+        let want = pending
+            .md5
+            .map(|md5| format!("{md5:x}"))
+            .unwrap_or_default();
         if *config.md5 != want || md5_hex(&config.content) != want {
             mismatched.push(key.to_string());
         }
-        let rows = state.history_ids(key);
-        if rows.len() != pending.rows.len() {
+        let held = state.history_ids(key);
+        if held.len() != source_ids.len() {
             return bad(format!(
                 "config {key}: {} history rows converted, the state holds {}",
-                pending.rows.len(),
-                rows.len()
+                source_ids.len(),
+                held.len()
             ));
         }
-        let mut last_id = 0;
-        for (&id, source_row) in rows.iter().zip(pending.rows) {
-            let Some((row_last_id, md5)) = history.get(&id) else {
-                return bad(format!("config {key}: history row {id} is missing"));
-            };
-            if id <= last_id || *row_last_id != last_id || !history_ids.insert(id) {
-                return bad(format!("config {key}: history row {id} is out of order"));
-            }
-            if **md5 != md5_hex(&source_row.content) {
-                return bad(format!("config {key}: history row {id} differs"));
-            }
-            last_id = id;
+        if *held != **source_ids {
+            return bad(format!("config {key}: its history rows are out of order"));
         }
+    }
+    // Every row the state holds, in id order (each chunk decoded once), against every
+    // row converted, in id order: its id, key, md5 and the id before it.
+    let mut held = state.history_rows();
+    for &(id, owner, r) in rows.order {
+        let (key, md5, last_id) = rows.row(owner, r);
+        let Some(row) = held.next() else {
+            return bad(format!("config {key}: history row {id} is missing"));
+        };
+        if row.id != id || row.key != *key || row.last_id != last_id {
+            return bad(format!("config {key}: history row {id} is out of order"));
+        }
+        if *row.md5 != format!("{md5:x}") {
+            return bad(format!("config {key}: history row {id} differs"));
+        }
+    }
+    if let Some(row) = held.next() {
+        return bad(format!(
+            "the state holds a history row {} not converted",
+            row.id
+        ));
     }
     if !mismatched.is_empty() {
         return Err(ConvertError::Md5Mismatch {
@@ -1356,9 +1469,9 @@ mod tests {
 
     #[test]
     fn records_come_in_snapshot_order_and_keep_history() {
-        let converted = convert(&sample(), &options(false), &mut NoProgress).unwrap();
-        let kinds: Vec<&str> = converted
-            .records
+        let (converted, records) =
+            convert_keeping(sample(), &options(false), &mut NoProgress, true).unwrap();
+        let kinds: Vec<&str> = records
             .iter()
             .map(|r| match Record::decode(r).expect("a record") {
                 Record::Counters(_) => "counters",
@@ -1378,11 +1491,10 @@ mod tests {
         assert_eq!(kinds, expected);
 
         // Records re-encode exactly as the loaded state writes them.
-        let ours: Vec<Vec<u8>> = converted.records.iter().map(|r| r.to_vec()).collect();
         let state: Vec<Vec<u8>> = converted.state.snapshot_records().collect();
-        assert_eq!(ours, state);
+        assert_eq!(records, state);
 
-        let Some(Record::Counters(counters)) = Record::decode(&converted.records[0]) else {
+        let Some(Record::Counters(counters)) = Record::decode(&records[0]) else {
             panic!("counters first")
         };
         assert_eq!(counters.next_config_id, 3);
@@ -1436,7 +1548,7 @@ mod tests {
 
     #[test]
     fn unregistered_tenants_get_a_namespace() {
-        let converted = convert(&sample(), &options(false), &mut NoProgress).unwrap();
+        let converted = convert(sample(), &options(false), &mut NoProgress).unwrap();
         let r = &converted.report;
         assert_eq!(r.created_namespaces, ["ghost"]);
         let ns: Vec<(&str, &str, bool)> = r
@@ -1465,7 +1577,7 @@ mod tests {
 
     #[test]
     fn roles_map_to_rights_and_disabled_users_stay_disabled() {
-        let converted = convert(&sample(), &options(false), &mut NoProgress).unwrap();
+        let converted = convert(sample(), &options(false), &mut NoProgress).unwrap();
         let state = &converted.state;
         let alice = state.user("alice").unwrap();
         assert!(!alice.admin && alice.enabled);
@@ -1498,7 +1610,7 @@ mod tests {
     fn passwords_are_hashed_so_they_verify() {
         let s = source(vec![], vec![user("alice", "alice-pass-1", &["1"], true)]);
         let converted = convert(
-            &s,
+            s.clone(),
             &ConvertOptions {
                 hash_passwords: true,
                 ..options(false)
@@ -1540,7 +1652,7 @@ mod tests {
             ],
             vec![],
         );
-        let converted = convert(&s, &options(false), &mut NoProgress).unwrap();
+        let converted = convert(s.clone(), &options(false), &mut NoProgress).unwrap();
         assert!(converted.report.history_renumbered);
         let ids = |k: &str| -> Vec<(u64, u64, String)> {
             converted
@@ -1552,7 +1664,13 @@ mod tests {
         // Old (id, config, row) order: a/3, b/3, b/5, a/8.
         assert_eq!(ids("a"), [(1, 0, "a1".into()), (4, 1, "a2".into())]);
         assert_eq!(ids("b"), [(2, 0, "b1".into()), (3, 2, "b2".into())]);
-        let Some(Record::Counters(c)) = Record::decode(&converted.records[0]) else {
+        let Some(Record::Counters(c)) = converted
+            .state
+            .snapshot_records()
+            .next()
+            .as_deref()
+            .and_then(Record::decode)
+        else {
             panic!()
         };
         assert_eq!(c.next_history_id, 4);
@@ -1567,13 +1685,13 @@ mod tests {
             ],
             vec![],
         );
-        let err = convert(&s, &options(false), &mut NoProgress).unwrap_err();
+        let err = convert(s.clone(), &options(false), &mut NoProgress).unwrap_err();
         assert!(
             matches!(&err, ConvertError::Unsupported { what, .. } if what.contains("bad id")),
             "{err}"
         );
         assert!(err.to_string().contains("--skip-bad"), "{err}");
-        let converted = convert(&s, &options(true), &mut NoProgress).unwrap();
+        let converted = convert(s.clone(), &options(true), &mut NoProgress).unwrap();
         assert_eq!(converted.report.configs, 1);
         assert_eq!(converted.report.history_rows, 1);
         assert_eq!(converted.report.skipped.len(), 1);
@@ -1591,9 +1709,9 @@ mod tests {
                 user("bad name", "x-pass-1234", &["1"], true),
             ],
         );
-        let err = convert(&s, &options(false), &mut NoProgress).unwrap_err();
+        let err = convert(s.clone(), &options(false), &mut NoProgress).unwrap_err();
         assert!(matches!(err, ConvertError::Unsupported { .. }), "{err}");
-        let converted = convert(&s, &options(true), &mut NoProgress).unwrap();
+        let converted = convert(s.clone(), &options(true), &mut NoProgress).unwrap();
         let names: Vec<&str> = converted
             .report
             .users
@@ -1619,7 +1737,7 @@ mod tests {
             vec![(config("public", "G", "p", "p", 1), vec![row(1, "p", 1)])],
             vec![],
         );
-        let converted = convert(&alone, &options(false), &mut NoProgress).unwrap();
+        let converted = convert(alone.clone(), &options(false), &mut NoProgress).unwrap();
         assert!(converted
             .state
             .config(&ConfigKey::new("", "G", "p"))
@@ -1638,9 +1756,9 @@ mod tests {
             ],
             vec![],
         );
-        let err = convert(&clash, &options(false), &mut NoProgress).unwrap_err();
+        let err = convert(clash.clone(), &options(false), &mut NoProgress).unwrap_err();
         assert!(matches!(err, ConvertError::Unsupported { .. }), "{err}");
-        let converted = convert(&clash, &options(true), &mut NoProgress).unwrap();
+        let converted = convert(clash.clone(), &options(true), &mut NoProgress).unwrap();
         let kept = converted
             .state
             .config(&ConfigKey::new("", "G", "p"))
@@ -1670,7 +1788,7 @@ mod tests {
         }
         let s = sample();
         let mut count = Count::default();
-        convert(&s, &options(false), &mut count).unwrap();
+        convert(s.clone(), &options(false), &mut count).unwrap();
         assert_eq!(count.total, 3 + 4 + 4);
         assert_eq!(count.done, count.total);
         assert_eq!(count.phases, ["configs", "history", "users"]);
@@ -1735,8 +1853,8 @@ mod tests {
             users: vec!["nobody".into(), "not-a-user".into()],
             permissions: [(tacos_state::Resource::namespace("dev"), Access::ReadWrite)].into(),
         }];
-        let converted = convert(&source, &options(false), &mut NoProgress).unwrap();
-        let ours: Vec<Vec<u8>> = converted.records.iter().map(|r| r.to_vec()).collect();
+        let (converted, ours) =
+            convert_keeping(source.clone(), &options(false), &mut NoProgress, true).unwrap();
         let state: Vec<Vec<u8>> = converted.state.snapshot_records().collect();
         assert_eq!(ours, state);
 

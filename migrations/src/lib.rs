@@ -11,12 +11,14 @@
 //!    source (they read through a temporary copy, or read only);
 //! 2. [`convert::convert`] turns it into the records of a Tacos snapshot (namespaces,
 //!    configs, history, users: plain passwords hashed with argon2id, BCrypt hashes kept
-//!    for Tacos to verify and re-hash at first login), loads them into a
-//!    `tacos_state::State` and checks it against the source (the md5 of every config,
-//!    history order and ids, user rights);
-//! 3. [`write::write`] encodes the records as a Tacos snapshot file and hands it to
-//!    `tacos restore`, which builds the data dir of a one-voter cluster; the result is
-//!    read back and its digest compared.
+//!    for Tacos to verify and re-hash at first login) and loads each into a
+//!    `tacos_state::State` as it is made (taking the source apart as it goes), then
+//!    checks the state against the source (the md5 of every config, history order and
+//!    ids, user rights);
+//! 3. [`write::write`] hands the state to the restore code
+//!    (`tacos::ops::restore::install`), which writes it as the snapshot of the data dir of
+//!    a one-voter cluster a record at a time; the result is read back and its digest
+//!    compared.
 //!
 //! A dry run stops after step 2 (without hashing passwords) and writes nothing. The
 //! [`report`] module renders what was (or would be) moved.
@@ -346,9 +348,8 @@ pub fn run(options: &Options, progress: &mut dyn Progress) -> Result<Outcome, Mi
         hash_passwords: !options.dry_run,
         now_ms: convert::now_ms(),
     };
-    let converted = convert::convert(&source, &convert_options, progress);
-    // The converted records and state hold everything from here on.
-    drop(source);
+    // The source is taken apart as it is converted; the state holds everything after.
+    let converted = convert::convert(source, &convert_options, progress);
     progress.finish();
     let converted: Converted = converted?;
     let report = converted.report.clone();

@@ -1,27 +1,26 @@
-//! Writes the converted records as a Tacos data dir, through `tacos restore`.
+//! Writes the converted state as a Tacos data dir, as `tacos restore` writes one.
 //!
-//! The records are encoded as a Tacos snapshot (backup) file in a temporary file beside
-//! the target, which [`tacos::ops::restore::run`] turns into a data dir, exactly as
-//! `tacos restore --from FILE` does: the node (`--node-id` and its addresses) becomes the
-//! only voter of a new cluster; the dir is built in a temporary dir beside the target and
-//! renamed into place; a target that is not empty is refused unless `force`, and then
-//! renamed to `TARGET.before-restore-TIME` (never deleted). Afterwards the dir is read
-//! back the way `tacos inspect` reads it, and its digest must equal the converted state's.
+//! [`tacos::ops::restore::install`] does for the converted state what
+//! `tacos restore --from FILE` does for a backup once decoded: the node (`--node-id` and
+//! its addresses) becomes the only voter of a new cluster; the dir is built in a
+//! temporary dir beside the target (its snapshot written a record at a time) and renamed
+//! into place; a target that is not empty is refused unless `force`, and then renamed to
+//! `TARGET.before-restore-TIME` (never deleted). Afterwards the dir is read back the way
+//! `tacos inspect` reads it, and its digest must equal the converted state's.
 
 use std::io::Write as _;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
 use clap::Parser as _;
-use tacos::ops::restore::{self, RestoreArgs};
+use tacos::ops::restore;
 use tacos::settings::Settings;
-use tacos_core::types::{LogId, SnapshotMeta, StoredMembership};
-use tacos_store::snapshot;
+use tacos_core::types::LogId;
 
 use crate::convert::Converted;
 
-/// The snapshot id the records are written with (restore gives the node its own).
-pub const SNAPSHOT_ID: &str = "migrated-from-rnacos";
+/// What the restore output says the data came from.
+const FROM: &str = "the migrated data";
 
 /// Where and for which node to write.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -203,134 +202,66 @@ pub fn check_target(target: &Target, source: Option<&Path>) -> Result<TargetStat
 
 /// Writes `converted` as the data dir of `target` (see the module docs). Prints what
 /// `tacos restore` prints to stdout.
-/// Takes the conversion by value: its records are written to the snapshot file a
-/// record at a time and dropped (with the converted state, once its digest is taken)
-/// before `tacos restore` loads that file, so the two are never held together.
+///
+/// Takes the conversion by value: the state is written a record at a time and dropped
+/// before the new dir is read back, so the two are never held together.
 pub fn write(converted: Converted, target: &Target) -> Result<Written, WriteError> {
-    let Converted {
-        records,
-        state,
-        report,
-    } = converted;
-    let want = state.digest();
-    drop(state);
+    let Converted { mut state, report } = converted;
     let settings = target.settings()?;
     let dir = &target.data_dir;
-    let name = dir
-        .file_name()
-        .ok_or_else(|| WriteError::Settings {
+    if dir.file_name().is_none() {
+        return Err(WriteError::Settings {
             reason: format!("--to {} must name a directory (not . or ..)", dir.display()),
-        })?
-        .to_string_lossy()
-        .into_owned();
-    let parent = match dir.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    std::fs::create_dir_all(&parent).map_err(|source| WriteError::Io {
-        path: parent.clone(),
-        source,
-    })?;
-
-    let log_id = LogId::new(openraft::CommittedLeaderId::new(1, target.node_id), 1);
-    let meta = SnapshotMeta {
-        last_log_id: Some(log_id),
-        // restore replaces it with a one-voter membership of this node.
-        last_membership: StoredMembership::default(),
-        snapshot_id: SNAPSHOT_ID.to_string(),
-    };
-    let mut file = tempfile::Builder::new()
-        .prefix(&format!(".{name}.tacos-migrate-"))
-        .suffix(".snap")
-        .tempfile_in(&parent)
-        .map_err(|source| WriteError::Io {
-            path: parent.clone(),
+        });
+    }
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|source| WriteError::Io {
+            path: parent.to_path_buf(),
             source,
         })?;
-    let temp_path = file.path().to_path_buf();
-    {
-        let mut out = std::io::BufWriter::with_capacity(1 << 20, file.as_file_mut());
-        snapshot::write_to(&mut out, &meta, &records)
-            .and_then(|()| out.flush())
-            .map_err(|source| WriteError::Io {
-                path: temp_path,
-                source,
-            })?;
     }
-    drop(records);
+    // As if the state were a snapshot at log index 1 (restore gives it this node's
+    // one-voter membership).
+    state.last_applied = Some(LogId::new(
+        openraft::CommittedLeaderId::new(1, target.node_id),
+        1,
+    ));
     give_back_freed_memory();
-
-    let aside_before = aside_dirs(&parent, &name);
-    restore::run(
-        &RestoreArgs {
-            from: file.path().to_path_buf(),
-            force: target.force,
-        },
-        &settings,
-    )
-    .map_err(|e| WriteError::Restore {
-        target: dir.clone(),
-        reason: format!("{e:#}"),
+    let installed = restore::install(state, FROM, target.force, &settings).map_err(|e| {
+        WriteError::Restore {
+            target: dir.clone(),
+            reason: format!("{e:#}"),
+        }
     })?;
-    // The temporary snapshot file goes now.
-    drop(file);
-    let moved_aside = aside_dirs(&parent, &name)
-        .into_iter()
-        .find(|p| !aside_before.contains(p));
+    print!("{}", installed.text);
+    std::io::stdout().flush().ok();
 
-    // The migrated dir is plain (tacos-migrate takes no encryption key).
-    let check = tacos::ops::inspect::inspect(dir, None).map_err(|e| WriteError::ReadBack {
-        target: dir.clone(),
-        reason: format!("{e:#}"),
-    })?;
-    let summary = &check.summary;
-    if summary.digest != want
-        || summary.configs != report.configs
-        || summary.history_rows != report.history_rows
-    {
+    let summary = &installed.read_back.summary;
+    if summary.configs != report.configs || summary.history_rows != report.history_rows {
         return Err(WriteError::ReadBack {
             target: dir.clone(),
             reason: format!(
-                "it holds {} configs and {} history rows with digest {}, not {} and {} with \
-                 digest {want}",
-                summary.configs,
-                summary.history_rows,
-                summary.digest,
-                report.configs,
-                report.history_rows
+                "it holds {} configs and {} history rows, not {} and {}",
+                summary.configs, summary.history_rows, report.configs, report.history_rows
             ),
         });
     }
     Ok(Written {
         data_dir: dir.clone(),
-        moved_aside,
+        moved_aside: installed.moved_aside,
         digest: summary.digest.clone(),
     })
 }
 
-/// Returns the heap's free pages to the system. The conversion frees about a
-/// gigabyte (the source, the records, the state) in small blocks that glibc keeps;
-/// without this the restore's own copies come on top of them: 100,000 configs x 10
-/// rows peaked at 1.2-1.5 GiB, 880 MiB of it already free.
+/// Returns the heap's free pages to the system. Converting frees the source's strings
+/// in small blocks that glibc keeps; without this the install's copies come on top of
+/// them (100,000 configs x 10 rows: 880 MiB of freed blocks were still resident).
 fn give_back_freed_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only releases free memory; it takes no pointers.
     unsafe {
         libc::malloc_trim(0);
     }
-}
-
-/// `NAME.before-restore-*` dirs in `parent`.
-fn aside_dirs(parent: &Path, name: &str) -> Vec<PathBuf> {
-    let prefix = format!("{name}.before-restore-");
-    let Ok(entries) = std::fs::read_dir(parent) else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(Result::ok)
-        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
-        .map(|e| e.path())
-        .collect()
 }
 
 /// Whether `a` and `b` are the same dir or one holds the other (symlinks resolved as far

@@ -24,9 +24,9 @@ use anyhow::{anyhow, bail, Context};
 use openraft::EntryPayload;
 use serde::Serialize;
 
-use super::decode_snapshot;
 use super::node_settings::NodeSettings;
 use super::views::{show_log_id, LogIdView, MembershipView, Summary, VoteView};
+use super::{decode_snapshot, decode_snapshot_from};
 use tacos_core::types::{Entry, LogId, StoredMembership};
 use tacos_state::State;
 use tacos_store::log::{lock_data_dir, LOG_DIR};
@@ -376,41 +376,64 @@ fn load_snapshot(
     paths.sort();
     let mut damaged = Vec::new();
     for path in paths.into_iter().rev() {
-        let bytes = fs
-            .read(&path)
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        let sealed = crypt::is_sealed_file(&bytes);
-        let bytes = match snapshot::open_file(bytes, key) {
-            Ok(bytes) => bytes,
-            Err(Unsealed::Damaged(reason)) => {
-                damaged.push(DamagedFile { file: path, reason });
-                continue;
-            }
-            Err(Unsealed::Key(reason)) => bail!(
-                "snapshot {}: {reason} (a node would refuse to start on this data dir)",
+        let cannot_read = || format!("cannot read {}", path.display());
+        let does_not_decode = |reason: String| {
+            anyhow!(
+                "snapshot {} does not decode: {reason} (a node would refuse to start on this data dir)",
                 path.display()
-            ),
+            )
         };
+        let sealed = crypt::is_sealed_path(&path).with_context(cannot_read)?;
         // The node picks the newest file whose records are whole, then
-        // decodes it (see SnapshotFiles::latest and StateMachine::open).
-        if let Err(reason) = snapshot::decode(&bytes, |_| Ok::<(), String>(())) {
+        // decodes it (see SnapshotFiles::latest and StateMachine::open). A
+        // plain file is decoded as it is read, never held whole.
+        let open = || -> anyhow::Result<_> {
+            let file = std::fs::File::open(&path).with_context(cannot_read)?;
+            Ok(std::io::BufReader::new(file))
+        };
+        // The plain bytes of a sealed file; `None` for a plain file.
+        let opened = if sealed {
+            let bytes = fs.read(&path).with_context(cannot_read)?;
+            match snapshot::open_file(bytes, key) {
+                Ok(bytes) => Some(bytes),
+                Err(Unsealed::Damaged(reason)) => {
+                    damaged.push(DamagedFile { file: path, reason });
+                    continue;
+                }
+                Err(Unsealed::Key(reason)) => bail!(
+                    "snapshot {}: {reason} (a node would refuse to start on this data dir)",
+                    path.display()
+                ),
+            }
+        } else {
+            None
+        };
+        let whole = |_: &[u8]| Ok::<(), String>(());
+        let framing = match &opened {
+            Some(bytes) => snapshot::decode(bytes, whole),
+            None => snapshot::decode_from(open()?, whole),
+        };
+        if let Err(reason) = framing {
             damaged.push(DamagedFile {
                 file: path,
                 reason: reason.to_string(),
             });
             continue;
         }
-        let (meta, state) = decode_snapshot(&bytes).map_err(|reason| {
-            anyhow!(
-                "snapshot {} does not decode: {reason} (a node would refuse to start on this data dir)",
-                path.display()
-            )
-        })?;
+        let (meta, state) = match &opened {
+            Some(bytes) => decode_snapshot(bytes),
+            None => decode_snapshot_from(open()?),
+        }
+        .map_err(|reason| does_not_decode(reason.to_string()))?;
+        let bytes = match &opened {
+            Some(bytes) => bytes.len() as u64,
+            None => std::fs::metadata(&path).with_context(cannot_read)?.len(),
+        };
         let view = SnapshotView {
             id: meta.snapshot_id.clone(),
             file: path,
             last_log_id: meta.last_log_id.map(LogIdView::from),
-            bytes: bytes.len() as u64,
+            bytes,
             sealed,
         };
         return Ok((Some(view), damaged, state));

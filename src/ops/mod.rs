@@ -79,7 +79,7 @@ pub fn run(command: &Command, settings: &dyn NodeSettings) -> anyhow::Result<()>
 
 pub use node_settings::NodeSettings;
 pub use output::{is_broken_pipe, print_out};
-pub use tacos_raft::state_machine::decode_snapshot;
+pub use tacos_raft::state_machine::{decode_snapshot, decode_snapshot_from};
 
 #[cfg(test)]
 mod tests;

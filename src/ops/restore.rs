@@ -27,15 +27,15 @@ use std::sync::Arc;
 use anyhow::{anyhow, bail, Context};
 
 use super::backup::contents;
-use super::decode_snapshot;
 use super::files::{parent_dir, sync_dir};
 use super::node_settings::NodeSettings;
 use super::views::Summary;
+use super::{decode_snapshot, decode_snapshot_from};
 use tacos_core::types::{LogId, Membership, NodeInfo, SnapshotMeta, StoredMembership, Vote};
 use tacos_state::State;
 use tacos_store::log::{lock_data_dir, LOCK_FILE, LOG_DIR};
 use tacos_store::meta::{self, Meta};
-use tacos_store::{crypt, snapshot, Fs, Kek, SnapshotFiles, StdFs, StoreError};
+use tacos_store::{crypt, Fs, Kek, SnapshotFiles, StdFs, StoreError};
 
 /// `tacos restore`.
 #[derive(Debug, Clone, clap::Args)]
@@ -103,24 +103,61 @@ fn rename(from: &Path, to: &Path) -> anyhow::Result<()> {
 pub fn run(args: &RestoreArgs, settings: &dyn NodeSettings) -> anyhow::Result<()> {
     settings.validate()?;
     let kek = settings.kek()?;
-    let bytes = std::fs::read(&args.from)
-        .with_context(|| format!("cannot read the backup {}", args.from.display()))?;
-    let bytes = super::backup::open(&bytes, kek.as_deref()).with_context(|| {
-        format!(
-            "{} cannot be restored; nothing was changed",
-            args.from.display()
-        )
-    })?;
-    let (_, state) = decode_snapshot(&bytes).map_err(|reason| {
+    let state = read_backup(&args.from, kek.as_deref())?;
+    let installed = install(
+        state,
+        &args.from.display().to_string(),
+        args.force,
+        settings,
+    )?;
+    super::output::print_out(&installed.text)?;
+    Ok(())
+}
+
+/// The state a backup file holds. A plain file is decoded as it is read
+/// (a large backup is never held whole in memory); a sealed one is read
+/// whole and opened with `kek`.
+fn read_backup(path: &Path, kek: Option<&Kek>) -> anyhow::Result<State> {
+    let unusable = |reason: String| {
         anyhow!(
             "{} is not a usable tacos backup: {reason}; nothing was changed",
-            args.from.display()
+            path.display()
         )
-    })?;
+    };
+    let sealed = crypt::is_sealed_path(path)
+        .with_context(|| format!("cannot read the backup {}", path.display()))?;
+    let (_, state) = if sealed {
+        let bytes = std::fs::read(path)
+            .with_context(|| format!("cannot read the backup {}", path.display()))?;
+        let bytes = super::backup::open(&bytes, kek).with_context(|| {
+            format!("{} cannot be restored; nothing was changed", path.display())
+        })?;
+        decode_snapshot(&bytes).map_err(|e| unusable(e.to_string()))?
+    } else {
+        let file = std::fs::File::open(path)
+            .with_context(|| format!("cannot read the backup {}", path.display()))?;
+        decode_snapshot_from(std::io::BufReader::new(file)).map_err(|e| unusable(e.to_string()))?
+    };
+    Ok(state)
+}
+
+/// Makes `state` the data dir of `settings` (see the module docs): what
+/// [`run`] does once the backup is decoded, and what `tacos-migrate` does
+/// with the state it converted. `from` names where the state came from in
+/// the output; the state must carry its last applied log id. The state is
+/// dropped before the result is read back, so the two are never held
+/// together.
+pub fn install(
+    state: State,
+    from: &str,
+    force: bool,
+    settings: &dyn NodeSettings,
+) -> anyhow::Result<Installed> {
+    settings.validate()?;
+    let kek = settings.kek()?;
     let last = state.last_applied.with_context(|| {
         format!(
-            "{} holds no applied log entry (a backup of a node that never started?); nothing was changed",
-            args.from.display()
+            "{from} holds no applied log entry (a backup of a node that never started?); nothing was changed"
         )
     })?;
     let summary = Summary::of(&state);
@@ -134,7 +171,7 @@ pub fn run(args: &RestoreArgs, settings: &dyn NodeSettings) -> anyhow::Result<()
     })?;
     let parent = parent_dir(target);
     let existing = classify(target)?;
-    if existing == Target::NotEmpty && !args.force {
+    if existing == Target::NotEmpty && !force {
         bail!(
             "{} is not empty; restore only fills a new or empty data dir unless --force is given (the old contents are then moved to {}.before-restore-TIME, not deleted); nothing was changed",
             target.display(),
@@ -168,6 +205,7 @@ pub fn run(args: &RestoreArgs, settings: &dyn NodeSettings) -> anyhow::Result<()
             .with_context(|| format!("cannot remove the leftover {}", staging.display()))?;
     }
     let built = build(&staging, settings, kek.as_deref(), &state, last);
+    drop(state);
     let meta = match built {
         Ok(meta) => meta,
         Err(error) => {
@@ -227,12 +265,11 @@ pub fn run(args: &RestoreArgs, settings: &dyn NodeSettings) -> anyhow::Result<()
     }
 
     let mut out = format!(
-        "restored {} from {}\n{}",
+        "restored {} from {from}\n{}",
         target.display(),
-        args.from.display(),
         contents(&meta, &summary)
     );
-    if let Some(aside) = moved_aside {
+    if let Some(aside) = &moved_aside {
         out.push_str(&format!(
             "the previous contents of {} are in {} (delete it once the restored node is fine)\n",
             target.display(),
@@ -246,8 +283,23 @@ pub fn run(args: &RestoreArgs, settings: &dyn NodeSettings) -> anyhow::Result<()
         settings.node_id(),
         settings.cluster_addr()
     ));
-    super::output::print_out(&out)?;
-    Ok(())
+    Ok(Installed {
+        text: out,
+        read_back: check,
+        moved_aside,
+    })
+}
+
+/// What [`install`] did.
+#[derive(Debug)]
+pub struct Installed {
+    /// What `tacos restore` prints.
+    pub text: String,
+    /// The new data dir as `tacos inspect` reads it (its digest is the
+    /// installed state's).
+    pub read_back: super::inspect::Report,
+    /// Where the previous contents of the data dir went (`force`).
+    pub moved_aside: Option<PathBuf>,
 }
 
 /// `DIR.before-restore-<unix seconds>` beside `target`, unused so far.
@@ -288,11 +340,10 @@ fn build(
         last_membership: StoredMembership::new(Some(last), membership),
         snapshot_id: format!("restore-{}-{}", last.leader_id.term, last.index),
     };
-    let bytes = snapshot::encode(&meta, state.snapshot_records());
     let data_key = crypt::open_data_key(fs.as_ref(), staging, kek)?;
     SnapshotFiles::open(fs.clone(), staging)?
         .with_key(data_key)
-        .save(&meta, &bytes)?;
+        .save_records(&meta, state.snapshot_records())?;
     let log_dir = staging.join(LOG_DIR);
     fs.create_dir_all(&log_dir)
         .map_err(StoreError::io("create", &log_dir))?;

@@ -51,10 +51,23 @@ pub fn decode_snapshot(
 ) -> Result<(SnapshotMeta, State), SnapshotDecodeError<DecodeError>> {
     let mut loader = SnapshotLoader::default();
     let meta = snapshot::decode(bytes, |record| loader.load(record))?;
+    Ok(loaded(meta, loader))
+}
+
+/// [`decode_snapshot`] of a file read as it is decoded (never held whole).
+pub fn decode_snapshot_from(
+    reader: impl std::io::Read,
+) -> Result<(SnapshotMeta, State), SnapshotDecodeError<DecodeError>> {
+    let mut loader = SnapshotLoader::default();
+    let meta = snapshot::decode_from(reader, |record| loader.load(record))?;
+    Ok(loaded(meta, loader))
+}
+
+fn loaded(meta: SnapshotMeta, loader: SnapshotLoader) -> (SnapshotMeta, State) {
     let mut state = loader.finish();
     state.last_applied = meta.last_log_id;
     state.membership = meta.last_membership.clone();
-    Ok((meta, state))
+    (meta, state)
 }
 
 impl StateMachine {

@@ -345,6 +345,17 @@ pub fn is_sealed_file(bytes: &[u8]) -> bool {
     bytes.starts_with(FILE_MAGIC)
 }
 
+/// [`is_sealed_file`] of the file at `path`, reading only its first bytes
+/// (a plain snapshot can then be decoded as it is read).
+pub fn is_sealed_path(path: &std::path::Path) -> std::io::Result<bool> {
+    use std::io::Read;
+    let mut start = Vec::with_capacity(FILE_MAGIC.len());
+    std::fs::File::open(path)?
+        .take(FILE_MAGIC.len() as u64)
+        .read_to_end(&mut start)?;
+    Ok(is_sealed_file(&start))
+}
+
 /// Seals a whole file:
 /// `"TACOSEAL" | record(header JSON) | data key id | nonce | ciphertext | tag`,
 /// the magic and header record bound as associated data. With `kek`, the

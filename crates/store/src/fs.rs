@@ -72,6 +72,17 @@ pub fn write_atomically(
     temp: &Path,
     bytes: &[u8],
 ) -> Result<(), crate::StoreError> {
+    write_atomically_with(fs, path, temp, |file| file.write_all(bytes))
+}
+
+/// [`write_atomically`] with the contents written by `write`, a piece at a
+/// time (a snapshot too large to hold whole as bytes).
+pub fn write_atomically_with(
+    fs: &dyn Fs,
+    path: &Path,
+    temp: &Path,
+    write: impl FnOnce(&mut dyn AppendFile) -> io::Result<()>,
+) -> Result<(), crate::StoreError> {
     use crate::StoreError;
     let dir = match path.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
@@ -79,8 +90,7 @@ pub fn write_atomically(
     };
     let written = (|| {
         let mut file = fs.create(temp).map_err(StoreError::io("create", temp))?;
-        file.write_all(bytes)
-            .map_err(StoreError::io("write", temp))?;
+        write(file.as_mut()).map_err(StoreError::io("write", temp))?;
         file.sync_data().map_err(StoreError::io("fsync", temp))?;
         drop(file);
         fs.rename(temp, path)

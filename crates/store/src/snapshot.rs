@@ -108,39 +108,196 @@ pub enum SnapshotDecodeError<E: std::fmt::Display> {
     TrailingBytes(usize),
     #[error("bad snapshot record at offset {offset}: {error}")]
     Record { offset: usize, error: E },
+    /// Reading the file failed ([`decode_from`]).
+    #[error("cannot read the snapshot: {0}")]
+    Read(std::io::Error),
 }
 
 /// Decodes a snapshot file, handing each body record to `visit`. Returns the
 /// metadata, or why the bytes are not a whole, valid snapshot.
 pub fn decode<E: std::fmt::Display>(
     bytes: &[u8],
-    mut visit: impl FnMut(&[u8]) -> std::result::Result<(), E>,
+    visit: impl FnMut(&[u8]) -> std::result::Result<(), E>,
 ) -> std::result::Result<SnapshotMeta, SnapshotDecodeError<E>> {
-    if bytes.len() < MAGIC.len() || &bytes[..MAGIC.len()] != MAGIC {
-        return Err(SnapshotDecodeError::BadMagic);
+    decode_records(&mut Slice { bytes, offset: 0 }, visit)
+}
+
+/// [`decode`] reading the file from `reader` about a megabyte at a time, so
+/// a large snapshot is never held whole as bytes (a restore's read-back, a
+/// migration's). The same checks, the same errors, plus
+/// [`SnapshotDecodeError::Read`].
+pub fn decode_from<E: std::fmt::Display>(
+    reader: impl std::io::Read,
+    visit: impl FnMut(&[u8]) -> std::result::Result<(), E>,
+) -> std::result::Result<SnapshotMeta, SnapshotDecodeError<E>> {
+    let mut window = Window {
+        reader,
+        buf: Vec::new(),
+        start: 0,
+        end: 0,
+        base: 0,
+        eof: false,
+    };
+    decode_records(&mut window, visit)
+}
+
+/// What the next record of a snapshot file is, at `offset` from its start.
+enum Next<'a> {
+    Record(&'a [u8]),
+    /// The file ends here.
+    End,
+    Damaged(String),
+}
+
+/// Where [`decode_records`] reads records from: a file whole in memory, or a
+/// reader seen through a window.
+trait Records {
+    /// The offset of the next record (from the start of the file).
+    fn offset(&self) -> usize;
+    /// The magic check: whether the file starts with [`MAGIC`].
+    fn magic(&mut self) -> std::io::Result<bool>;
+    fn next(&mut self) -> std::io::Result<Next<'_>>;
+    /// Whether nothing follows the last record read.
+    fn at_end(&mut self) -> std::io::Result<bool>;
+}
+
+struct Slice<'a> {
+    bytes: &'a [u8],
+    offset: usize,
+}
+
+impl Records for Slice<'_> {
+    fn offset(&self) -> usize {
+        self.offset
     }
-    let mut offset = MAGIC.len();
-    let next_record =
-        |offset: &mut usize| -> std::result::Result<Option<&[u8]>, SnapshotDecodeError<E>> {
-            match record::decode_at(bytes, *offset) {
-                Decoded::Record { payload, next } => {
-                    *offset = next;
-                    Ok(Some(payload))
-                }
-                Decoded::End => Ok(None),
-                other => Err(SnapshotDecodeError::DamagedRecord {
-                    offset: *offset,
-                    reason: format!("{other:?}"),
-                }),
+
+    fn magic(&mut self) -> std::io::Result<bool> {
+        self.offset = MAGIC.len();
+        Ok(self.bytes.len() >= MAGIC.len() && &self.bytes[..MAGIC.len()] == MAGIC)
+    }
+
+    fn next(&mut self) -> std::io::Result<Next<'_>> {
+        Ok(match record::decode_at(self.bytes, self.offset) {
+            Decoded::Record { payload, next } => {
+                self.offset = next;
+                Next::Record(payload)
+            }
+            Decoded::End => Next::End,
+            other => Next::Damaged(format!("{other:?}")),
+        })
+    }
+
+    fn at_end(&mut self) -> std::io::Result<bool> {
+        Ok(self.offset == self.bytes.len())
+    }
+}
+
+/// A reader seen through a buffer that holds at least the record being
+/// decoded: `buf[start..end]` is what is read and not yet decoded, `base`
+/// the file offset of `buf[0]`. The buffer grows only for a record larger
+/// than it.
+struct Window<R> {
+    reader: R,
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+    base: usize,
+    eof: bool,
+}
+
+/// How much a [`Window`] reads at a time.
+const WINDOW: usize = 1 << 20;
+
+impl<R: std::io::Read> Window<R> {
+    /// Reads more (keeping `buf[start..]`); false at the end of the reader.
+    fn fill(&mut self) -> std::io::Result<bool> {
+        if self.eof {
+            return Ok(false);
+        }
+        if self.start > 0 {
+            self.buf.copy_within(self.start..self.end, 0);
+            self.base += self.start;
+            self.end -= self.start;
+            self.start = 0;
+        }
+        if self.end == self.buf.len() {
+            let grown = (self.buf.len() * 2).max(WINDOW);
+            self.buf.resize(grown, 0);
+        }
+        let read = loop {
+            match self.reader.read(&mut self.buf[self.end..]) {
+                Ok(n) => break n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
             }
         };
-    let header = next_record(&mut offset)?.ok_or(SnapshotDecodeError::NoHeader)?;
+        self.end += read;
+        self.eof = read == 0;
+        Ok(read > 0)
+    }
+}
+
+impl<R: std::io::Read> Records for Window<R> {
+    fn offset(&self) -> usize {
+        self.base + self.start
+    }
+
+    fn magic(&mut self) -> std::io::Result<bool> {
+        while self.end < MAGIC.len() && self.fill()? {}
+        let ok = self.end >= MAGIC.len() && &self.buf[..MAGIC.len()] == MAGIC;
+        self.start = MAGIC.len().min(self.end);
+        Ok(ok)
+    }
+
+    fn next(&mut self) -> std::io::Result<Next<'_>> {
+        loop {
+            // Decoded at 0 of the rest, so `next` is the record's length.
+            let found = match record::decode_at(&self.buf[self.start..self.end], 0) {
+                Decoded::Record { next, .. } => Ok(next),
+                Decoded::End => Err(None),
+                Decoded::Incomplete => Err(Some(format!("{:?}", Decoded::Incomplete))),
+                other => return Ok(Next::Damaged(format!("{other:?}"))),
+            };
+            match found {
+                Ok(len) => {
+                    let at = self.start;
+                    self.start += len;
+                    return Ok(Next::Record(&self.buf[at + record::HEADER_LEN..at + len]));
+                }
+                Err(_) if self.fill()? => continue,
+                Err(None) => return Ok(Next::End),
+                Err(Some(reason)) => return Ok(Next::Damaged(reason)),
+            }
+        }
+    }
+
+    fn at_end(&mut self) -> std::io::Result<bool> {
+        while self.start == self.end {
+            if !self.fill()? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+}
+
+fn decode_records<E: std::fmt::Display>(
+    records: &mut impl Records,
+    mut visit: impl FnMut(&[u8]) -> std::result::Result<(), E>,
+) -> std::result::Result<SnapshotMeta, SnapshotDecodeError<E>> {
+    if !records.magic().map_err(SnapshotDecodeError::Read)? {
+        return Err(SnapshotDecodeError::BadMagic);
+    }
+    let header = match next(records)? {
+        Some(header) => header.to_vec(),
+        None => return Err(SnapshotDecodeError::NoHeader),
+    };
     let meta: SnapshotMeta =
-        serde_json::from_slice(header).map_err(SnapshotDecodeError::BadHeader)?;
+        serde_json::from_slice(&header).map_err(SnapshotDecodeError::BadHeader)?;
     let mut count: u64 = 0;
     loop {
-        let at = offset;
-        let payload = next_record(&mut offset)?.ok_or(SnapshotDecodeError::CutShort)?;
+        let at = records.offset();
+        let payload = next(records)?.ok_or(SnapshotDecodeError::CutShort)?;
         if payload.first() == Some(&TRAILER) {
             let expected = payload
                 .get(1..9)
@@ -153,13 +310,40 @@ pub fn decode<E: std::fmt::Display>(
                     found: count,
                 });
             }
-            if offset != bytes.len() {
-                return Err(SnapshotDecodeError::TrailingBytes(offset));
-            }
-            return Ok(meta);
+            return if records.at_end().map_err(SnapshotDecodeError::Read)? {
+                Ok(meta)
+            } else {
+                Err(SnapshotDecodeError::TrailingBytes(records.offset()))
+            };
         }
         visit(payload).map_err(|error| SnapshotDecodeError::Record { offset: at, error })?;
         count += 1;
+    }
+}
+
+/// The next record of `records`, `None` at the end of the file.
+fn next<E: std::fmt::Display>(
+    records: &mut impl Records,
+) -> std::result::Result<Option<&[u8]>, SnapshotDecodeError<E>> {
+    let offset = records.offset();
+    match records.next().map_err(SnapshotDecodeError::Read)? {
+        Next::Record(payload) => Ok(Some(payload)),
+        Next::End => Ok(None),
+        Next::Damaged(reason) => Err(SnapshotDecodeError::DamagedRecord { offset, reason }),
+    }
+}
+
+/// An [`AppendFile`](crate::fs::AppendFile) as a writer.
+struct AppendWriter<'a>(&'a mut dyn crate::fs::AppendFile);
+
+impl std::io::Write for AppendWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.write_all(buf)?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
@@ -224,10 +408,36 @@ impl SnapshotFiles {
             None => bytes,
         };
         crate::fs::write_atomically(self.fs.as_ref(), &path, &temp, bytes)?;
+        self.keep_newest(&path)?;
+        Ok(path)
+    }
+
+    /// [`save`](Self::save) of the file [`encode`] makes of `meta` and `body`,
+    /// written out a piece at a time ([`write_to`]) so it is never held whole
+    /// as bytes — unless it is sealed, which takes the whole file.
+    pub fn save_records<R: AsRef<[u8]>>(
+        &self,
+        meta: &SnapshotMeta,
+        body: impl IntoIterator<Item = R>,
+    ) -> Result<PathBuf> {
+        if self.key.is_some() {
+            return self.save(meta, &encode(meta, body));
+        }
+        let path = self.dir.join(file_name(meta));
+        let temp = path.with_extension("tmp");
+        crate::fs::write_atomically_with(self.fs.as_ref(), &path, &temp, |file| {
+            write_to(&mut AppendWriter(file), meta, body)
+        })?;
+        self.keep_newest(&path)?;
+        Ok(path)
+    }
+
+    /// Deletes all but the newest [`KEEP`] files (never `saved`).
+    fn keep_newest(&self, saved: &Path) -> Result<()> {
         let paths = self.snapshot_paths()?;
         if paths.len() > KEEP {
             for old in &paths[..paths.len() - KEEP] {
-                if old != &path {
+                if old != saved {
                     self.fs.remove(old).map_err(StoreError::io("remove", old))?;
                 }
             }
@@ -235,7 +445,7 @@ impl SnapshotFiles {
                 .sync_dir(&self.dir)
                 .map_err(StoreError::io("fsync", &self.dir))?;
         }
-        Ok(path)
+        Ok(())
     }
 
     /// The newest snapshot that decodes, with its bytes. Damaged files are
@@ -338,6 +548,89 @@ mod tests {
                 "flip at {at}"
             );
         }
+    }
+
+    /// Hands out at most `step` bytes a read, as a slow file or pipe may.
+    struct Trickle<'a> {
+        bytes: &'a [u8],
+        step: usize,
+    }
+
+    impl std::io::Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.step.min(buf.len()).min(self.bytes.len());
+            buf[..n].copy_from_slice(&self.bytes[..n]);
+            self.bytes = &self.bytes[n..];
+            Ok(n)
+        }
+    }
+
+    fn decoded_from(
+        bytes: &[u8],
+        step: usize,
+    ) -> std::result::Result<(SnapshotMeta, Vec<Vec<u8>>), String> {
+        let mut seen = Vec::new();
+        let meta = decode_from(Trickle { bytes, step }, |r| {
+            seen.push(r.to_vec());
+            Ok::<_, String>(())
+        })
+        .map_err(|e| e.to_string())?;
+        Ok((meta, seen))
+    }
+
+    #[test]
+    fn read_from_a_reader_it_decodes_as_from_memory() {
+        // A record larger than the window makes it grow.
+        let body = vec![vec![1, 2], vec![1; 3 * WINDOW / 2], vec![1, 3]];
+        let large = encode(&meta(6), &body);
+        assert_eq!(decoded_from(&large, 65_536).unwrap(), (meta(6), body));
+
+        let bytes = encode(&meta(5), vec![vec![1, 2], vec![1, 3], vec![1; 300]]);
+        for step in [1, 7, 4096, usize::MAX] {
+            let (back, seen) = decoded_from(&bytes, step).unwrap();
+            assert_eq!(back, meta(5));
+            assert_eq!(seen, vec![vec![1, 2], vec![1, 3], vec![1; 300]]);
+        }
+        for cut in 0..bytes.len() {
+            let whole = decode(&bytes[..cut], |_| Ok::<_, String>(())).map_err(|e| e.to_string());
+            let read = decoded_from(&bytes[..cut], 5).map(|(m, _)| m);
+            assert!(read.is_err(), "cut at {cut}");
+            assert_eq!(read.unwrap_err(), whole.unwrap_err(), "cut at {cut}");
+        }
+        for at in 0..bytes.len() {
+            let mut flipped = bytes.clone();
+            flipped[at] ^= 0x01;
+            assert!(decoded_from(&flipped, 3).is_err(), "flip at {at}");
+        }
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert_eq!(
+            decoded_from(&longer, 2).unwrap_err(),
+            decode(&longer, |_| Ok::<_, String>(()))
+                .unwrap_err()
+                .to_string()
+        );
+    }
+
+    #[test]
+    fn saved_from_records_it_is_the_file_save_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = SnapshotFiles::open(Arc::new(StdFs), dir.path()).unwrap();
+        let body: Vec<Vec<u8>> = (0..5_000u32)
+            .map(|i| [vec![1], vec![(i % 250) as u8; 50]].concat())
+            .collect();
+        let path = files.save_records(&meta(4), &body).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), encode(&meta(4), &body));
+        assert_eq!(files.latest().unwrap().unwrap().0, meta(4));
+        // Sealed, it is saved whole and opens again.
+        let key = Arc::new(DataKey::generate());
+        let sealed = SnapshotFiles::open(Arc::new(StdFs), dir.path())
+            .unwrap()
+            .with_key(Some(key));
+        let path = sealed.save_records(&meta(8), &body).unwrap();
+        assert!(crypt::is_sealed_file(&std::fs::read(&path).unwrap()));
+        let (found, bytes) = sealed.latest().unwrap().unwrap();
+        assert_eq!((found, bytes), (meta(8), encode(&meta(8), &body)));
     }
 
     #[test]

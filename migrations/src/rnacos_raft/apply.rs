@@ -159,6 +159,10 @@ impl Machine {
                 config.md5 = md5;
                 if config.histories.len() >= HISTORY_LIMIT {
                     config.histories.pop_front();
+                } else {
+                    // One more slot, not double: a million rows in deques grown by
+                    // doubling held half as much again in empty slots.
+                    config.histories.reserve_exact(1);
                 }
                 config.histories.push_back(row);
                 config.last_modified = set.op_time;
