@@ -80,6 +80,14 @@ fn decode_snapshot(bytes: &[u8]) -> Result<State, String> {
     Ok(loader.finish())
 }
 
+/// The same file decoded as read from a reader, in small reads.
+fn decode_snapshot_read(bytes: &[u8]) -> Result<State, String> {
+    let mut loader = SnapshotLoader::default();
+    let reader = std::io::BufReader::with_capacity(7, bytes);
+    snapshot::decode_from(reader, |r| loader.load(r)).map_err(|e| e.to_string())?;
+    Ok(loader.finish())
+}
+
 proptest! {
     #![proptest_config(cases())]
 
@@ -126,7 +134,13 @@ proptest! {
 
     #[test]
     fn snapshot_files_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
-        let _ = decode_snapshot(&bytes);
+        // Read whole or a piece at a time, a file decodes the same or fails.
+        let whole = decode_snapshot(&bytes).map(|s| s.digest());
+        let read = decode_snapshot_read(&bytes).map(|s| s.digest());
+        prop_assert_eq!(whole.is_ok(), read.is_ok());
+        if let (Ok(whole), Ok(read)) = (whole, read) {
+            prop_assert_eq!(whole, read);
+        }
     }
 
     #[test]
@@ -135,6 +149,7 @@ proptest! {
         let mut bytes = snapshot_bytes(&state);
         let at = flip.index(bytes.len());
         bytes[at] ^= 1 << bit;
+        prop_assert_eq!(decode_snapshot(&bytes).is_ok(), decode_snapshot_read(&bytes).is_ok());
         if let Ok(decoded) = decode_snapshot(&bytes) {
             // Only a change in a part without meaning may pass, and then
             // the state must be the same.

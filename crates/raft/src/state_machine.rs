@@ -20,7 +20,7 @@ use tacos_core::types::{
     Entry, LogId, Snapshot, SnapshotMeta, StorageError, StoredMembership, TypeConfig,
 };
 use tacos_state::{Changes, DecodeError, Response, SnapshotLoader, State, StateHandle};
-use tacos_store::snapshot::{self, SnapshotDecodeError, SnapshotFiles};
+use tacos_store::snapshot::{self, LoadError, SnapshotDecodeError, SnapshotFiles};
 use tacos_store::DataKey;
 use tacos_store::{Fs, StoreError};
 
@@ -51,7 +51,7 @@ pub fn decode_snapshot(
 ) -> Result<(SnapshotMeta, State), SnapshotDecodeError<DecodeError>> {
     let mut loader = SnapshotLoader::default();
     let meta = snapshot::decode(bytes, |record| loader.load(record))?;
-    Ok(loaded(meta, loader))
+    Ok(loaded_state(meta, loader))
 }
 
 /// [`decode_snapshot`] of a file read as it is decoded (never held whole).
@@ -60,10 +60,10 @@ pub fn decode_snapshot_from(
 ) -> Result<(SnapshotMeta, State), SnapshotDecodeError<DecodeError>> {
     let mut loader = SnapshotLoader::default();
     let meta = snapshot::decode_from(reader, |record| loader.load(record))?;
-    Ok(loaded(meta, loader))
+    Ok(loaded_state(meta, loader))
 }
 
-fn loaded(meta: SnapshotMeta, loader: SnapshotLoader) -> (SnapshotMeta, State) {
+fn loaded_state(meta: SnapshotMeta, loader: SnapshotLoader) -> (SnapshotMeta, State) {
     let mut state = loader.finish();
     state.last_applied = meta.last_log_id;
     state.membership = meta.last_membership.clone();
@@ -81,13 +81,22 @@ impl StateMachine {
         data_key: Option<Arc<DataKey>>,
     ) -> Result<Self, StoreError> {
         let files = SnapshotFiles::open(fs, data_dir)?.with_key(data_key);
-        let state = match files.latest()? {
-            Some((meta, bytes)) => {
-                let (_, state) = decode_snapshot(&bytes).map_err(|reason| StoreError::Corrupt {
-                    path: data_dir.join(snapshot::SNAPSHOT_DIR),
+        // Decoded as it is read: the file's bytes are never held beside the state.
+        let loaded = files
+            .load_latest(SnapshotLoader::default, |loader, record| {
+                loader.load(record)
+            })
+            .map_err(|e| match e {
+                LoadError::Store(e) => e,
+                LoadError::Decode { path, error } => StoreError::Corrupt {
+                    path,
                     offset: 0,
-                    reason: format!("snapshot {}: {reason}", meta.snapshot_id),
-                })?;
+                    reason: error.to_string(),
+                },
+            })?;
+        let state = match loaded {
+            Some((meta, loader)) => {
+                let (meta, state) = loaded_state(meta, loader);
                 tracing::info!(
                     snapshot = %meta.snapshot_id,
                     last_log_id = ?meta.last_log_id,

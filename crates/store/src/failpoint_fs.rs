@@ -125,6 +125,10 @@ impl Fs for FailpointFs {
         StdFs.read(path)
     }
 
+    fn open_read(&self, path: &Path) -> io::Result<Box<dyn std::io::Read + Send>> {
+        StdFs.open_read(path)
+    }
+
     fn read_at(&self, path: &Path, offset: u64, len: usize) -> io::Result<Vec<u8>> {
         StdFs.read_at(path, offset, len)
     }

@@ -24,6 +24,12 @@ pub trait Fs: Send + Sync + Debug + 'static {
     fn list(&self, dir: &Path) -> io::Result<Vec<PathBuf>>;
     /// Reads a whole file.
     fn read(&self, path: &Path) -> io::Result<Vec<u8>>;
+    /// Opens a file to read it from the start, a piece at a time (a large
+    /// snapshot decoded as it is read). By default the whole file is read
+    /// first ([`Fs::read`]).
+    fn open_read(&self, path: &Path) -> io::Result<Box<dyn Read + Send>> {
+        Ok(Box::new(io::Cursor::new(self.read(path)?)))
+    }
     /// Reads exactly `len` bytes of a file from `offset` (the log reads
     /// older entries back from their segment this way).
     fn read_at(&self, path: &Path, offset: u64, len: usize) -> io::Result<Vec<u8>>;
@@ -162,6 +168,10 @@ impl Fs for StdFs {
 
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
         std::fs::read(path)
+    }
+
+    fn open_read(&self, path: &Path) -> io::Result<Box<dyn Read + Send>> {
+        Ok(Box::new(io::BufReader::new(File::open(path)?)))
     }
 
     fn exists(&self, path: &Path) -> bool {

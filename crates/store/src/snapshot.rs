@@ -477,6 +477,96 @@ impl SnapshotFiles {
     }
 }
 
+/// Why [`SnapshotFiles::load_latest`] could not load the snapshot it chose.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError<E: std::fmt::Display> {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The file's framing is whole, but a record does not load.
+    #[error("snapshot {}: {error}", path.display())]
+    Decode {
+        path: PathBuf,
+        error: SnapshotDecodeError<E>,
+    },
+}
+
+impl SnapshotFiles {
+    /// The newest snapshot that decodes (as [`latest`](Self::latest) picks
+    /// it), its records handed to `load` one at a time with what `start`
+    /// made: a plain file is read twice as it is decoded (its framing checked
+    /// whole first, then loaded), never held whole in memory; a sealed one is
+    /// read whole to be opened.
+    pub fn load_latest<T, E: std::fmt::Display>(
+        &self,
+        start: impl Fn() -> T,
+        mut load: impl FnMut(&mut T, &[u8]) -> std::result::Result<(), E>,
+    ) -> std::result::Result<Option<(SnapshotMeta, T)>, LoadError<E>> {
+        use std::io::Read as _;
+        let whole = |_: &[u8]| Ok::<(), String>(());
+        for path in self.snapshot_paths()?.into_iter().rev() {
+            let open = || {
+                self.fs
+                    .open_read(&path)
+                    .map_err(StoreError::io("read", &path))
+            };
+            let mut first = [0u8; 8];
+            let head = {
+                let mut reader = open()?;
+                let mut n = 0;
+                while n < first.len() {
+                    match reader.read(&mut first[n..]) {
+                        Ok(0) => break,
+                        Ok(read) => n += read,
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                        Err(e) => return Err(StoreError::io("read", &path)(e).into()),
+                    }
+                }
+                &first[..n]
+            };
+            let loaded = if crypt::is_sealed_file(head) {
+                let bytes = self.fs.read(&path).map_err(StoreError::io("read", &path))?;
+                let bytes = match open_file(bytes, self.key.as_deref()) {
+                    Ok(bytes) => bytes,
+                    Err(Unsealed::Damaged(reason)) => {
+                        tracing::warn!(file = %path.display(), "skipping a damaged snapshot: {reason}");
+                        continue;
+                    }
+                    Err(Unsealed::Key(reason)) => {
+                        return Err(StoreError::Key {
+                            dir: self.dir.clone(),
+                            reason: format!("snapshot {}: {reason}", path.display()),
+                        }
+                        .into())
+                    }
+                };
+                if let Err(reason) = decode(&bytes, whole) {
+                    tracing::warn!(file = %path.display(), "skipping a damaged snapshot: {reason}");
+                    continue;
+                }
+                let mut loaded = start();
+                decode(&bytes, |r| load(&mut loaded, r)).map(|meta| (meta, loaded))
+            } else {
+                match decode_from(open()?, whole) {
+                    Err(SnapshotDecodeError::Read(e)) => {
+                        return Err(StoreError::io("read", &path)(e).into())
+                    }
+                    Err(reason) => {
+                        tracing::warn!(file = %path.display(), "skipping a damaged snapshot: {reason}");
+                        continue;
+                    }
+                    Ok(_) => {}
+                }
+                let mut loaded = start();
+                decode_from(open()?, |r| load(&mut loaded, r)).map(|meta| (meta, loaded))
+            };
+            return loaded
+                .map(Some)
+                .map_err(|error| LoadError::Decode { path, error });
+        }
+        Ok(None)
+    }
+}
+
 /// Why a snapshot file did not open.
 #[derive(Debug)]
 pub enum Unsealed {
@@ -631,6 +721,54 @@ mod tests {
         assert!(crypt::is_sealed_file(&std::fs::read(&path).unwrap()));
         let (found, bytes) = sealed.latest().unwrap().unwrap();
         assert_eq!((found, bytes), (meta(8), encode(&meta(8), &body)));
+    }
+
+    /// What `load_latest` hands over: the records of the file it picked.
+    fn load_latest_of(files: &SnapshotFiles) -> Option<(SnapshotMeta, Vec<Vec<u8>>)> {
+        files
+            .load_latest(Vec::new, |seen: &mut Vec<Vec<u8>>, r| {
+                seen.push(r.to_vec());
+                Ok::<(), String>(())
+            })
+            .unwrap()
+    }
+
+    #[test]
+    fn load_latest_decodes_the_file_latest_picks() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = SnapshotFiles::open(Arc::new(StdFs), dir.path()).unwrap();
+        assert!(load_latest_of(&files).is_none());
+        let body = |i: u8| vec![vec![1, i], vec![1; 200]];
+        let mut paths = Vec::new();
+        for index in [3u8, 7] {
+            let meta = meta(index.into());
+            paths.push(files.save(&meta, &encode(&meta, body(index))).unwrap());
+        }
+        assert_eq!(load_latest_of(&files), Some((meta(7), body(7))));
+        // A newest file cut short is skipped for the one before, as by latest().
+        let whole = std::fs::read(&paths[1]).unwrap();
+        std::fs::write(&paths[1], &whole[..whole.len() - 3]).unwrap();
+        assert_eq!(load_latest_of(&files), Some((meta(3), body(3))));
+        std::fs::write(&paths[1], &whole).unwrap();
+        // A whole file whose record the loader refuses is an error naming it.
+        let refused = files
+            .load_latest(|| (), |_, r| if r == [1, 7] { Err("no") } else { Ok(()) })
+            .unwrap_err();
+        assert!(matches!(&refused, LoadError::Decode { path, .. } if *path == paths[1]));
+        assert!(refused.to_string().contains("no"), "{refused}");
+
+        // Sealed files load as well; without their key the load stops.
+        let key = Arc::new(DataKey::generate());
+        let sealed = SnapshotFiles::open(Arc::new(StdFs), dir.path())
+            .unwrap()
+            .with_key(Some(key));
+        sealed.save(&meta(9), &encode(&meta(9), body(9))).unwrap();
+        assert_eq!(load_latest_of(&sealed), Some((meta(9), body(9))));
+        let Err(LoadError::Store(StoreError::Key { .. })) =
+            files.load_latest(|| (), |_, _| Ok::<(), String>(()))
+        else {
+            panic!("a sealed newest file without its key stops the load")
+        };
     }
 
     #[test]
