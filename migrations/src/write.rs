@@ -209,17 +209,7 @@ pub fn write(converted: Converted, target: &Target) -> Result<Written, WriteErro
     let Converted { mut state, report } = converted;
     let settings = target.settings()?;
     let dir = &target.data_dir;
-    if dir.file_name().is_none() {
-        return Err(WriteError::Settings {
-            reason: format!("--to {} must name a directory (not . or ..)", dir.display()),
-        });
-    }
-    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).map_err(|source| WriteError::Io {
-            path: parent.to_path_buf(),
-            source,
-        })?;
-    }
+    // The name was checked before converting (check_target); install makes the parent.
     // As if the state were a snapshot at log index 1 (restore gives it this node's
     // one-voter membership).
     state.last_applied = Some(LogId::new(

@@ -432,6 +432,24 @@ impl SnapshotFiles {
         Ok(path)
     }
 
+    /// The plain bytes of the file at `path` (opened when sealed); `None`
+    /// when it is damaged (skipped with a warning). A file sealed with
+    /// another key, or with none given, stops the load.
+    fn read_plain(&self, path: &Path) -> Result<Option<Vec<u8>>> {
+        let bytes = self.fs.read(path).map_err(StoreError::io("read", path))?;
+        match open_file(bytes, self.key.as_deref()) {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(Unsealed::Damaged(reason)) => {
+                tracing::warn!(file = %path.display(), "skipping a damaged snapshot: {reason}");
+                Ok(None)
+            }
+            Err(Unsealed::Key(reason)) => Err(StoreError::Key {
+                dir: self.dir.clone(),
+                reason: format!("snapshot {}: {reason}", path.display()),
+            }),
+        }
+    }
+
     /// Deletes all but the newest [`KEEP`] files (never `saved`).
     fn keep_newest(&self, saved: &Path) -> Result<()> {
         let paths = self.snapshot_paths()?;
@@ -452,19 +470,8 @@ impl SnapshotFiles {
     /// skipped with a warning.
     pub fn latest(&self) -> Result<Option<(SnapshotMeta, Vec<u8>)>> {
         for path in self.snapshot_paths()?.into_iter().rev() {
-            let bytes = self.fs.read(&path).map_err(StoreError::io("read", &path))?;
-            let bytes = match open_file(bytes, self.key.as_deref()) {
-                Ok(bytes) => bytes,
-                Err(Unsealed::Damaged(reason)) => {
-                    tracing::warn!(file = %path.display(), "skipping a damaged snapshot: {reason}");
-                    continue;
-                }
-                Err(Unsealed::Key(reason)) => {
-                    return Err(StoreError::Key {
-                        dir: self.dir.clone(),
-                        reason: format!("snapshot {}: {reason}", path.display()),
-                    })
-                }
+            let Some(bytes) = self.read_plain(&path)? else {
+                continue;
             };
             match decode(&bytes, |_| Ok::<(), String>(())) {
                 Ok(meta) => return Ok(Some((meta, bytes))),
@@ -509,35 +516,14 @@ impl SnapshotFiles {
                     .open_read(&path)
                     .map_err(StoreError::io("read", &path))
             };
-            let mut first = [0u8; 8];
-            let head = {
-                let mut reader = open()?;
-                let mut n = 0;
-                while n < first.len() {
-                    match reader.read(&mut first[n..]) {
-                        Ok(0) => break,
-                        Ok(read) => n += read,
-                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                        Err(e) => return Err(StoreError::io("read", &path)(e).into()),
-                    }
-                }
-                &first[..n]
-            };
-            let loaded = if crypt::is_sealed_file(head) {
-                let bytes = self.fs.read(&path).map_err(StoreError::io("read", &path))?;
-                let bytes = match open_file(bytes, self.key.as_deref()) {
-                    Ok(bytes) => bytes,
-                    Err(Unsealed::Damaged(reason)) => {
-                        tracing::warn!(file = %path.display(), "skipping a damaged snapshot: {reason}");
-                        continue;
-                    }
-                    Err(Unsealed::Key(reason)) => {
-                        return Err(StoreError::Key {
-                            dir: self.dir.clone(),
-                            reason: format!("snapshot {}: {reason}", path.display()),
-                        }
-                        .into())
-                    }
+            let mut head = Vec::with_capacity(MAGIC.len());
+            open()?
+                .take(MAGIC.len() as u64)
+                .read_to_end(&mut head)
+                .map_err(StoreError::io("read", &path))?;
+            let loaded = if crypt::is_sealed_file(&head) {
+                let Some(bytes) = self.read_plain(&path)? else {
+                    continue;
                 };
                 if let Err(reason) = decode(&bytes, whole) {
                     tracing::warn!(file = %path.display(), "skipping a damaged snapshot: {reason}");
