@@ -105,6 +105,12 @@ pub struct Node {
     /// The key-encryption key, when encryption at rest is on (backups are
     /// sealed with it).
     kek: Option<Arc<tacos_store::Kek>>,
+    /// Held by a membership request for its whole run on the leader.
+    /// openraft's `change_membership` is two proposals (joint config, then
+    /// uniform), and another change can slip in between them and fail the
+    /// second: the first change then took effect but was answered as an
+    /// error, so its join went unaudited and the cluster could stay joint.
+    membership: tokio::sync::Mutex<()>,
 }
 
 /// Triggers a snapshot whenever `threshold` bytes of entries were appended
@@ -220,6 +226,7 @@ impl Node {
             join_as_learner: options.learner,
             freshness: Arc::new(Freshness::new(options.freshness)),
             kek: options.kek,
+            membership: tokio::sync::Mutex::new(()),
         })
     }
 
@@ -615,13 +622,23 @@ impl Node {
                 }
                 Err(RaftError::Fatal(e)) => Err(RouteError::Stopped(e.to_string())),
             },
-            Request::Join { id, node } => self.join_member(id, node).await,
-            Request::AddLearner { id, node } => self.add_learner(id, node).await,
+            Request::Join { id, node } => {
+                let _one_at_a_time = self.membership.lock().await;
+                self.join_member(id, node).await
+            }
+            Request::AddLearner { id, node } => {
+                let _one_at_a_time = self.membership.lock().await;
+                self.add_learner(id, node).await
+            }
             Request::Promote { id } => {
+                let _one_at_a_time = self.membership.lock().await;
                 self.apply_change(ChangeMembers::AddVoterIds([id].into()))
                     .await
             }
-            Request::Remove { id } => self.remove_member(id).await,
+            Request::Remove { id } => {
+                let _one_at_a_time = self.membership.lock().await;
+                self.remove_member(id).await
+            }
         };
         result.unwrap_or_else(ForwardReply::Failed)
     }
