@@ -584,8 +584,8 @@ impl Converter<'_> {
                 content: row.content,
                 md5: format!("{md5:x}"),
                 app_name: row.app_name,
-                src_user: row.op_user.unwrap_or_default(),
-                src_ip: row.src_ip,
+                src_user: row.op_user.as_deref().unwrap_or_default().to_string(),
+                src_ip: row.src_ip.as_deref().unwrap_or_default().to_string(),
                 op_type: op.to_string(),
                 created_time: row.last_time_ms,
                 last_modified_time: row.last_time_ms,
@@ -1394,7 +1394,7 @@ mod tests {
             op_user: None,
             op: None,
             app_name: String::new(),
-            src_ip: String::new(),
+            src_ip: None,
             encrypted_data_key: String::new(),
         }
     }

@@ -5,8 +5,9 @@
 //! 1. a reader turns the source into a [`source::Source`], the same plain model whatever
 //!    the source: [`rnacos::read`] for an r-nacos 0.4.x data dir (sled 0.34),
 //!    [`rnacos_raft::read`] for an r-nacos 0.5–0.8 data dir (its Raft index, log and
-//!    snapshot files), [`nacos_mysql::read`] and [`nacos_mysql::map::map`] for a Java
-//!    Nacos database on MySQL/MariaDB (`--from mysql://...`), [`nacos_http::read`] for a
+//!    snapshot files), [`nacos_mysql::read_with`] and [`nacos_mysql::map::map_with`] for a
+//!    Java Nacos database on MySQL/MariaDB (`--from mysql://...`; the history is mapped
+//!    row by row as it is read), [`nacos_http::read`] for a
 //!    live Nacos-compatible server over its HTTP API (`--from http://...`). Readers never write to the
 //!    source (they read through a temporary copy, or read only);
 //! 2. [`convert::convert`] turns it into the records of a Tacos snapshot (namespaces,
@@ -60,7 +61,7 @@ pub enum Input {
     /// by [`rnacos_raft::read`].
     RnacosRaft(PathBuf),
     /// A Java Nacos database on MySQL or MariaDB (`mysql://user:password@host:port/db`),
-    /// read by [`nacos_mysql::read`] and mapped by [`nacos_mysql::map::map`].
+    /// read by [`nacos_mysql::read_with`] and mapped by [`nacos_mysql::map::map_with`].
     NacosMysql(nacos_mysql::Url),
     /// A live Nacos-compatible server (`http://host:port`: Java Nacos, r-nacos, Tacos),
     /// read over its HTTP open API by [`nacos_http::read`].
@@ -82,20 +83,22 @@ impl Input {
             Input::RnacosSled(dir) => rnacos::read(dir, options)?,
             Input::RnacosRaft(dir) => rnacos_raft::read(dir, options)?,
             Input::NacosMysql(url) => {
-                let tables = nacos_mysql::read(
+                let map_options = nacos_mysql::map::MapOptions {
+                    skip_bad: options.skip_bad,
+                    now_s: convert::now_ms() / 1000,
+                };
+                // The history is mapped as it is read: held as read, it was most of
+                // the peak.
+                let mut history = nacos_mysql::map::History::new(&map_options);
+                let tables = nacos_mysql::read_with(
                     url.as_str(),
                     &nacos_mysql::ReadOptions {
                         skip_bad: options.skip_bad,
                         ..nacos_mysql::ReadOptions::default()
                     },
+                    |row| history.add(row).map_err(MigrateError::from),
                 )?;
-                nacos_mysql::map::map(
-                    &tables,
-                    &nacos_mysql::map::MapOptions {
-                        skip_bad: options.skip_bad,
-                        now_s: convert::now_ms() / 1000,
-                    },
-                )?
+                nacos_mysql::map::map_with(tables, history, &map_options)?
             }
             Input::NacosHttp(endpoint) => nacos_http::read(endpoint, options)?,
         })

@@ -13,9 +13,10 @@
 //! Java Nacos' named roles, which bind users to namespace permissions as Tacos's roles
 //! do, are [`Source::roles`] (its admins are code `"0"`).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fmt;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 pub use tacos_state::{Access, GrayRule, OpType};
 
@@ -174,8 +175,10 @@ pub struct HistoryRow {
     pub content: String,
     /// When this version was written, ms since the Unix epoch.
     pub last_time_ms: i64,
-    /// Who wrote it, when the source knows.
-    pub op_user: Option<String>,
+    /// Who wrote it, when the source knows. Shared, as is `src_ip`: a source's rows name
+    /// few users and hosts, and a million rows each with their own copies held 64 MB
+    /// more ([`Names`]).
+    pub op_user: Option<Arc<str>>,
     /// The op the source recorded, in Nacos' (and Tacos's) meaning: an insert holds the
     /// content published, an update or delete the content before the change. `None`:
     /// the row holds the content of its version (r-nacos); the first becomes an insert,
@@ -183,10 +186,33 @@ pub struct HistoryRow {
     pub op: Option<OpType>,
     /// Java Nacos' app name at the time; empty when none.
     pub app_name: String,
-    /// Where it was written from; empty when unknown.
-    pub src_ip: String,
+    /// Where it was written from, when the source knows.
+    pub src_ip: Option<Arc<str>>,
     /// As [`Config::encrypted_data_key`], of this version.
     pub encrypted_data_key: String,
+}
+
+/// Hands out one shared copy of each short string a reader meets again and again (the
+/// user and IP of history rows). It remembers at most [`Names::LIMIT`] of them, so a
+/// source where every row names another host costs no more than before.
+#[derive(Debug, Default)]
+pub struct Names(HashSet<Arc<str>>);
+
+impl Names {
+    /// How many distinct strings are remembered.
+    pub const LIMIT: usize = 4096;
+
+    /// The shared copy of `s`.
+    pub fn get(&mut self, s: &str) -> Arc<str> {
+        if let Some(name) = self.0.get(s) {
+            return Arc::clone(name);
+        }
+        let name: Arc<str> = Arc::from(s);
+        if self.0.len() < Self::LIMIT {
+            self.0.insert(Arc::clone(&name));
+        }
+        name
+    }
 }
 
 /// A password in the form the source keeps it. `Debug` never shows it.
@@ -308,6 +334,20 @@ mod tests {
         assert_eq!(format!("{p:?}"), "Bcrypt(<redacted>)");
         let p = Password::Plain("hunter22".into());
         assert!(!format!("{p:?}").contains("hunter22"));
+    }
+
+    #[test]
+    fn names_are_shared_up_to_the_limit() {
+        let mut names = Names::default();
+        let a = names.get("nacos");
+        assert!(Arc::ptr_eq(&a, &names.get("nacos")));
+        for i in 0..Names::LIMIT {
+            names.get(&i.to_string());
+        }
+        let late = names.get("late");
+        assert_eq!(&*late, "late");
+        assert!(!Arc::ptr_eq(&late, &names.get("late")), "not remembered");
+        assert!(Arc::ptr_eq(&a, &names.get("nacos")), "still shared");
     }
 
     #[test]

@@ -369,10 +369,10 @@ fn history_from(v: &Value, content: String, what: &str) -> Result<HistoryRow, Re
         id,
         content,
         last_time_ms: time,
-        op_user: nonempty(v, "srcUser"),
+        op_user: nonempty(v, "srcUser").map(Into::into),
         op,
         app_name: field(v, "appName").unwrap_or_default(),
-        src_ip: field(v, "srcIp").unwrap_or_default(),
+        src_ip: nonempty(v, "srcIp").map(Into::into),
         encrypted_data_key: field(v, "encryptedDataKey").unwrap_or_default(),
     })
 }

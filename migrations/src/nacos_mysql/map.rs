@@ -6,7 +6,7 @@
 //!   (namespace-compatibility mode, `src_user 'nacos_namespace_migrate'`) fold into it:
 //!   a `'public'` config or gray whose key also exists under `''` is dropped (a
 //!   different content is noted), a history row when `''` records the same change (op,
-//!   md5, time); the others move to `''`.
+//!   time and content); the others move to `''`.
 //! * **Configs** keep content, type (NULL: `text`), description, app name, tags
 //!   (`config_tags_relation` by config id, sorted, as Nacos joins them), who wrote them
 //!   and when, and `encrypted_data_key`: a config a client's encryption plugin
@@ -49,7 +49,9 @@ use tacos_state::{
 };
 
 use super::{ConfigRow, GrayRow, GraySource, HistoryRow, Tables};
-use crate::source::{self, ConfigKey, Gray, Namespace, Password, Role, Skipped, Source, User};
+use crate::source::{
+    self, ConfigKey, Gray, Names, Namespace, Password, Role, Skipped, Source, User,
+};
 
 /// Nacos' global admin role.
 pub const ADMIN_ROLE: &str = "ROLE_ADMIN";
@@ -133,8 +135,23 @@ pub fn parse_action(action: &str) -> Result<Access, String> {
     }
 }
 
-/// Maps `tables` (see the module docs).
+/// Maps `tables` (see the module docs), their history included.
 pub fn map(tables: &Tables, options: &MapOptions) -> Result<Source, MapError> {
+    let mut history = History::new(options);
+    for row in &tables.history {
+        history.add(row.clone())?;
+    }
+    map_with(tables.clone(), history, options)
+}
+
+/// Maps `tables` with their history mapped row by row as it was read
+/// ([`super::read_with`]); `tables.history` is not looked at. The configs' strings
+/// move into the source rather than being copied.
+pub fn map_with(
+    mut tables: Tables,
+    history: History,
+    options: &MapOptions,
+) -> Result<Source, MapError> {
     let mut m = Mapper {
         options,
         skipped: tables
@@ -146,7 +163,6 @@ pub fn map(tables: &Tables, options: &MapOptions) -> Result<Source, MapError> {
             })
             .collect(),
         notes: Vec::new(),
-        left_out: BTreeSet::new(),
     };
     m.notes.push(format!(
         "read {} from database `{}` ({}; DATETIME columns read in time zone {})",
@@ -158,11 +174,11 @@ pub fn map(tables: &Tables, options: &MapOptions) -> Result<Source, MapError> {
             n.table, n.rows, n.reason
         ));
     }
-    let namespaces = m.namespaces(tables);
-    let mut configs = m.configs(tables)?;
-    m.grays(tables, &mut configs)?;
-    let (history, deleted_history) = m.history(tables, &configs)?;
-    let (users, roles) = m.users(tables)?;
+    let namespaces = m.namespaces(&tables);
+    let mut configs = m.configs(&mut tables)?;
+    m.grays(&tables, &mut configs)?;
+    let (history, deleted_history) = m.history(history, &configs);
+    let (users, roles) = m.users(&tables)?;
     Ok(Source {
         configs: configs.into_values().collect(),
         history,
@@ -175,12 +191,93 @@ pub fn map(tables: &Tables, options: &MapOptions) -> Result<Source, MapError> {
     })
 }
 
+/// `his_config_info` rows mapped one at a time as they are read, so that a large
+/// history is never held twice (as read and as mapped): formal rows by config key, in
+/// the order they came, which must be nid order (the reader's).
+#[derive(Debug)]
+pub struct History {
+    skip_bad: bool,
+    rows: BTreeMap<ConfigKey, Vec<source::HistoryRow>>,
+    /// Rows under tenant `'public'`, by their key in `''`: whether the same change is
+    /// also under `''` is known only once every row is in.
+    public: Vec<(ConfigKey, source::HistoryRow)>,
+    /// 3.x gray history rows, not carried.
+    gray_rows: usize,
+    skipped: Vec<Skipped>,
+    /// The users and IPs of the rows, shared.
+    names: Names,
+}
+
+impl History {
+    pub fn new(options: &MapOptions) -> History {
+        History {
+            skip_bad: options.skip_bad,
+            rows: BTreeMap::new(),
+            public: Vec::new(),
+            gray_rows: 0,
+            skipped: Vec::new(),
+            names: Names::default(),
+        }
+    }
+
+    /// Maps the next row (in nid order).
+    pub fn add(&mut self, row: HistoryRow) -> Result<(), MapError> {
+        if row.publish_type.as_deref().is_some_and(|p| p != "formal") {
+            self.gray_rows += 1;
+            return Ok(());
+        }
+        let op = row.op_type.as_deref().unwrap_or_default();
+        let Some(op) = OpType::from_code(op) else {
+            let what = format!(
+                "history row nid {} of {}",
+                row.nid,
+                key(&row.tenant, &row.group, &row.data_id)
+            );
+            let reason = format!("unknown op type {op:?} (Nacos writes I, U, D)");
+            if self.skip_bad {
+                self.skipped.push(Skipped { what, reason });
+                return Ok(());
+            }
+            return Err(MapError::Unsupported { what, reason });
+        };
+        let public = row.tenant == PUBLIC;
+        let folded = ConfigKey {
+            tenant: if public { String::new() } else { row.tenant },
+            group: row.group,
+            data_id: row.data_id,
+        };
+        let mapped = source::HistoryRow {
+            id: row.nid,
+            content: row.content,
+            last_time_ms: row.gmt_modified_ms,
+            op_user: row.src_user.map(|user| self.names.get(&user)),
+            op: Some(op),
+            app_name: row.app_name.unwrap_or_default(),
+            src_ip: row
+                .src_ip
+                .filter(|ip| !ip.is_empty())
+                .map(|ip| self.names.get(&ip)),
+            encrypted_data_key: row.encrypted_data_key,
+        };
+        if public {
+            self.public.push((folded, mapped));
+            return Ok(());
+        }
+        let list = self.rows.entry(folded).or_default();
+        // Grown by an eighth, not doubled: with ten rows a config, doubling left six
+        // empty slots in each list (about 90 MB at 100,000 configs).
+        if list.len() == list.capacity() {
+            list.reserve_exact(list.len() / 8 + 1);
+        }
+        list.push(mapped);
+        Ok(())
+    }
+}
+
 struct Mapper<'o> {
     options: &'o MapOptions,
     skipped: Vec<Skipped>,
     notes: Vec<String>,
-    /// Configs left out (with skip_bad): their grays and history go with them.
-    left_out: BTreeSet<ConfigKey>,
 }
 
 fn key(tenant: &str, group: &str, data_id: &str) -> ConfigKey {
@@ -227,10 +324,11 @@ impl Mapper<'_> {
         out
     }
 
-    /// Live configs by key (with `'public'` folded into `''`).
+    /// Live configs by key (with `'public'` folded into `''`). Takes the rows apart:
+    /// their strings move into the configs.
     fn configs(
         &mut self,
-        tables: &Tables,
+        tables: &mut Tables,
     ) -> Result<BTreeMap<ConfigKey, source::Config>, MapError> {
         let mut tags: BTreeMap<i64, Vec<String>> = BTreeMap::new();
         for t in &tables.tags {
@@ -239,68 +337,18 @@ impl Mapper<'_> {
                 .push(t.tag_name.clone());
         }
         let mut out: BTreeMap<ConfigKey, source::Config> = BTreeMap::new();
-        // '' rows first, then the 'public' copies.
-        let (public_copies, rows): (Vec<&ConfigRow>, Vec<&ConfigRow>) =
-            tables.configs.iter().partition(|c| c.tenant == PUBLIC);
         let mut unused_columns = BTreeSet::new();
-        for row in rows.into_iter().chain(public_copies) {
-            let k = key(&row.tenant, &row.group, &row.data_id);
-            for (column, value) in [
-                ("c_use", &row.c_use),
-                ("effect", &row.effect),
-                ("c_schema", &row.c_schema),
-            ] {
-                if value.as_deref().is_some_and(|v| !v.is_empty()) {
-                    unused_columns.insert(column);
-                }
-            }
-            let tenant = if row.tenant == PUBLIC {
-                ""
+        // '' rows first, then the 'public' copies (rare: set aside).
+        let mut public_copies = Vec::new();
+        for row in std::mem::take(&mut tables.configs) {
+            if row.tenant == PUBLIC {
+                public_copies.push(row);
             } else {
-                &row.tenant
-            };
-            let folded = key(tenant, &row.group, &row.data_id);
-            if let Some(existing) = out.get(&folded) {
-                if existing.content != row.content {
-                    self.notes.push(format!(
-                        "config {k} differs from its public-namespace twin {folded} (Nacos 3 \
-                         keeps the two in step); the '' one is carried over"
-                    ));
-                }
-                continue;
+                self.config(row, &tags, &mut out, &mut unused_columns);
             }
-            let mut row_tags = tags.get(&row.id).cloned().unwrap_or_default();
-            row_tags.sort();
-            row_tags.dedup();
-            out.insert(
-                folded.clone(),
-                source::Config {
-                    tenant: folded.tenant.clone(),
-                    group: folded.group.clone(),
-                    data_id: folded.data_id.clone(),
-                    content: row.content.clone(),
-                    last_time_ms: row.gmt_modified_ms,
-                    create_time_ms: Some(row.gmt_create_ms),
-                    config_type: row.config_type.clone().filter(|t| !t.is_empty()),
-                    desc: row.desc.clone(),
-                    app_name: row.app_name.clone().unwrap_or_default(),
-                    tags: row_tags,
-                    src_user: row.src_user.clone().unwrap_or_default(),
-                    src_ip: row.src_ip.clone().unwrap_or_default(),
-                    // Ciphertext of a client's encryption plugin: carried with
-                    // its key, as Nacos serves it (see docs/security.md).
-                    encrypted_data_key: row.encrypted_data_key.clone(),
-                    grays: Vec::new(),
-                },
-            );
-            if let Some(md5) = &row.md5 {
-                if !md5.eq_ignore_ascii_case(&tacos_core::md5_hex(&row.content)) {
-                    self.notes.push(format!(
-                        "config {folded}: the stored md5 {md5} is not the md5 of its content; \
-                         Tacos computes it anew"
-                    ));
-                }
-            }
+        }
+        for row in public_copies {
+            self.config(row, &tags, &mut out, &mut unused_columns);
         }
         for column in unused_columns {
             self.notes.push(format!(
@@ -309,6 +357,76 @@ impl Mapper<'_> {
             ));
         }
         Ok(out)
+    }
+
+    /// Adds one `config_info` row to `out`, unless its `''` twin is there.
+    fn config(
+        &mut self,
+        row: ConfigRow,
+        tags: &BTreeMap<i64, Vec<String>>,
+        out: &mut BTreeMap<ConfigKey, source::Config>,
+        unused_columns: &mut BTreeSet<&'static str>,
+    ) {
+        for (column, value) in [
+            ("c_use", &row.c_use),
+            ("effect", &row.effect),
+            ("c_schema", &row.c_schema),
+        ] {
+            if value.as_deref().is_some_and(|v| !v.is_empty()) {
+                unused_columns.insert(column);
+            }
+        }
+        let tenant = if row.tenant == PUBLIC {
+            ""
+        } else {
+            &row.tenant
+        };
+        let folded = key(tenant, &row.group, &row.data_id);
+        if let Some(existing) = out.get(&folded) {
+            if existing.content != row.content {
+                let k = key(&row.tenant, &row.group, &row.data_id);
+                self.notes.push(format!(
+                    "config {k} differs from its public-namespace twin {folded} (Nacos 3 \
+                     keeps the two in step); the '' one is carried over"
+                ));
+            }
+            return;
+        }
+        let mut row_tags = tags.get(&row.id).cloned().unwrap_or_default();
+        row_tags.sort();
+        row_tags.dedup();
+        let stored_md5 = row
+            .md5
+            .as_deref()
+            .filter(|md5| !md5.eq_ignore_ascii_case(&tacos_core::md5_hex(&row.content)))
+            .map(str::to_string);
+        out.insert(
+            folded.clone(),
+            source::Config {
+                tenant: folded.tenant.clone(),
+                group: folded.group.clone(),
+                data_id: folded.data_id.clone(),
+                content: row.content,
+                last_time_ms: row.gmt_modified_ms,
+                create_time_ms: Some(row.gmt_create_ms),
+                config_type: row.config_type.filter(|t| !t.is_empty()),
+                desc: row.desc,
+                app_name: row.app_name.unwrap_or_default(),
+                tags: row_tags,
+                src_user: row.src_user.unwrap_or_default(),
+                src_ip: row.src_ip.unwrap_or_default(),
+                // Ciphertext of a client's encryption plugin: carried with
+                // its key, as Nacos serves it (see docs/security.md).
+                encrypted_data_key: row.encrypted_data_key,
+                grays: Vec::new(),
+            },
+        );
+        if let Some(md5) = stored_md5 {
+            self.notes.push(format!(
+                "config {folded}: the stored md5 {md5} is not the md5 of its content; \
+                 Tacos computes it anew"
+            ));
+        }
     }
 
     fn grays(
@@ -372,9 +490,6 @@ impl Mapper<'_> {
                 &row.tenant
             };
             let folded = key(tenant, &row.group, &row.data_id);
-            if self.left_out.contains(&folded) {
-                continue;
-            }
             let Some(config) = configs.get_mut(&folded) else {
                 self.bad(
                     what(),
@@ -411,95 +526,59 @@ impl Mapper<'_> {
         Ok(())
     }
 
-    /// History of live configs (every live config has an entry) and of deleted ones.
+    /// History of live configs (every live config has an entry) and of deleted ones,
+    /// with the rows under tenant `'public'` folded into `''`.
     #[allow(clippy::type_complexity)]
     fn history(
         &mut self,
-        tables: &Tables,
+        history: History,
         configs: &BTreeMap<ConfigKey, source::Config>,
-    ) -> Result<
-        (
-            BTreeMap<ConfigKey, Vec<source::HistoryRow>>,
-            BTreeMap<ConfigKey, Vec<source::HistoryRow>>,
-        ),
-        MapError,
-    > {
+    ) -> (
+        BTreeMap<ConfigKey, Vec<source::HistoryRow>>,
+        BTreeMap<ConfigKey, Vec<source::HistoryRow>>,
+    ) {
+        let History {
+            mut rows,
+            public,
+            gray_rows,
+            skipped,
+            ..
+        } = history;
+        self.skipped.extend(skipped);
+        let public_twins = public.len();
+        // 3.x writes none for its copies; if a Nacos did, the '' row of the same change
+        // (same op, time and content) is the one kept. Decided before any moves in.
+        let moved: Vec<(ConfigKey, source::HistoryRow)> = public
+            .into_iter()
+            .filter(|(key, row)| {
+                !rows.get(key).is_some_and(|list| {
+                    list.iter().any(|r| {
+                        r.op == row.op
+                            && r.last_time_ms == row.last_time_ms
+                            && r.content == row.content
+                    })
+                })
+            })
+            .collect();
+        let mut touched = BTreeSet::new();
+        for (key, row) in moved {
+            rows.entry(key.clone()).or_default().push(row);
+            touched.insert(key);
+        }
+        for key in touched {
+            if let Some(list) = rows.get_mut(&key) {
+                list.sort_by_key(|r| r.id);
+            }
+        }
         let mut live: BTreeMap<ConfigKey, Vec<source::HistoryRow>> =
             configs.keys().map(|k| (k.clone(), Vec::new())).collect();
         let mut deleted: BTreeMap<ConfigKey, Vec<source::HistoryRow>> = BTreeMap::new();
-        let mut gray_rows = 0usize;
-        let mut public_twins = 0usize;
-        // nid order: Nacos' order.
-        let mut rows: Vec<&HistoryRow> = tables.history.iter().collect();
-        rows.sort_by_key(|r| r.nid);
-        // The changes the '' rows record: a 'public' row of the same change is a copy.
-        let twin = |r: &HistoryRow| {
-            (
-                key("", &r.group, &r.data_id),
-                r.op_type.clone(),
-                r.md5.clone(),
-                r.gmt_modified_ms,
-            )
-        };
-        // Only for the keys that have 'public' rows (usually none): a set of every ''
-        // row's change took about 300 MB for a million rows.
-        let public_keys: BTreeSet<(&str, &str)> = rows
-            .iter()
-            .filter(|r| r.tenant == PUBLIC)
-            .map(|r| (r.group.as_str(), r.data_id.as_str()))
-            .collect();
-        let public_changes: BTreeSet<_> = rows
-            .iter()
-            .filter(|r| {
-                r.tenant.is_empty() && public_keys.contains(&(r.group.as_str(), r.data_id.as_str()))
-            })
-            .map(|r| twin(r))
-            .collect();
-        for row in rows {
-            if row.publish_type.as_deref().is_some_and(|p| p != "formal") {
-                gray_rows += 1;
-                continue;
-            }
-            let k = key(&row.tenant, &row.group, &row.data_id);
-            let tenant = if row.tenant == PUBLIC {
-                ""
-            } else {
-                &row.tenant
-            };
-            let folded = key(tenant, &row.group, &row.data_id);
-            if self.left_out.contains(&folded) {
-                continue;
-            }
-            let what = || format!("history row nid {} of {k}", row.nid);
-            let op = row.op_type.as_deref().unwrap_or_default();
-            let Some(op) = OpType::from_code(op) else {
-                self.bad(
-                    what(),
-                    format!("unknown op type {op:?} (Nacos writes I, U, D)"),
-                )?;
-                continue;
-            };
-            if row.tenant == PUBLIC {
-                // 3.x writes none for its copies; if a Nacos did, the '' row of the same
-                // change (same op, md5 and time) is the one kept.
-                public_twins += 1;
-                if public_changes.contains(&twin(row)) {
-                    continue;
+        for (key, list) in rows {
+            match live.get_mut(&key) {
+                Some(slot) => *slot = list,
+                None => {
+                    deleted.insert(key, list);
                 }
-            }
-            let out = source::HistoryRow {
-                id: row.nid,
-                content: row.content.clone(),
-                last_time_ms: row.gmt_modified_ms,
-                op_user: row.src_user.clone(),
-                op: Some(op),
-                app_name: row.app_name.clone().unwrap_or_default(),
-                src_ip: row.src_ip.clone().unwrap_or_default(),
-                encrypted_data_key: row.encrypted_data_key.clone(),
-            };
-            match live.get_mut(&folded) {
-                Some(list) => list.push(out),
-                None => deleted.entry(folded).or_default().push(out),
             }
         }
         if gray_rows > 0 {
@@ -514,7 +593,7 @@ impl Mapper<'_> {
                  public namespace"
             ));
         }
-        Ok((live, deleted))
+        (live, deleted)
     }
 
     /// Users, and the named roles with their permissions.
@@ -907,6 +986,47 @@ mod tests {
         );
         assert_eq!(source.namespaces[0].desc, "d");
         assert_eq!(source.namespaces[0].create_time_ms, Some(5));
+    }
+
+    /// A 'public' copy may come before or after its '' row; a 'public' row with no
+    /// twin moves to '' in nid order among the '' rows.
+    #[test]
+    fn public_history_rows_fold_whatever_their_order() {
+        let mut t = tables();
+        t.grays.truncate(2);
+        t.permissions.truncate(4);
+        t.history = vec![
+            // A copy of nid 21 that comes first.
+            HistoryRow {
+                gmt_create_ms: 21,
+                gmt_modified_ms: 21,
+                ..history(20, "public", "a.yaml", "U", "a0")
+            },
+            history(21, "", "a.yaml", "U", "a0"),
+            // Only under 'public': moves in between 21 and 23.
+            history(22, "public", "a.yaml", "U", "a1"),
+            history(23, "", "a.yaml", "U", "a2"),
+            // Same op and time as nid 23 but another content: not a copy.
+            HistoryRow {
+                gmt_create_ms: 23,
+                gmt_modified_ms: 23,
+                ..history(24, "public", "a.yaml", "U", "other")
+            },
+        ];
+        let source = map(&t, &MapOptions::default()).expect("maps");
+        let rows: Vec<(u64, &str)> = source.history[&key("", "G", "a.yaml")]
+            .iter()
+            .map(|r| (r.id, r.content.as_str()))
+            .collect();
+        assert_eq!(rows, [(21, "a0"), (22, "a1"), (23, "a2"), (24, "other")]);
+        assert!(
+            source
+                .notes
+                .iter()
+                .any(|n| n.starts_with("3 history row(s)")),
+            "{:?}",
+            source.notes
+        );
     }
 
     #[test]

@@ -110,7 +110,8 @@ pub struct Tables {
     pub time_zone: String,
     /// `config_info`, by id.
     pub configs: Vec<ConfigRow>,
-    /// `his_config_info`, by nid.
+    /// `his_config_info`, by nid (empty from [`read_with`], which hands the rows over
+    /// as it reads them).
     pub history: Vec<HistoryRow>,
     /// `config_info_beta` and `config_info_tag` (2.x) or `config_info_gray`, by table
     /// then id.
@@ -362,15 +363,38 @@ pub enum ReadError {
 /// Reads the Nacos database at `url` (`mysql://user:password@host:port/database`); see
 /// the module docs. The database is only read.
 pub fn read(url: &str, options: &ReadOptions) -> Result<Tables, ReadError> {
+    let mut history = Vec::new();
+    let mut tables = read_with(url, options, |row| {
+        history.push(row);
+        Ok::<_, ReadError>(())
+    })?;
+    tables.history = history;
+    Ok(tables)
+}
+
+/// As [`read`], but hands each `his_config_info` row to `each` as it is read, in nid
+/// order, instead of collecting them: [`Tables::history`] comes back empty. The history
+/// is the bulk of a database (a million rows held as read took about 700 MB), and a
+/// migration keeps only what it maps of each row. An error from `each` stops the read.
+pub fn read_with<E: From<ReadError>>(
+    url: &str,
+    options: &ReadOptions,
+    mut each: impl FnMut(HistoryRow) -> Result<(), E>,
+) -> Result<Tables, E> {
     let opts = url::parse(url)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(ReadError::Runtime)?;
-    runtime.block_on(read_async(url, opts, options))
+    runtime.block_on(read_async(url, opts, options, &mut each))
 }
 
-async fn read_async(url: &str, opts: Opts, options: &ReadOptions) -> Result<Tables, ReadError> {
+async fn read_async<E: From<ReadError>>(
+    url: &str,
+    opts: Opts,
+    options: &ReadOptions,
+    each: &mut dyn FnMut(HistoryRow) -> Result<(), E>,
+) -> Result<Tables, E> {
     let shown = redact(url);
     let database = opts.db_name().unwrap_or_default().to_string();
     let opts = OptsBuilder::from_opts(opts).prefer_socket(false);
@@ -380,29 +404,32 @@ async fn read_async(url: &str, opts: Opts, options: &ReadOptions) -> Result<Tabl
                 return Err(ReadError::ConnectTimeout {
                     url: shown,
                     timeout: options.connect_timeout,
-                })
+                }
+                .into())
             }
             Ok(Err(e)) => {
                 return Err(ReadError::Connect {
                     url: shown,
                     reason: cause(&e),
-                })
+                }
+                .into())
             }
             Ok(Ok(conn)) => conn,
         };
     let mut conn = conn;
-    let result = read_tables(&mut conn, &database, options).await;
+    let result = read_tables(&mut conn, &database, options, each).await;
     // The transaction was rolled back (or never started); a failing goodbye changes
     // nothing that was read.
     let _ = conn.disconnect().await;
     result
 }
 
-async fn read_tables(
+async fn read_tables<E: From<ReadError>>(
     conn: &mut mysql_async::Conn,
     database: &str,
     options: &ReadOptions,
-) -> Result<Tables, ReadError> {
+    each: &mut dyn FnMut(HistoryRow) -> Result<(), E>,
+) -> Result<Tables, E> {
     let mut tx_opts = TxOpts::default();
     tx_opts
         .with_consistent_snapshot(true)
@@ -426,7 +453,7 @@ async fn read_tables(
     };
     let (server_version, time_zone) = reader.server_info(&mut tx).await?;
     let configs = reader.configs(&mut tx).await?;
-    let history = reader.history(&mut tx).await?;
+    reader.history(&mut tx, each).await?;
     let mut grays = Vec::new();
     match schema {
         Schema::V2 => {
@@ -451,7 +478,7 @@ async fn read_tables(
         database: database.to_string(),
         time_zone,
         configs,
-        history,
+        history: Vec::new(),
         grays,
         tags,
         tenants,
@@ -675,6 +702,27 @@ impl Reader<'_> {
         ident: fn(&Fields<'_>) -> String,
         make: fn(&Fields<'_>) -> Result<T, String>,
     ) -> Result<Vec<T>, ReadError> {
+        let mut out = Vec::new();
+        self.select_each(tx, table, cols, order, ident, make, &mut |item| {
+            out.push(item);
+            Ok::<_, ReadError>(())
+        })
+        .await?;
+        Ok(out)
+    }
+
+    /// As [`Reader::select`], handing each row to `each` as it is read.
+    #[allow(clippy::too_many_arguments)]
+    async fn select_each<T, E: From<ReadError>>(
+        &mut self,
+        tx: &mut mysql_async::Transaction<'_>,
+        table: &str,
+        cols: &[Col],
+        order: &str,
+        ident: fn(&Fields<'_>) -> String,
+        make: fn(&Fields<'_>) -> Result<T, String>,
+        each: &mut dyn FnMut(T) -> Result<(), E>,
+    ) -> Result<(), E> {
         let present = self.columns.get(table).cloned().unwrap_or_default();
         let mut exprs = Vec::with_capacity(cols.len());
         for col in cols {
@@ -684,7 +732,8 @@ impl Reader<'_> {
                         database: self.database.to_string(),
                         table: table.to_string(),
                         column: col.name.to_string(),
-                    });
+                    }
+                    .into());
                 }
                 exprs.push("NULL".to_string());
                 continue;
@@ -707,7 +756,6 @@ impl Reader<'_> {
         };
         // Row by row: only one row is held twice (as read and as converted).
         let mut rows = tx.query_iter(sql).await.map_err(failed)?;
-        let mut out = Vec::new();
         while let Some(row) = rows.next().await.map_err(failed)? {
             let fields = Fields {
                 table,
@@ -715,7 +763,7 @@ impl Reader<'_> {
                 values: row.unwrap(),
             };
             match make(&fields) {
-                Ok(item) => out.push(item),
+                Ok(item) => each(item)?,
                 Err(reason) => {
                     let row = ident(&fields);
                     if !self.skip_bad {
@@ -723,7 +771,8 @@ impl Reader<'_> {
                             table: table.to_string(),
                             row,
                             reason,
-                        });
+                        }
+                        .into());
                     }
                     self.skipped.push(SkippedRow {
                         table: table.to_string(),
@@ -733,7 +782,7 @@ impl Reader<'_> {
                 }
             }
         }
-        Ok(out)
+        Ok(())
     }
 
     async fn configs(
@@ -783,10 +832,11 @@ impl Reader<'_> {
         .await
     }
 
-    async fn history(
+    async fn history<E: From<ReadError>>(
         &mut self,
         tx: &mut mysql_async::Transaction<'_>,
-    ) -> Result<Vec<HistoryRow>, ReadError> {
+        each: &mut dyn FnMut(HistoryRow) -> Result<(), E>,
+    ) -> Result<(), E> {
         const COLS: &[Col] = &[
             req("nid", Int),
             req("id", Int),
@@ -806,7 +856,7 @@ impl Reader<'_> {
             req("gmt_create", Millis),
             req("gmt_modified", Millis),
         ];
-        self.select(tx, "his_config_info", COLS, "`nid`", ident_nid, |f| {
+        let make = |f: &Fields<'_>| {
             Ok(HistoryRow {
                 nid: f.uint0("nid")?,
                 id: f.uint0("id")?,
@@ -826,8 +876,9 @@ impl Reader<'_> {
                 gmt_create_ms: f.int0("gmt_create")?,
                 gmt_modified_ms: f.int0("gmt_modified")?,
             })
-        })
-        .await
+        };
+        self.select_each(tx, "his_config_info", COLS, "`nid`", ident_nid, make, each)
+            .await
     }
 
     async fn betas(

@@ -458,7 +458,7 @@ fn decode_history_row(config: &ConfigKey, k: &[u8], v: &[u8]) -> Result<HistoryR
         op_user: None,
         op: None,
         app_name: String::new(),
-        src_ip: String::new(),
+        src_ip: None,
         encrypted_data_key: String::new(),
     })
 }

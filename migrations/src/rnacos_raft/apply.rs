@@ -141,7 +141,7 @@ impl Machine {
             id: set.history_id,
             content: set.value.clone(),
             last_time_ms: set.op_time,
-            op_user: set.op_user,
+            op_user: set.op_user.map(Into::into),
             ..HistoryRow::default()
         };
         match self.configs.get_mut(&set.key) {
@@ -195,7 +195,7 @@ impl Machine {
                 id: h.id.unwrap_or_default(),
                 content: h.content.unwrap_or_default(),
                 last_time_ms: h.last_time.unwrap_or_default(),
-                op_user: h.op_user,
+                op_user: h.op_user.map(Into::into),
                 ..HistoryRow::default()
             })
             .collect();
