@@ -8,16 +8,17 @@
 //! ([`build_thread`]).
 
 use std::io::Cursor;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwap;
 use openraft::storage::RaftStateMachine;
 use openraft::{EntryPayload, OptionalSend, RaftSnapshotBuilder, StorageIOError};
 
 use tacos_core::types::{
-    Entry, LogId, Snapshot, SnapshotMeta, StorageError, StoredMembership, TypeConfig,
+    Entry, LogId, Snapshot, SnapshotData, SnapshotIo, SnapshotMeta, StorageError, StoredMembership,
+    TypeConfig,
 };
 use tacos_state::{Changes, DecodeError, Response, SnapshotLoader, State, StateHandle};
 use tacos_store::snapshot::{self, LoadError, SnapshotDecodeError, SnapshotFiles};
@@ -42,6 +43,35 @@ pub struct StateMachine {
     files: SnapshotFiles,
     builds: Arc<AtomicU64>,
     changes: Option<Arc<dyn ChangeSink>>,
+    /// The snapshot file loaded, built or installed last.
+    current: Arc<Mutex<Option<Current>>>,
+}
+
+/// A snapshot file known to be whole: the one loaded at start (checked
+/// then), or one this node wrote since.
+#[derive(Debug, Clone)]
+struct Current {
+    meta: SnapshotMeta,
+    path: PathBuf,
+    /// Sealed files open only whole.
+    sealed: bool,
+}
+
+impl Current {
+    fn set(slot: &Mutex<Option<Current>>, current: Current) {
+        *slot.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(current);
+    }
+
+    fn get(slot: &Mutex<Option<Current>>) -> Option<Current> {
+        slot.lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+}
+
+/// Snapshot data held in memory.
+fn in_memory(bytes: Vec<u8>) -> Box<SnapshotData> {
+    Box::new(Box::new(Cursor::new(bytes)))
 }
 
 /// Decodes a whole snapshot (or backup) file into the state it holds, as
@@ -94,15 +124,21 @@ impl StateMachine {
                     reason: error.to_string(),
                 },
             })?;
+        let mut current = None;
         let state = match loaded {
-            Some((meta, loader)) => {
-                let (meta, state) = loaded_state(meta, loader);
+            Some(loaded) => {
+                let (meta, state) = loaded_state(loaded.meta, loaded.value);
                 tracing::info!(
                     snapshot = %meta.snapshot_id,
                     last_log_id = ?meta.last_log_id,
                     configs = state.config_count(),
                     "loaded snapshot"
                 );
+                current = Some(Current {
+                    meta,
+                    path: loaded.path,
+                    sealed: loaded.sealed,
+                });
                 state
             }
             None => State::default(),
@@ -112,6 +148,7 @@ impl StateMachine {
             files,
             builds: Arc::new(AtomicU64::new(0)),
             changes: None,
+            current: Arc::new(Mutex::new(current)),
         })
     }
 
@@ -188,6 +225,7 @@ pub struct SnapshotBuilder {
     state: Arc<State>,
     files: SnapshotFiles,
     builds: Arc<AtomicU64>,
+    current: Arc<Mutex<Option<Current>>>,
 }
 
 impl RaftSnapshotBuilder<TypeConfig> for SnapshotBuilder {
@@ -206,18 +244,26 @@ impl RaftSnapshotBuilder<TypeConfig> for SnapshotBuilder {
                 ),
             };
             let bytes = snapshot::encode(&meta, state.snapshot_records());
-            files.save(&meta, &bytes)?;
-            Ok::<_, StoreError>((meta, bytes))
+            let path = files.save(&meta, &bytes)?;
+            Ok::<_, StoreError>((meta, bytes, path))
         });
-        let (meta, bytes) = task
+        let (meta, bytes, path) = task
             .map_err(|e| StorageIOError::write_snapshot(None, &e))?
             .await
             .map_err(|e| StorageIOError::write_snapshot(None, &e))?
             .map_err(|e| StorageIOError::write_snapshot(None, &e))?;
         tracing::info!(snapshot = %meta.snapshot_id, bytes = bytes.len(), "built snapshot");
+        Current::set(
+            &self.current,
+            Current {
+                meta: meta.clone(),
+                path,
+                sealed: self.files.seals(),
+            },
+        );
         Ok(Snapshot {
             meta,
-            snapshot: Box::new(Cursor::new(bytes)),
+            snapshot: in_memory(bytes),
         })
     }
 }
@@ -266,19 +312,30 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
             state: self.state.load_full(),
             files: self.files.clone(),
             builds: self.builds.clone(),
+            current: self.current.clone(),
         }
     }
 
-    async fn begin_receiving_snapshot(&mut self) -> Result<Box<Cursor<Vec<u8>>>, StorageError> {
-        Ok(Box::new(Cursor::new(Vec::new())))
+    async fn begin_receiving_snapshot(&mut self) -> Result<Box<SnapshotData>, StorageError> {
+        Ok(in_memory(Vec::new()))
     }
 
     async fn install_snapshot(
         &mut self,
         meta: &SnapshotMeta,
-        snapshot: Box<Cursor<Vec<u8>>>,
+        snapshot: Box<SnapshotData>,
     ) -> Result<(), StorageError> {
-        let bytes = snapshot.into_inner();
+        // Received into the cursor begin_receiving_snapshot gave out.
+        let bytes = match <dyn SnapshotIo>::into_any(*snapshot).downcast::<Cursor<Vec<u8>>>() {
+            Ok(cursor) => cursor.into_inner(),
+            Err(_) => {
+                return Err(StorageIOError::read_snapshot(
+                    Some(meta.signature()),
+                    &std::io::Error::other("a snapshot to install must be received in memory"),
+                )
+                .into())
+            }
+        };
         let files = self.files.clone();
         let expected = meta.clone();
         let signature = meta.signature();
@@ -291,10 +348,10 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
                     "snapshot header {found:?} does not match what the leader announced {expected:?}"
                 ));
             }
-            files.save(&found, &bytes).map_err(|e| e.to_string())?;
-            Ok(state)
+            let path = files.save(&found, &bytes).map_err(|e| e.to_string())?;
+            Ok((state, found, path))
         });
-        let state = task
+        let (state, found, path) = task
             .await
             .map_err(|e| StorageIOError::read_snapshot(Some(signature.clone()), &e))?
             .map_err(|reason| {
@@ -304,19 +361,113 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
                 )
             })?;
         tracing::info!(snapshot = %meta.snapshot_id, configs = state.config_count(), "installed snapshot");
+        Current::set(
+            &self.current,
+            Current {
+                meta: found,
+                path,
+                sealed: self.files.seals(),
+            },
+        );
         self.state.store(Arc::new(state));
         self.report(Changes::All);
         Ok(())
     }
 
+    /// The current snapshot. A plain file is handed over open, to be read
+    /// where openraft needs it: at start it wants only the metadata, and a
+    /// follower is sent the file a chunk at a time. A sealed one is opened
+    /// whole.
     async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot>, StorageError> {
+        if let Some(current) = Current::get(&self.current).filter(|c| !c.sealed) {
+            match tokio::fs::File::open(&current.path).await {
+                Ok(file) => {
+                    return Ok(Some(Snapshot {
+                        meta: current.meta,
+                        snapshot: Box::new(Box::new(file)),
+                    }))
+                }
+                // Only the newest two files are kept and this is one of
+                // them; if it went anyway, look again.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    return Err(
+                        StorageIOError::read_snapshot(Some(current.meta.signature()), &e).into(),
+                    )
+                }
+            }
+        }
         let latest = self
             .files
             .latest()
             .map_err(|e| StorageIOError::read_snapshot(None, &e))?;
         Ok(latest.map(|(meta, bytes)| Snapshot {
             meta,
-            snapshot: Box::new(Cursor::new(bytes)),
+            snapshot: in_memory(bytes),
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use openraft::storage::RaftStateMachine;
+    use tacos_store::fs::StdFs;
+    use tokio::io::{AsyncReadExt, AsyncSeekExt};
+
+    async fn current(sm: &mut StateMachine) -> (SnapshotMeta, Vec<u8>, bool) {
+        let mut snapshot = sm
+            .get_current_snapshot()
+            .await
+            .expect("get_current_snapshot")
+            .expect("a snapshot");
+        snapshot
+            .snapshot
+            .seek(std::io::SeekFrom::Start(0))
+            .await
+            .expect("seek");
+        let mut bytes = Vec::new();
+        snapshot
+            .snapshot
+            .read_to_end(&mut bytes)
+            .await
+            .expect("read");
+        let in_memory = <dyn SnapshotIo>::into_any(*snapshot.snapshot)
+            .downcast::<Cursor<Vec<u8>>>()
+            .is_ok();
+        (snapshot.meta, bytes, in_memory)
+    }
+
+    /// A plain snapshot is handed over as its file, the one loaded at start
+    /// or built since; a sealed one as its plain bytes in memory.
+    #[tokio::test]
+    async fn the_current_snapshot_is_read_from_its_file_unless_sealed() {
+        for key in [None, Some(Arc::new(DataKey::generate()))] {
+            let dir = tempfile::tempdir().expect("temp dir");
+            let fs: Arc<dyn Fs> = Arc::new(StdFs);
+            let mut sm = StateMachine::open(fs.clone(), dir.path(), key.clone()).expect("open");
+            assert!(sm.get_current_snapshot().await.expect("none").is_none());
+            let built = sm
+                .get_snapshot_builder()
+                .await
+                .build_snapshot()
+                .await
+                .expect("build");
+            let (meta, bytes, in_memory) = current(&mut sm).await;
+            assert_eq!(meta, built.meta);
+            assert_eq!(in_memory, key.is_some());
+            let files = SnapshotFiles::open(fs.clone(), dir.path())
+                .expect("files")
+                .with_key(key.clone());
+            let (latest_meta, latest_bytes) = files.latest().expect("latest").expect("one");
+            assert_eq!((meta.clone(), bytes), (latest_meta, latest_bytes.clone()));
+
+            // Opened again, the node hands over the file it loaded.
+            drop(sm);
+            let mut sm = StateMachine::open(fs, dir.path(), key.clone()).expect("reopen");
+            let (again, bytes, in_memory) = current(&mut sm).await;
+            assert_eq!((again, bytes), (meta, latest_bytes));
+            assert_eq!(in_memory, key.is_some());
+        }
     }
 }

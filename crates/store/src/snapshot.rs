@@ -484,6 +484,25 @@ impl SnapshotFiles {
     }
 }
 
+/// The snapshot [`SnapshotFiles::load_latest`] loaded.
+#[derive(Debug)]
+pub struct Loaded<T> {
+    pub meta: SnapshotMeta,
+    /// What `load` made of its records.
+    pub value: T,
+    /// The file, to read it again (as a snapshot to send) without choosing anew.
+    pub path: PathBuf,
+    /// Whether the file is sealed (it then opens only whole).
+    pub sealed: bool,
+}
+
+impl SnapshotFiles {
+    /// Whether files saved from now on are sealed.
+    pub fn seals(&self) -> bool {
+        self.key.is_some()
+    }
+}
+
 /// Why [`SnapshotFiles::load_latest`] could not load the snapshot it chose.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError<E: std::fmt::Display> {
@@ -507,7 +526,7 @@ impl SnapshotFiles {
         &self,
         start: impl Fn() -> T,
         mut load: impl FnMut(&mut T, &[u8]) -> std::result::Result<(), E>,
-    ) -> std::result::Result<Option<(SnapshotMeta, T)>, LoadError<E>> {
+    ) -> std::result::Result<Option<Loaded<T>>, LoadError<E>> {
         use std::io::Read as _;
         let whole = |_: &[u8]| Ok::<(), String>(());
         for path in self.snapshot_paths()?.into_iter().rev() {
@@ -521,7 +540,8 @@ impl SnapshotFiles {
                 .take(MAGIC.len() as u64)
                 .read_to_end(&mut head)
                 .map_err(StoreError::io("read", &path))?;
-            let loaded = if crypt::is_sealed_file(&head) {
+            let sealed = crypt::is_sealed_file(&head);
+            let loaded = if sealed {
                 let Some(bytes) = self.read_plain(&path)? else {
                     continue;
                 };
@@ -545,9 +565,15 @@ impl SnapshotFiles {
                 let mut loaded = start();
                 decode_from(open()?, |r| load(&mut loaded, r)).map(|meta| (meta, loaded))
             };
-            return loaded
-                .map(Some)
-                .map_err(|error| LoadError::Decode { path, error });
+            return match loaded {
+                Ok((meta, value)) => Ok(Some(Loaded {
+                    meta,
+                    value,
+                    path,
+                    sealed,
+                })),
+                Err(error) => Err(LoadError::Decode { path, error }),
+            };
         }
         Ok(None)
     }
@@ -717,6 +743,12 @@ mod tests {
                 Ok::<(), String>(())
             })
             .unwrap()
+            .map(|loaded| {
+                // It names the file it read, and whether that is sealed.
+                let bytes = std::fs::read(&loaded.path).unwrap();
+                assert_eq!(loaded.sealed, crypt::is_sealed_file(&bytes));
+                (loaded.meta, loaded.value)
+            })
     }
 
     #[test]
