@@ -45,6 +45,17 @@ pub struct StateMachine {
     changes: Option<Arc<dyn ChangeSink>>,
     /// The snapshot file loaded, built or installed last.
     current: Arc<Mutex<Option<Current>>>,
+    /// The file a snapshot from the leader is being received into.
+    receiving: Option<PathBuf>,
+}
+
+/// A snapshot received from the leader, as [`StateMachine::begin_receiving_snapshot`]
+/// gave it out.
+enum Received {
+    /// Held in memory (a sealing node: no plain bytes on its disk).
+    Bytes(Vec<u8>),
+    /// Written to this file, fsynced.
+    File(PathBuf),
 }
 
 /// A snapshot file known to be whole: the one loaded at start (checked
@@ -149,6 +160,7 @@ impl StateMachine {
             builds: Arc::new(AtomicU64::new(0)),
             changes: None,
             current: Arc::new(Mutex::new(current)),
+            receiving: None,
         })
     }
 
@@ -167,6 +179,27 @@ impl StateMachine {
     /// A handle readers use to see the current state.
     pub fn state(&self) -> StateHandle {
         self.state.clone()
+    }
+
+    /// What [`begin_receiving_snapshot`](RaftStateMachine::begin_receiving_snapshot)
+    /// gave out, now that openraft wrote the snapshot into it: the bytes, or
+    /// the file made durable.
+    async fn received(&mut self, snapshot: Box<SnapshotData>) -> std::io::Result<Received> {
+        use tokio::io::AsyncWriteExt as _;
+        let any = <dyn SnapshotIo>::into_any(*snapshot);
+        let any = match any.downcast::<Cursor<Vec<u8>>>() {
+            Ok(cursor) => return Ok(Received::Bytes(cursor.into_inner())),
+            Err(any) => any,
+        };
+        let (Ok(mut file), Some(path)) = (any.downcast::<tokio::fs::File>(), self.receiving.take())
+        else {
+            return Err(std::io::Error::other(
+                "a snapshot to install must come from begin_receiving_snapshot",
+            ));
+        };
+        file.flush().await?;
+        file.sync_all().await?;
+        Ok(Received::File(path))
     }
 }
 
@@ -316,8 +349,18 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         }
     }
 
+    /// A file in the snapshot dir, so a follower never holds a whole
+    /// snapshot it is sent; in memory on a sealing node.
     async fn begin_receiving_snapshot(&mut self) -> Result<Box<SnapshotData>, StorageError> {
-        Ok(in_memory(Vec::new()))
+        if self.files.seals() {
+            return Ok(in_memory(Vec::new()));
+        }
+        let path = self.files.receiving_path();
+        let file = tokio::fs::File::create(&path)
+            .await
+            .map_err(|e| StorageIOError::write_snapshot(None, &e))?;
+        self.receiving = Some(path);
+        Ok(Box::new(Box::new(file)))
     }
 
     async fn install_snapshot(
@@ -325,41 +368,53 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         meta: &SnapshotMeta,
         snapshot: Box<SnapshotData>,
     ) -> Result<(), StorageError> {
-        // Received into the cursor begin_receiving_snapshot gave out.
-        let bytes = match <dyn SnapshotIo>::into_any(*snapshot).downcast::<Cursor<Vec<u8>>>() {
-            Ok(cursor) => cursor.into_inner(),
-            Err(_) => {
-                return Err(StorageIOError::read_snapshot(
-                    Some(meta.signature()),
-                    &std::io::Error::other("a snapshot to install must be received in memory"),
-                )
-                .into())
-            }
+        let signature = meta.signature();
+        let failed = |reason: String| {
+            StorageIOError::read_snapshot(Some(signature.clone()), &std::io::Error::other(reason))
         };
+        let received = self
+            .received(snapshot)
+            .await
+            .map_err(|e| failed(e.to_string()))?;
         let files = self.files.clone();
         let expected = meta.clone();
-        let signature = meta.signature();
         let task = tokio::task::spawn_blocking(move || {
-            let (found, state) = decode_snapshot(&bytes).map_err(|e| e.to_string())?;
-            if found.last_log_id != expected.last_log_id
-                || found.last_membership != expected.last_membership
-            {
-                return Err(format!(
-                    "snapshot header {found:?} does not match what the leader announced {expected:?}"
-                ));
+            let decoded = match &received {
+                Received::Bytes(bytes) => decode_snapshot(bytes),
+                Received::File(path) => std::fs::File::open(path)
+                    .map_err(SnapshotDecodeError::Read)
+                    .and_then(|file| decode_snapshot_from(std::io::BufReader::new(file))),
+            };
+            let checked = decoded.map_err(|e| e.to_string()).and_then(|(found, state)| {
+                if found.last_log_id != expected.last_log_id
+                    || found.last_membership != expected.last_membership
+                {
+                    return Err(format!(
+                        "snapshot header {found:?} does not match what the leader announced {expected:?}"
+                    ));
+                }
+                Ok((found, state))
+            });
+            let (found, state) = match checked {
+                Ok(checked) => checked,
+                Err(reason) => {
+                    if let Received::File(path) = &received {
+                        let _ = std::fs::remove_file(path);
+                    }
+                    return Err(reason);
+                }
+            };
+            let path = match &received {
+                Received::Bytes(bytes) => files.save(&found, bytes),
+                Received::File(path) => files.adopt(path, &found),
             }
-            let path = files.save(&found, &bytes).map_err(|e| e.to_string())?;
+            .map_err(|e| e.to_string())?;
             Ok((state, found, path))
         });
         let (state, found, path) = task
             .await
-            .map_err(|e| StorageIOError::read_snapshot(Some(signature.clone()), &e))?
-            .map_err(|reason| {
-                StorageIOError::read_snapshot(
-                    Some(signature.clone()),
-                    &std::io::Error::other(reason),
-                )
-            })?;
+            .map_err(|e| failed(e.to_string()))?
+            .map_err(failed)?;
         tracing::info!(snapshot = %meta.snapshot_id, configs = state.config_count(), "installed snapshot");
         Current::set(
             &self.current,
@@ -436,6 +491,57 @@ mod tests {
             .downcast::<Cursor<Vec<u8>>>()
             .is_ok();
         (snapshot.meta, bytes, in_memory)
+    }
+
+    /// A snapshot sent by the leader is written to a file as it arrives
+    /// (kept in memory on a sealing node), checked, and becomes the current
+    /// one; a damaged one is refused and its file goes.
+    #[tokio::test]
+    async fn a_received_snapshot_goes_through_a_file_unless_sealing() {
+        use tokio::io::AsyncWriteExt;
+        let fs: Arc<dyn Fs> = Arc::new(StdFs);
+        let leader_dir = tempfile::tempdir().expect("temp dir");
+        let mut leader = StateMachine::open(fs.clone(), leader_dir.path(), None).expect("open");
+        let built = leader
+            .get_snapshot_builder()
+            .await
+            .build_snapshot()
+            .await
+            .expect("build");
+        let (meta, bytes, _) = current(&mut leader).await;
+        assert_eq!(meta, built.meta);
+        for key in [None, Some(Arc::new(DataKey::generate()))] {
+            let dir = tempfile::tempdir().expect("temp dir");
+            let mut follower =
+                StateMachine::open(fs.clone(), dir.path(), key.clone()).expect("open");
+            let receiving = dir.path().join("snapshots/receiving.tmp");
+
+            // Cut short: refused, nothing left behind.
+            let mut data = follower.begin_receiving_snapshot().await.expect("begin");
+            data.write_all(&bytes[..bytes.len() - 1])
+                .await
+                .expect("write");
+            assert!(follower.install_snapshot(&meta, data).await.is_err());
+            assert!(!receiving.exists());
+            assert!(follower
+                .get_current_snapshot()
+                .await
+                .expect("none")
+                .is_none());
+
+            let mut data = follower.begin_receiving_snapshot().await.expect("begin");
+            assert_eq!(receiving.exists(), key.is_none());
+            data.write_all(&bytes).await.expect("write");
+            follower
+                .install_snapshot(&meta, data)
+                .await
+                .expect("install");
+            assert!(!receiving.exists());
+            let (installed, installed_bytes, in_memory) = current(&mut follower).await;
+            assert_eq!((installed, installed_bytes), (meta.clone(), bytes.clone()));
+            assert_eq!(in_memory, key.is_some());
+            assert_eq!(follower.state().load().last_applied, meta.last_log_id);
+        }
     }
 
     /// A plain snapshot is handed over as its file, the one loaded at start

@@ -501,6 +501,29 @@ impl SnapshotFiles {
     pub fn seals(&self) -> bool {
         self.key.is_some()
     }
+
+    /// Where a snapshot sent by the leader is written as it arrives (a
+    /// `.tmp`: one a crash leaves behind goes at the next open). Only for
+    /// plain files: a sealing node keeps what it receives in memory, so no
+    /// plain bytes reach its disk.
+    pub fn receiving_path(&self) -> PathBuf {
+        self.dir.join("receiving.tmp")
+    }
+
+    /// Makes the received file `temp`, already fsynced and checked whole,
+    /// the snapshot of `meta`: renamed into place, the directory fsynced, all
+    /// but the newest [`KEEP`] deleted, as [`save`](Self::save) does.
+    pub fn adopt(&self, temp: &Path, meta: &SnapshotMeta) -> Result<PathBuf> {
+        let path = self.dir.join(file_name(meta));
+        self.fs
+            .rename(temp, &path)
+            .map_err(StoreError::io("rename", temp))?;
+        self.fs
+            .sync_dir(&self.dir)
+            .map_err(StoreError::io("fsync", &self.dir))?;
+        self.keep_newest(&path)?;
+        Ok(path)
+    }
 }
 
 /// Why [`SnapshotFiles::load_latest`] could not load the snapshot it chose.
