@@ -45,8 +45,62 @@ pub struct StateMachine {
     changes: Option<Arc<dyn ChangeSink>>,
     /// The snapshot file loaded, built or installed last.
     current: Arc<Mutex<Option<Current>>>,
-    /// The file a snapshot from the leader is being received into.
-    receiving: Option<PathBuf>,
+}
+
+/// The file a snapshot from the leader is received into, with its path.
+struct ReceivingFile {
+    file: tokio::fs::File,
+    path: PathBuf,
+}
+
+impl tokio::io::AsyncRead for ReceivingFile {
+    fn poll_read(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.get_mut().file).poll_read(cx, buf)
+    }
+}
+
+impl tokio::io::AsyncWrite for ReceivingFile {
+    fn poll_write(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.get_mut().file).poll_write(cx, buf)
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.get_mut().file).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.get_mut().file).poll_shutdown(cx)
+    }
+}
+
+impl tokio::io::AsyncSeek for ReceivingFile {
+    fn start_seek(
+        self: std::pin::Pin<&mut Self>,
+        position: std::io::SeekFrom,
+    ) -> std::io::Result<()> {
+        std::pin::Pin::new(&mut self.get_mut().file).start_seek(position)
+    }
+
+    fn poll_complete(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<u64>> {
+        std::pin::Pin::new(&mut self.get_mut().file).poll_complete(cx)
+    }
 }
 
 /// A snapshot received from the leader, as [`StateMachine::begin_receiving_snapshot`]
@@ -160,7 +214,6 @@ impl StateMachine {
             builds: Arc::new(AtomicU64::new(0)),
             changes: None,
             current: Arc::new(Mutex::new(current)),
-            receiving: None,
         })
     }
 
@@ -181,24 +234,42 @@ impl StateMachine {
         self.state.clone()
     }
 
-    /// What [`begin_receiving_snapshot`](RaftStateMachine::begin_receiving_snapshot)
-    /// gave out, now that openraft wrote the snapshot into it: the bytes, or
-    /// the file made durable.
-    async fn received(&mut self, snapshot: Box<SnapshotData>) -> std::io::Result<Received> {
-        use tokio::io::AsyncWriteExt as _;
+    /// The snapshot openraft hands to install: what
+    /// [`begin_receiving_snapshot`](RaftStateMachine::begin_receiving_snapshot)
+    /// gave out, written into (the bytes, or the file made durable), or a
+    /// current snapshot's file handed over as it is (openraft's storage test
+    /// suite does that), copied as if received.
+    async fn received(&self, snapshot: Box<SnapshotData>) -> std::io::Result<Received> {
+        use tokio::io::{AsyncReadExt as _, AsyncSeekExt as _, AsyncWriteExt as _};
         let any = <dyn SnapshotIo>::into_any(*snapshot);
         let any = match any.downcast::<Cursor<Vec<u8>>>() {
             Ok(cursor) => return Ok(Received::Bytes(cursor.into_inner())),
             Err(any) => any,
         };
-        let (Ok(mut file), Some(path)) = (any.downcast::<tokio::fs::File>(), self.receiving.take())
-        else {
+        let any = match any.downcast::<ReceivingFile>() {
+            Ok(mut received) => {
+                received.file.flush().await?;
+                received.file.sync_all().await?;
+                return Ok(Received::File(received.path));
+            }
+            Err(any) => any,
+        };
+        let Ok(mut file) = any.downcast::<tokio::fs::File>() else {
             return Err(std::io::Error::other(
-                "a snapshot to install must come from begin_receiving_snapshot",
+                "a snapshot to install is neither received here nor a snapshot file",
             ));
         };
-        file.flush().await?;
-        file.sync_all().await?;
+        file.seek(std::io::SeekFrom::Start(0)).await?;
+        if self.files.seals() {
+            let mut bytes = Vec::new();
+            file.read_to_end(&mut bytes).await?;
+            return Ok(Received::Bytes(bytes));
+        }
+        let path = self.files.receiving_path();
+        let mut copy = tokio::fs::File::create(&path).await?;
+        tokio::io::copy(&mut file, &mut copy).await?;
+        copy.flush().await?;
+        copy.sync_all().await?;
         Ok(Received::File(path))
     }
 }
@@ -359,8 +430,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         let file = tokio::fs::File::create(&path)
             .await
             .map_err(|e| StorageIOError::write_snapshot(None, &e))?;
-        self.receiving = Some(path);
-        Ok(Box::new(Box::new(file)))
+        Ok(Box::new(Box::new(ReceivingFile { file, path })))
     }
 
     async fn install_snapshot(
