@@ -906,8 +906,10 @@ async fn cluster_token_is_required() {
             tonic::Code::Unauthenticated,
             "node {id}: {status:?}"
         );
+        let mut stream = tonic::Request::new(futures::stream::iter([Frame { payload: vec![] }]));
+        *stream.metadata_mut() = call(None).metadata().clone();
         let status = client
-            .append_entries(call(None))
+            .append_entries(stream)
             .await
             .expect_err("append-entries without token");
         assert_eq!(

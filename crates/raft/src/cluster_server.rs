@@ -25,13 +25,38 @@ fn decode<T: serde::de::DeserializeOwned>(request: &Request<pb::Frame>) -> Resul
 
 #[tonic::async_trait]
 impl pb::cluster_server::Cluster for ClusterService {
+    type AppendEntriesStream = tokio_stream::wrappers::ReceiverStream<Result<pb::Frame, Status>>;
+
+    /// Answers each frame in turn, in the order they came: a leader sends
+    /// the next request only once it has the answer to the last.
     async fn append_entries(
         &self,
-        request: Request<pb::Frame>,
-    ) -> Result<Response<pb::Frame>, Status> {
-        let rpc: AppendEntriesRequest<TypeConfig> = decode(&request)?;
-        let result = self.node.raft.append_entries(rpc).await;
-        Ok(Response::new(rpc::encode(&result)))
+        request: Request<tonic::Streaming<pb::Frame>>,
+    ) -> Result<Response<Self::AppendEntriesStream>, Status> {
+        let mut frames = request.into_inner();
+        let (tx, rx) = tokio::sync::mpsc::channel(1);
+        let node = self.node.clone();
+        tokio::spawn(async move {
+            loop {
+                let answer = match frames.message().await {
+                    Ok(Some(frame)) => {
+                        match rpc::decode::<AppendEntriesRequest<TypeConfig>>(&frame) {
+                            Ok(rpc) => Ok(rpc::encode(&node.raft.append_entries(rpc).await)),
+                            Err(e) => Err(Status::invalid_argument(e.to_string())),
+                        }
+                    }
+                    // The leader closed the stream, or it broke.
+                    Ok(None) | Err(_) => return,
+                };
+                let last = answer.is_err();
+                if tx.send(answer).await.is_err() || last {
+                    return;
+                }
+            }
+        });
+        Ok(Response::new(tokio_stream::wrappers::ReceiverStream::new(
+            rx,
+        )))
     }
 
     async fn vote(&self, request: Request<pb::Frame>) -> Result<Response<pb::Frame>, Status> {

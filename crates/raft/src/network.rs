@@ -5,6 +5,11 @@
 //! A connection is made lazily per peer address and reused; tonic reconnects
 //! it after a failure. Every call carries the cluster token (when set) and a
 //! deadline, so a dead or paused peer costs a timeout, never a hang.
+//! Append-entries, the bulk of the traffic, go on one long-lived stream per
+//! peer (`AppendEntries`): openraft sends one request at a time per peer
+//! and waits for its answer, so answers come back in order; any failure or
+//! timeout drops the stream (a late answer is never taken for the next one's)
+//! and the next request opens a new one.
 //!
 //! A call that fails before a connection exists (refused, connect timeout)
 //! certainly did not reach the peer: it is [`CallError::NotSent`], which lets
@@ -84,10 +89,16 @@ impl std::fmt::Display for CallError {
     }
 }
 
+/// An open `AppendEntries` stream: requests go into `tx`, their answers
+/// come back in order on `answers`.
+struct EntryStream {
+    tx: tokio::sync::mpsc::Sender<pb::Frame>,
+    answers: tonic::Streaming<pb::Frame>,
+}
+
 /// Which RPC a frame goes to.
 #[derive(Clone, Copy)]
 enum Method {
-    AppendEntries,
     Vote,
     InstallSnapshot,
     Forward,
@@ -191,17 +202,105 @@ impl Peers {
             }
             Err(status) => status,
         };
+        Err(self.failed(addr, status))
+    }
+
+    /// Records what a failed call says about the connection to `addr`.
+    fn failed(&self, addr: &str, status: tonic::Status) -> CallError {
         match failure(&status) {
             Failure::NeverSent => {
                 self.mark_down(addr);
-                return Err(CallError::NotSent(format!("{addr}: {}", cause(&status))));
+                return CallError::NotSent(format!("{addr}: {}", cause(&status)));
             }
             Failure::Broke => self.mark_down(addr),
             // An error answer still proves the connection works.
             Failure::Answered => self.mark_up(addr),
             Failure::TimedOut => {}
         }
-        Err(CallError::Failed(status))
+        CallError::Failed(status)
+    }
+
+    /// Sends `frame` on the append-entries `stream` to `addr` (opening one
+    /// when there is none) and waits for its answer. On any failure the
+    /// stream is dropped; the back-off is the unary calls'.
+    async fn call_on_stream(
+        &self,
+        addr: &str,
+        stream: &mut Option<EntryStream>,
+        frame: pb::Frame,
+        timeout: Duration,
+    ) -> Result<pb::Frame, CallError> {
+        if let Some(left) = self.backing_off(addr) {
+            *stream = None;
+            metrics::counter!("tacos_cluster_calls_backed_off_total", "peer" => addr.to_string())
+                .increment(1);
+            return Err(CallError::NotSent(format!(
+                "no connection to {addr}; next attempt in {} ms",
+                left.as_millis().max(1)
+            )));
+        }
+        let status = match tokio::time::timeout(timeout, self.exchange(addr, stream, frame)).await {
+            Ok(Ok(reply)) => {
+                self.mark_up(addr);
+                return Ok(reply);
+            }
+            Ok(Err(status)) => status,
+            Err(_) => {
+                *stream = None;
+                return Err(CallError::Failed(tonic::Status::deadline_exceeded(
+                    format!("no answer from {addr} within {} ms", timeout.as_millis()),
+                )));
+            }
+        };
+        *stream = None;
+        Err(self.failed(addr, status))
+    }
+
+    /// One request and its answer on `stream`.
+    async fn exchange(
+        &self,
+        addr: &str,
+        stream: &mut Option<EntryStream>,
+        frame: pb::Frame,
+    ) -> Result<pb::Frame, tonic::Status> {
+        let closed =
+            || tonic::Status::unavailable(format!("{addr} closed the append-entries stream"));
+        let open = match stream {
+            Some(open) => {
+                open.tx.send(frame).await.map_err(|_| closed())?;
+                open
+            }
+            None => {
+                // The first frame is queued before the call: a server may
+                // hold its answer's headers until it has something to say.
+                let (tx, rx) = tokio::sync::mpsc::channel(1);
+                tx.try_send(frame).map_err(|_| closed())?;
+                let mut request =
+                    tonic::Request::new(tokio_stream::wrappers::ReceiverStream::new(rx));
+                self.stamp(&mut request)?;
+                let answers = self
+                    .client(addr)?
+                    .append_entries(request)
+                    .await?
+                    .into_inner();
+                stream.insert(EntryStream { tx, answers })
+            }
+        };
+        open.answers.message().await?.ok_or_else(closed)
+    }
+
+    /// Puts the protocol version and the cluster token on a request.
+    fn stamp<T>(&self, request: &mut tonic::Request<T>) -> Result<(), tonic::Status> {
+        request.metadata_mut().insert(
+            PROTOCOL_HEADER,
+            MetadataValue::from_static(PROTOCOL_VERSION),
+        );
+        if let Some(token) = &self.token {
+            let value = MetadataValue::try_from(token.as_ref())
+                .map_err(|_| tonic::Status::invalid_argument("cluster token is not ASCII"))?;
+            request.metadata_mut().insert(TOKEN_HEADER, value);
+        }
+        Ok(())
     }
 
     async fn send(
@@ -214,17 +313,8 @@ impl Peers {
         let mut client = self.client(addr)?;
         let mut request = tonic::Request::new(frame);
         request.set_timeout(timeout);
-        request.metadata_mut().insert(
-            PROTOCOL_HEADER,
-            MetadataValue::from_static(PROTOCOL_VERSION),
-        );
-        if let Some(token) = &self.token {
-            let value = MetadataValue::try_from(token.as_ref())
-                .map_err(|_| tonic::Status::invalid_argument("cluster token is not ASCII"))?;
-            request.metadata_mut().insert(TOKEN_HEADER, value);
-        }
+        self.stamp(&mut request)?;
         let reply = match method {
-            Method::AppendEntries => client.append_entries(request).await,
             Method::Vote => client.vote(request).await,
             Method::InstallSnapshot => client.install_snapshot(request).await,
             Method::Forward => client.forward(request).await,
@@ -311,6 +401,7 @@ impl RaftNetworkFactory<TypeConfig> for Peers {
             peers: self.clone(),
             target,
             node: node.clone(),
+            stream: None,
         }
     }
 }
@@ -320,6 +411,8 @@ pub struct Peer {
     peers: Peers,
     target: NodeId,
     node: NodeInfo,
+    /// The append-entries stream, once opened.
+    stream: Option<EntryStream>,
 }
 
 impl Peer {
@@ -339,6 +432,19 @@ impl Peer {
             .call(&self.node.cluster_addr, method, frame, option.hard_ttl())
             .await
             .map_err(|error| self.transport_error(error))?;
+        self.answer(reply)
+    }
+
+    /// The peer's `Result` in `reply`, as is.
+    #[allow(clippy::result_large_err)] // openraft's own error type, as its network API returns it
+    fn answer<Resp, E>(
+        &self,
+        reply: pb::Frame,
+    ) -> Result<Resp, RPCError<NodeId, NodeInfo, RaftError<NodeId, E>>>
+    where
+        Resp: DeserializeOwned,
+        E: std::error::Error + DeserializeOwned,
+    {
         let result: Result<Resp, RaftError<NodeId, E>> =
             rpc::decode(&reply).map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
         result.map_err(|e| {
@@ -385,7 +491,17 @@ impl RaftNetwork<TypeConfig> for Peer {
                 PayloadTooLarge::new_entries_hint(entries / 2),
             ));
         }
-        self.send(Method::AppendEntries, frame, &option).await
+        let reply = self
+            .peers
+            .call_on_stream(
+                &self.node.cluster_addr,
+                &mut self.stream,
+                frame,
+                option.hard_ttl(),
+            )
+            .await
+            .map_err(|error| self.transport_error(error))?;
+        self.answer(reply)
     }
 
     async fn install_snapshot(
@@ -445,6 +561,105 @@ mod tests {
             }
         });
         (addr, task)
+    }
+
+    /// A cluster port whose `AppendEntries` stream answers each frame with
+    /// its own payload, after as many times 100 ms as its first byte says.
+    async fn echo_peer() -> String {
+        struct Echo;
+        #[tonic::async_trait]
+        impl pb::cluster_server::Cluster for Echo {
+            type AppendEntriesStream =
+                tokio_stream::wrappers::ReceiverStream<Result<pb::Frame, tonic::Status>>;
+
+            async fn append_entries(
+                &self,
+                request: tonic::Request<tonic::Streaming<pb::Frame>>,
+            ) -> Result<tonic::Response<Self::AppendEntriesStream>, tonic::Status> {
+                let mut frames = request.into_inner();
+                let (tx, rx) = tokio::sync::mpsc::channel(1);
+                tokio::spawn(async move {
+                    while let Ok(Some(frame)) = frames.message().await {
+                        let delay = u64::from(frame.payload.first().copied().unwrap_or(0));
+                        tokio::time::sleep(Duration::from_millis(100 * delay)).await;
+                        if tx.send(Ok(frame)).await.is_err() {
+                            return;
+                        }
+                    }
+                });
+                Ok(tonic::Response::new(
+                    tokio_stream::wrappers::ReceiverStream::new(rx),
+                ))
+            }
+            async fn vote(
+                &self,
+                _: tonic::Request<pb::Frame>,
+            ) -> Result<tonic::Response<pb::Frame>, tonic::Status> {
+                Err(tonic::Status::unimplemented("vote"))
+            }
+            async fn install_snapshot(
+                &self,
+                _: tonic::Request<pb::Frame>,
+            ) -> Result<tonic::Response<pb::Frame>, tonic::Status> {
+                Err(tonic::Status::unimplemented("install_snapshot"))
+            }
+            async fn forward(
+                &self,
+                _: tonic::Request<pb::Frame>,
+            ) -> Result<tonic::Response<pb::Frame>, tonic::Status> {
+                Err(tonic::Status::unimplemented("forward"))
+            }
+        }
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr").to_string();
+        tokio::spawn(
+            tonic::transport::Server::builder()
+                .add_service(pb::cluster_server::ClusterServer::new(Echo))
+                .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)),
+        );
+        addr
+    }
+
+    /// Answers come back in order on one stream; an answer that comes after
+    /// its request timed out is never taken for the next request's (the
+    /// stream is dropped and the next request opens another).
+    #[tokio::test]
+    async fn a_late_answer_on_the_stream_is_never_taken_for_the_next() {
+        let peers = Peers::new(None, None, None);
+        let addr = echo_peer().await;
+        let mut stream = None;
+        let frame = |delay: u8, tag: u8| pb::Frame {
+            payload: vec![delay, tag],
+        };
+        let timeout = Duration::from_millis(300);
+        for tag in 1..=3 {
+            let reply = peers
+                .call_on_stream(&addr, &mut stream, frame(0, tag), timeout)
+                .await
+                .expect("answered");
+            assert_eq!(reply.payload, [0, tag]);
+        }
+        assert!(stream.is_some(), "one stream for all three");
+        let late = peers
+            .call_on_stream(&addr, &mut stream, frame(5, 4), timeout)
+            .await;
+        assert!(
+            matches!(&late, Err(CallError::Failed(s)) if s.code() == tonic::Code::DeadlineExceeded),
+            "{late:?}"
+        );
+        assert!(stream.is_none(), "dropped with its late answer");
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        let next = peers
+            .call_on_stream(&addr, &mut stream, frame(0, 5), timeout)
+            .await
+            .expect("answered");
+        assert_eq!(next.payload, [0, 5]);
+        assert!(
+            peers.backing_off(&addr).is_none(),
+            "a timeout is not a failed connection"
+        );
     }
 
     #[tokio::test]
@@ -569,10 +784,13 @@ mod tests {
 
     #[tonic::async_trait]
     impl pb::cluster_server::Cluster for Refuser {
+        type AppendEntriesStream =
+            tokio_stream::wrappers::ReceiverStream<Result<pb::Frame, tonic::Status>>;
+
         async fn append_entries(
             &self,
-            _: tonic::Request<pb::Frame>,
-        ) -> Result<tonic::Response<pb::Frame>, tonic::Status> {
+            _: tonic::Request<tonic::Streaming<pb::Frame>>,
+        ) -> Result<tonic::Response<Self::AppendEntriesStream>, tonic::Status> {
             Err(tonic::Status::failed_precondition("refused"))
         }
         async fn vote(

@@ -52,8 +52,9 @@ pub const PROTOCOL_HEADER: &str = "x-tacos-cluster-protocol";
 /// whole namespace, or as a revoke); 7, the `encrypted_data_key` of
 /// `PublishConfig` and `PublishGray` (a node of 6 would drop it); 8,
 /// `keep_app_name`/`keep_tags` of `PublishConfig` (a node of 7 would clear
-/// what an update without them keeps).
-pub const PROTOCOL_VERSION: &str = "8";
+/// what an update without them keeps); 9, `AppendEntries` is a stream (a node of
+/// 8 calls it unary).
+pub const PROTOCOL_VERSION: &str = "9";
 
 /// Largest frame accepted: a snapshot chunk or an entry batch with headroom.
 pub const MAX_FRAME: usize = 96 * 1024 * 1024;
