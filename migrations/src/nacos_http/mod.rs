@@ -36,6 +36,8 @@
 //! history of deleted configs (the API finds history by a live config's key), gray
 //! versions (betas, tag grays), and users without a hash.
 //!
+//! Configs are read four at a time (each its content, then its history).
+//!
 //! The reads are not one snapshot: a server that keeps changing while it is read may
 //! give a config a newer history than its content; read from a quiet server.
 
@@ -137,33 +139,23 @@ pub fn read(endpoint: &Endpoint, _options: &ReadOptions) -> Result<Source, ReadE
     );
 
     for tenant in tenants {
-        let keys = client.config_keys(&tenant)?;
-        for (group, data_id) in keys {
-            let key = ConfigKey {
+        let keys: Vec<ConfigKey> = client
+            .config_keys(&tenant)?
+            .into_iter()
+            .map(|(group, data_id)| ConfigKey {
                 tenant: tenant.clone(),
                 group,
                 data_id,
-            };
-            let config = match client.config(&key) {
-                Ok(Some(config)) => config,
-                // Deleted between the listing and now.
-                Ok(None) => continue,
-                Err(e) => return Err(e),
-            };
-            let (rows, gray) = match client.history(&key) {
-                Ok(found) => found,
-                // The route is not served (no history API): no history, noted once.
-                Err(ReadError::Status { status: 404, .. }) => {
-                    no_history_api = true;
-                    (Vec::new(), 0)
-                }
-                Err(e) => return Err(e),
-            };
-            gray_rows += gray;
-            source.history.insert(key, rows);
-            source.configs.push(config);
-        }
+            })
+            .collect();
+        fetch_all(&client, &keys, |key, fetched| {
+            no_history_api |= !fetched.history_api;
+            gray_rows += fetched.gray;
+            source.history.insert(key.clone(), fetched.rows);
+            source.configs.push(fetched.config);
+        })?;
     }
+    // They came in the order they were read.
     source.configs.sort_by_key(Config::key);
 
     if no_history_api {
@@ -191,6 +183,89 @@ pub fn read(endpoint: &Endpoint, _options: &ReadOptions) -> Result<Source, ReadE
             .to_string(),
     );
     Ok(source)
+}
+
+/// How many configs are read at once. One at a time, the tool and the server
+/// took turns waiting on each round trip: 100,000 configs (200,000 reads) took
+/// 80 s on two cores the server used only part of.
+const READERS: usize = 4;
+
+/// One config as read: its content and metadata with its history.
+struct Fetched {
+    config: Config,
+    rows: Vec<HistoryRow>,
+    /// Gray history rows left out.
+    gray: usize,
+    /// Whether the server serves the history route (a 404 there: no history).
+    history_api: bool,
+}
+
+/// Reads `key`'s config and history; `None` when it was deleted since it
+/// was listed.
+fn fetch(client: &Client, key: &ConfigKey) -> Result<Option<Fetched>, ReadError> {
+    let Some(config) = client.config(key)? else {
+        return Ok(None);
+    };
+    let (rows, gray, history_api) = match client.history(key) {
+        Ok((rows, gray)) => (rows, gray, true),
+        // The route is not served (no history API): no history, noted once.
+        Err(ReadError::Status { status: 404, .. }) => (Vec::new(), 0, false),
+        Err(e) => return Err(e),
+    };
+    Ok(Some(Fetched {
+        config,
+        rows,
+        gray,
+        history_api,
+    }))
+}
+
+/// [`fetch`] of every key, [`READERS`] at a time, each config handed to
+/// `take` as soon as it is read (in no particular order), so nothing is held
+/// twice. The first error stops the others (they finish the read in hand).
+fn fetch_all(
+    client: &Client,
+    keys: &[ConfigKey],
+    mut take: impl FnMut(&ConfigKey, Fetched),
+) -> Result<(), ReadError> {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    let (next, stop) = (&AtomicUsize::new(0), &AtomicBool::new(false));
+    std::thread::scope(|scope| {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<(usize, Fetched)>(READERS * 4);
+        let workers: Vec<_> = (0..READERS.min(keys.len()))
+            .map(|_| {
+                let tx = tx.clone();
+                scope.spawn(move || -> Result<(), ReadError> {
+                    while !stop.load(Ordering::Relaxed) {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(key) = keys.get(i) else { break };
+                        match fetch(client, key) {
+                            // Gone since it was listed: nothing to take.
+                            Ok(None) => {}
+                            Ok(Some(fetched)) => {
+                                if tx.send((i, fetched)).is_err() {
+                                    break;
+                                }
+                            }
+                            Err(e) => {
+                                stop.store(true, Ordering::Relaxed);
+                                return Err(e);
+                            }
+                        }
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        drop(tx);
+        for (i, fetched) in rx {
+            take(&keys[i], fetched);
+        }
+        workers.into_iter().try_for_each(|w| {
+            w.join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        })
+    })
 }
 
 /// Users when the API shows their BCrypt hashes; else a note (and no users).
