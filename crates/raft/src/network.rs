@@ -187,13 +187,8 @@ impl Peers {
         frame: pb::Frame,
         timeout: Duration,
     ) -> Result<pb::Frame, CallError> {
-        if let Some(left) = self.backing_off(addr) {
-            metrics::counter!("tacos_cluster_calls_backed_off_total", "peer" => addr.to_string())
-                .increment(1);
-            return Err(CallError::NotSent(format!(
-                "no connection to {addr}; next attempt in {} ms",
-                left.as_millis().max(1)
-            )));
+        if let Some(not_sent) = self.backed_off(addr) {
+            return Err(not_sent);
         }
         let status = match self.send(addr, method, frame, timeout).await {
             Ok(reply) => {
@@ -203,6 +198,17 @@ impl Peers {
             Err(status) => status,
         };
         Err(self.failed(addr, status))
+    }
+
+    /// The error of a call to `addr` while it is backed off (counted), if it is.
+    fn backed_off(&self, addr: &str) -> Option<CallError> {
+        let left = self.backing_off(addr)?;
+        metrics::counter!("tacos_cluster_calls_backed_off_total", "peer" => addr.to_string())
+            .increment(1);
+        Some(CallError::NotSent(format!(
+            "no connection to {addr}; next attempt in {} ms",
+            left.as_millis().max(1)
+        )))
     }
 
     /// Records what a failed call says about the connection to `addr`.
@@ -230,14 +236,9 @@ impl Peers {
         frame: pb::Frame,
         timeout: Duration,
     ) -> Result<pb::Frame, CallError> {
-        if let Some(left) = self.backing_off(addr) {
+        if let Some(not_sent) = self.backed_off(addr) {
             *stream = None;
-            metrics::counter!("tacos_cluster_calls_backed_off_total", "peer" => addr.to_string())
-                .increment(1);
-            return Err(CallError::NotSent(format!(
-                "no connection to {addr}; next attempt in {} ms",
-                left.as_millis().max(1)
-            )));
+            return Err(not_sent);
         }
         let status = match tokio::time::timeout(timeout, self.exchange(addr, stream, frame)).await {
             Ok(Ok(reply)) => {
@@ -563,60 +564,15 @@ mod tests {
         (addr, task)
     }
 
-    /// A cluster port whose `AppendEntries` stream answers each frame with
-    /// its own payload, after as many times 100 ms as its first byte says.
-    async fn echo_peer() -> String {
-        struct Echo;
-        #[tonic::async_trait]
-        impl pb::cluster_server::Cluster for Echo {
-            type AppendEntriesStream =
-                tokio_stream::wrappers::ReceiverStream<Result<pb::Frame, tonic::Status>>;
-
-            async fn append_entries(
-                &self,
-                request: tonic::Request<tonic::Streaming<pb::Frame>>,
-            ) -> Result<tonic::Response<Self::AppendEntriesStream>, tonic::Status> {
-                let mut frames = request.into_inner();
-                let (tx, rx) = tokio::sync::mpsc::channel(1);
-                tokio::spawn(async move {
-                    while let Ok(Some(frame)) = frames.message().await {
-                        let delay = u64::from(frame.payload.first().copied().unwrap_or(0));
-                        tokio::time::sleep(Duration::from_millis(100 * delay)).await;
-                        if tx.send(Ok(frame)).await.is_err() {
-                            return;
-                        }
-                    }
-                });
-                Ok(tonic::Response::new(
-                    tokio_stream::wrappers::ReceiverStream::new(rx),
-                ))
-            }
-            async fn vote(
-                &self,
-                _: tonic::Request<pb::Frame>,
-            ) -> Result<tonic::Response<pb::Frame>, tonic::Status> {
-                Err(tonic::Status::unimplemented("vote"))
-            }
-            async fn install_snapshot(
-                &self,
-                _: tonic::Request<pb::Frame>,
-            ) -> Result<tonic::Response<pb::Frame>, tonic::Status> {
-                Err(tonic::Status::unimplemented("install_snapshot"))
-            }
-            async fn forward(
-                &self,
-                _: tonic::Request<pb::Frame>,
-            ) -> Result<tonic::Response<pb::Frame>, tonic::Status> {
-                Err(tonic::Status::unimplemented("forward"))
-            }
-        }
+    /// A cluster port served by [`FakePeer`], at the address returned.
+    async fn fake_peer() -> String {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");
         let addr = listener.local_addr().expect("addr").to_string();
         tokio::spawn(
             tonic::transport::Server::builder()
-                .add_service(pb::cluster_server::ClusterServer::new(Echo))
+                .add_service(pb::cluster_server::ClusterServer::new(FakePeer))
                 .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)),
         );
         addr
@@ -628,7 +584,7 @@ mod tests {
     #[tokio::test]
     async fn a_late_answer_on_the_stream_is_never_taken_for_the_next() {
         let peers = Peers::new(None, None, None);
-        let addr = echo_peer().await;
+        let addr = fake_peer().await;
         let mut stream = None;
         let frame = |delay: u8, tag: u8| pb::Frame {
             payload: vec![delay, tag],
@@ -779,19 +735,34 @@ mod tests {
         holder.abort();
     }
 
-    /// A cluster service that refuses every call with an error status.
-    struct Refuser;
+    /// A cluster service whose `AppendEntries` stream answers each frame
+    /// with its own payload, after as many times 100 ms as its first byte
+    /// says, and which refuses every other call with an error status.
+    struct FakePeer;
 
     #[tonic::async_trait]
-    impl pb::cluster_server::Cluster for Refuser {
+    impl pb::cluster_server::Cluster for FakePeer {
         type AppendEntriesStream =
             tokio_stream::wrappers::ReceiverStream<Result<pb::Frame, tonic::Status>>;
 
         async fn append_entries(
             &self,
-            _: tonic::Request<tonic::Streaming<pb::Frame>>,
+            request: tonic::Request<tonic::Streaming<pb::Frame>>,
         ) -> Result<tonic::Response<Self::AppendEntriesStream>, tonic::Status> {
-            Err(tonic::Status::failed_precondition("refused"))
+            let mut frames = request.into_inner();
+            let (tx, rx) = tokio::sync::mpsc::channel(1);
+            tokio::spawn(async move {
+                while let Ok(Some(frame)) = frames.message().await {
+                    let delay = u64::from(frame.payload.first().copied().unwrap_or(0));
+                    tokio::time::sleep(Duration::from_millis(100 * delay)).await;
+                    if tx.send(Ok(frame)).await.is_err() {
+                        return;
+                    }
+                }
+            });
+            Ok(tonic::Response::new(
+                tokio_stream::wrappers::ReceiverStream::new(rx),
+            ))
         }
         async fn vote(
             &self,
@@ -815,15 +786,7 @@ mod tests {
 
     #[tokio::test]
     async fn an_error_answer_ends_the_back_off() {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let addr = listener.local_addr().expect("addr").to_string();
-        let server = tokio::spawn(
-            tonic::transport::Server::builder()
-                .add_service(pb::cluster_server::ClusterServer::new(Refuser))
-                .serve_with_incoming(tonic::transport::server::TcpIncoming::from(listener)),
-        );
+        let addr = fake_peer().await;
         let peers = Peers::new(None, None, None);
         // As if the peer had been unreachable twice.
         peers.mark_down(&addr);
@@ -849,6 +812,5 @@ mod tests {
             peers.down.lock().expect("lock").get(&addr).is_none(),
             "an answer, even an error, resets the back-off"
         );
-        server.abort();
     }
 }
